@@ -1,0 +1,478 @@
+//! YAML to JSON with positions: the one YAML reader of agentic.
+//!
+//! Every YAML file agentic reads (workflows, rubrics, checkpoint specs) goes through
+//! [`parse_yaml`]. It turns the text into a `serde_json::Value` and a [`SourceMap`] that
+//! gives the line and column of every value and mapping key by JSON pointer, so later
+//! checks can point at the exact place of a problem.
+//!
+//! Scalars follow the YAML 1.2 core schema: `yes`/`no`/`on`/`off` stay strings (the
+//! "Norway problem" does not exist here). Anchors and aliases work, as do `<<` merge keys,
+//! but every alias counts against a node budget, so an alias bomb is rejected in bounded
+//! time and memory. Oversize input is rejected before parsing starts.
+
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use serde_json::{Map, Value};
+
+use crate::diagnostic::{Diagnostic, Position};
+
+/// Limits that keep parsing bounded whatever the input.
+#[derive(Debug, Clone, Copy)]
+pub struct YamlLimits {
+    /// The largest input accepted, in bytes.
+    pub max_bytes: usize,
+    /// The most values the document may expand to, counting every alias expansion.
+    pub max_nodes: usize,
+    /// The deepest nesting of sequences and mappings.
+    pub max_depth: usize,
+}
+
+impl Default for YamlLimits {
+    fn default() -> Self {
+        YamlLimits {
+            max_bytes: 4 * 1024 * 1024,
+            max_nodes: 200_000,
+            max_depth: 64,
+        }
+    }
+}
+
+/// Where each value and key of a parsed document came from, keyed by JSON pointer.
+#[derive(Debug, Default, Clone)]
+pub struct SourceMap {
+    values: HashMap<String, Position>,
+    keys: HashMap<String, Position>,
+}
+
+impl SourceMap {
+    /// The position of the value at `pointer` (for example `/steps/0/argv`).
+    pub fn value(&self, pointer: &str) -> Option<Position> {
+        self.values.get(pointer).copied()
+    }
+
+    /// The position of the mapping key whose value is at `pointer`; falls back to the value.
+    pub fn key(&self, pointer: &str) -> Option<Position> {
+        self.keys.get(pointer).copied().or_else(|| self.value(pointer))
+    }
+
+    /// The position of `pointer`, or of its nearest ancestor that has one.
+    pub fn nearest(&self, pointer: &str) -> Position {
+        let mut current = pointer;
+        loop {
+            if let Some(position) = self.value(current) {
+                return position;
+            }
+            match current.rfind('/') {
+                Some(idx) => current = &current[..idx],
+                None => return Position::START,
+            }
+        }
+    }
+}
+
+/// A parsed YAML document.
+#[derive(Debug, Clone)]
+pub struct YamlDocument {
+    /// The document as JSON.
+    pub value: Value,
+    /// Positions of values and keys.
+    pub source_map: SourceMap,
+}
+
+/// Escapes one JSON pointer segment (`~` and `/`).
+pub fn pointer_segment(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// Parses one YAML document with the default limits.
+pub fn parse_yaml(text: &str) -> Result<YamlDocument, Vec<Diagnostic>> {
+    parse_yaml_with_limits(text, YamlLimits::default())
+}
+
+/// Parses one YAML document. On failure returns at least one diagnostic (without a file).
+pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocument, Vec<Diagnostic>> {
+    if text.len() > limits.max_bytes {
+        return Err(vec![
+            Diagnostic::error(
+                "yaml-too-large",
+                format!("file is {} bytes; the limit is {} bytes", text.len(), limits.max_bytes),
+            )
+            .with_hint("split the file, or move large data into a dataset file"),
+        ]);
+    }
+    let mut builder = Builder {
+        limits,
+        nodes: 0,
+        anchors: HashMap::new(),
+        source_map: SourceMap::default(),
+        duplicate_keys: Vec::new(),
+    };
+    let mut parser = Parser::new_from_str(text);
+    let mut root: Option<Value> = None;
+    let mut documents = 0usize;
+    loop {
+        let (event, span) = match next(&mut parser)? {
+            Some(item) => item,
+            None => break,
+        };
+        match event {
+            Event::StreamStart | Event::DocumentEnd | Event::Nothing => {}
+            Event::StreamEnd => break,
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(vec![
+                        Diagnostic::error("yaml-multiple-documents", "file holds more than one YAML document")
+                            .at(position(&span))
+                            .with_hint("keep one document per file; remove the extra `---`"),
+                    ]);
+                }
+            }
+            other => {
+                let value = builder.node(&mut parser, other, span, String::new(), 0)?;
+                root = Some(value);
+            }
+        }
+    }
+    if !builder.duplicate_keys.is_empty() {
+        return Err(builder.duplicate_keys);
+    }
+    Ok(YamlDocument {
+        value: root.unwrap_or(Value::Null),
+        source_map: builder.source_map,
+    })
+}
+
+type Item<'a> = (Event<'a>, Span);
+
+fn next<'a>(parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>) -> Result<Option<Item<'a>>, Vec<Diagnostic>> {
+    match parser.next_event() {
+        None => Ok(None),
+        Some(Ok(item)) => Ok(Some(item)),
+        Some(Err(error)) => {
+            let marker = error.marker();
+            Err(vec![
+                Diagnostic::error("yaml-syntax", format!("malformed YAML: {}", error.info()))
+                    .at(Position {
+                        line: marker.line(),
+                        column: marker.col() + 1,
+                    })
+                    .with_hint("check indentation, quotes and `:` after keys near this line"),
+            ])
+        }
+    }
+}
+
+fn position(span: &Span) -> Position {
+    Position {
+        line: span.start.line(),
+        column: span.start.col() + 1,
+    }
+}
+
+struct Builder {
+    limits: YamlLimits,
+    nodes: usize,
+    anchors: HashMap<usize, (Value, usize)>,
+    source_map: SourceMap,
+    duplicate_keys: Vec<Diagnostic>,
+}
+
+impl Builder {
+    fn count(&mut self, amount: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
+        self.nodes = self.nodes.saturating_add(amount);
+        if self.nodes > self.limits.max_nodes {
+            return Err(vec![
+                Diagnostic::error(
+                    "yaml-alias-limit",
+                    format!(
+                        "document expands to more than {} values (an alias bomb, or far too large)",
+                        self.limits.max_nodes
+                    ),
+                )
+                .at(position(span))
+                .with_hint("remove nested aliases (`*name`) that multiply the document"),
+            ]);
+        }
+        Ok(())
+    }
+
+    fn node<'a>(
+        &mut self,
+        parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>,
+        event: Event<'a>,
+        span: Span,
+        pointer: String,
+        depth: usize,
+    ) -> Result<Value, Vec<Diagnostic>> {
+        if depth > self.limits.max_depth {
+            return Err(vec![
+                Diagnostic::error(
+                    "yaml-too-deep",
+                    format!("nesting is deeper than {} levels", self.limits.max_depth),
+                )
+                .at(position(&span))
+                .with_hint("flatten the structure"),
+            ]);
+        }
+        self.source_map.values.insert(pointer.clone(), position(&span));
+        let nodes_before = self.nodes;
+        self.count(1, &span)?;
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let value = resolve_scalar(&text, style, tag.as_deref().map(|t| t.suffix.as_str()));
+                if anchor > 0 {
+                    self.anchors.insert(anchor, (value.clone(), 1));
+                }
+                Ok(value)
+            }
+            Event::Alias(anchor) => match self.anchors.get(&anchor) {
+                Some((value, size)) => {
+                    let (value, size) = (value.clone(), *size);
+                    self.count(size, &span)?;
+                    Ok(value)
+                }
+                None => Err(vec![
+                    Diagnostic::error("yaml-syntax", "alias refers to an unknown anchor")
+                        .at(position(&span))
+                        .with_hint("define the anchor (`&name`) before using `*name`"),
+                ]),
+            },
+            Event::SequenceStart(anchor, _) => {
+                let mut items = Vec::new();
+                loop {
+                    let (event, span) = self.required(parser)?;
+                    if matches!(event, Event::SequenceEnd) {
+                        break;
+                    }
+                    let child = format!("{pointer}/{}", items.len());
+                    items.push(self.node(parser, event, span, child, depth + 1)?);
+                }
+                let value = Value::Array(items);
+                if anchor > 0 {
+                    self.anchors.insert(anchor, (value.clone(), self.nodes - nodes_before));
+                }
+                Ok(value)
+            }
+            Event::MappingStart(anchor, _) => {
+                let mut map = Map::new();
+                let mut merges: Vec<Value> = Vec::new();
+                loop {
+                    let (key_event, key_span) = self.required(parser)?;
+                    if matches!(key_event, Event::MappingEnd) {
+                        break;
+                    }
+                    let key = match key_event {
+                        Event::Scalar(text, ..) => text.into_owned(),
+                        _ => {
+                            return Err(vec![
+                                Diagnostic::error("yaml-complex-key", "mapping keys must be plain scalars")
+                                    .at(position(&key_span))
+                                    .with_hint("use a string key"),
+                            ]);
+                        }
+                    };
+                    let child = format!("{pointer}/{}", pointer_segment(&key));
+                    let (value_event, value_span) = self.required(parser)?;
+                    if key == "<<" {
+                        let merged = self.node(parser, value_event, value_span, child, depth + 1)?;
+                        merges.push(merged);
+                        continue;
+                    }
+                    if map.contains_key(&key) {
+                        self.duplicate_keys.push(
+                            Diagnostic::error(
+                                "duplicate-key",
+                                format!("key `{key}` appears twice in the same mapping"),
+                            )
+                            .at(position(&key_span))
+                            .with_hint("remove or rename one of them; YAML keeps only one"),
+                        );
+                    }
+                    self.source_map.keys.insert(child.clone(), position(&key_span));
+                    let value = self.node(parser, value_event, value_span, child, depth + 1)?;
+                    map.insert(key, value);
+                }
+                for merged in merges {
+                    let sources = match merged {
+                        Value::Array(items) => items,
+                        other => vec![other],
+                    };
+                    for source in sources {
+                        if let Value::Object(source) = source {
+                            for (key, value) in source {
+                                map.entry(key).or_insert(value);
+                            }
+                        }
+                    }
+                }
+                let value = Value::Object(map);
+                if anchor > 0 {
+                    self.anchors.insert(anchor, (value.clone(), self.nodes - nodes_before));
+                }
+                Ok(value)
+            }
+            _ => Ok(Value::Null),
+        }
+    }
+
+    fn required<'a>(
+        &mut self,
+        parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>,
+    ) -> Result<Item<'a>, Vec<Diagnostic>> {
+        match next(parser)? {
+            Some(item) => Ok(item),
+            None => Err(vec![
+                Diagnostic::error("yaml-syntax", "unexpected end of file")
+                    .with_hint("the document ends inside a sequence or mapping"),
+            ]),
+        }
+    }
+}
+
+/// Resolves a scalar by the YAML 1.2 core schema. Quoted and block scalars are strings.
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
+    match tag {
+        Some("str") => return Value::String(text.to_owned()),
+        Some("int") | Some("float") => {
+            if let Some(number) = parse_number(text) {
+                return number;
+            }
+        }
+        Some("bool") => {
+            if let Some(value) = parse_bool(text) {
+                return Value::Bool(value);
+            }
+        }
+        Some("null") => return Value::Null,
+        _ => {}
+    }
+    if style != ScalarStyle::Plain {
+        return Value::String(text.to_owned());
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        _ => {}
+    }
+    if let Some(value) = parse_bool(text) {
+        return Value::Bool(value);
+    }
+    parse_number(text).unwrap_or_else(|| Value::String(text.to_owned()))
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "true" | "True" | "TRUE" => Some(true),
+        "false" | "False" | "FALSE" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_number(text: &str) -> Option<Value> {
+    let bytes = text.as_bytes();
+    let first = *bytes.first()?;
+    if !(first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.') {
+        return None;
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        return i64::from_str_radix(hex, 16).ok().map(Value::from);
+    }
+    if let Some(octal) = text.strip_prefix("0o") {
+        return i64::from_str_radix(octal, 8).ok().map(Value::from);
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(value) = text.parse::<i64>() {
+            return Some(Value::from(value));
+        }
+        if let Ok(value) = text.parse::<u64>() {
+            return Some(Value::from(value));
+        }
+    }
+    let looks_float = digits
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && digits.bytes().any(|b| b.is_ascii_digit());
+    if looks_float {
+        if let Ok(value) = text.parse::<f64>() {
+            if value.is_finite() {
+                return serde_json::Number::from_f64(value).map(Value::Number);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_schema_keeps_norway_a_string() {
+        let doc = parse_yaml("country: NO\nanswer: yes\nflag: true\nn: 3\nx: 1.5\nz: ~\n").unwrap();
+        assert_eq!(
+            doc.value,
+            serde_json::json!({"country": "NO", "answer": "yes", "flag": true, "n": 3, "x": 1.5, "z": null})
+        );
+    }
+
+    #[test]
+    fn quoted_numbers_stay_strings() {
+        let doc = parse_yaml("a: '1'\nb: \"true\"\n").unwrap();
+        assert_eq!(doc.value, serde_json::json!({"a": "1", "b": "true"}));
+    }
+
+    #[test]
+    fn positions_are_recorded_for_keys_and_values() {
+        let doc = parse_yaml("name: x\nsteps:\n  - name: a\n    argv: [echo, hi]\n").unwrap();
+        let argv = doc.source_map.value("/steps/0/argv/1").unwrap();
+        assert_eq!((argv.line, argv.column), (4, 18));
+        let key = doc.source_map.key("/steps/0/argv").unwrap();
+        assert_eq!((key.line, key.column), (4, 5));
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_at_the_second_key() {
+        let errors = parse_yaml("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert_eq!(errors[0].code, "duplicate-key");
+        assert_eq!(errors[0].position.unwrap().line, 3);
+    }
+
+    #[test]
+    fn alias_bomb_is_rejected_fast() {
+        let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut previous = 'a';
+        for name in 'b'..='k' {
+            text.push_str(&format!(
+                "{name}: &{name} [*{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}]\n"
+            ));
+            previous = name;
+        }
+        let errors = parse_yaml(&text).unwrap_err();
+        assert_eq!(errors[0].code, "yaml-alias-limit");
+    }
+
+    #[test]
+    fn merge_keys_merge_without_overriding() {
+        let doc = parse_yaml("base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  y: 3\n").unwrap();
+        assert_eq!(doc.value["use"], serde_json::json!({"y": 3, "x": 1}));
+    }
+
+    #[test]
+    fn oversize_input_is_rejected_before_parsing() {
+        let limits = YamlLimits {
+            max_bytes: 10,
+            ..YamlLimits::default()
+        };
+        let errors = parse_yaml_with_limits("a: 123456789012", limits).unwrap_err();
+        assert_eq!(errors[0].code, "yaml-too-large");
+    }
+
+    #[test]
+    fn syntax_error_has_a_position() {
+        let errors = parse_yaml("a: [1, 2\nb: 3\n").unwrap_err();
+        assert_eq!(errors[0].code, "yaml-syntax");
+        assert!(errors[0].position.is_some());
+    }
+}
