@@ -94,17 +94,11 @@ pub fn parse_dataset_json(text: &str, default_id: &str) -> Result<Dataset, Datas
             (file.dataset, file.samples)
         }
         _ => {
-            return Err(DatasetError {
-                line: 1,
-                message: "a dataset must be a JSON array or object".to_owned(),
-            });
+            return Err(DatasetError { line: 1, message: "a dataset must be a JSON array or object".to_owned() });
         }
     };
-    let samples = samples
-        .into_iter()
-        .enumerate()
-        .map(|(idx, value)| to_sample(value, idx, 1))
-        .collect::<Result<Vec<_>, _>>()?;
+    let samples =
+        samples.into_iter().enumerate().map(|(idx, value)| to_sample(value, idx, 1)).collect::<Result<Vec<_>, _>>()?;
     Ok(finish(descriptor, samples, default_id))
 }
 
@@ -127,10 +121,7 @@ pub fn parse_dataset_jsonl(text: &str, default_id: &str) -> Result<Dataset, Data
 
 fn to_sample(value: Value, position: usize, line: usize) -> Result<Sample, DatasetError> {
     let Value::Object(fields) = value else {
-        return Err(DatasetError {
-            line,
-            message: format!("sample {} is not a JSON object", position + 1),
-        });
+        return Err(DatasetError { line, message: format!("sample {} is not a JSON object", position + 1) });
     };
     let id = match fields.get("id") {
         Some(Value::String(id)) => id.clone(),
@@ -218,10 +209,8 @@ pub fn check_inputs(workflow: &Workflow, inputs: &Map<String, Value>) -> Result<
             }
             Some(value) if !value.is_null() => {
                 if !input.value_type.accepts(value) {
-                    reasons.push(format!(
-                        "input `{name}` must be of type `{}`, got {value}",
-                        input.value_type.as_str()
-                    ));
+                    reasons
+                        .push(format!("input `{name}` must be of type `{}`, got {value}", input.value_type.as_str()));
                 }
                 if let Some(allowed) = &input.allowed
                     && !allowed.contains(value)
@@ -272,46 +261,28 @@ mod tests {
             fields: vec!["code_file".into()],
         };
         assert_eq!(match_workflow_dataset(&workflow(), &descriptor), (true, vec![]));
-        let by_alias = DatasetDescriptor {
-            fields: vec!["path".into()],
-            ..descriptor
-        };
+        let by_alias = DatasetDescriptor { fields: vec!["path".into()], ..descriptor };
         assert_eq!(match_workflow_dataset(&workflow(), &by_alias), (true, vec![]));
     }
 
     #[test]
     fn test_match_workflow_dataset_missing_field() {
-        let descriptor = DatasetDescriptor {
-            id: "d".into(),
-            version: "1".into(),
-            description: None,
-            fields: vec!["focus".into()],
-        };
-        assert_eq!(
-            match_workflow_dataset(&workflow(), &descriptor),
-            (false, vec!["missing: code_file".to_owned()])
-        );
+        let descriptor =
+            DatasetDescriptor { id: "d".into(), version: "1".into(), description: None, fields: vec!["focus".into()] };
+        assert_eq!(match_workflow_dataset(&workflow(), &descriptor), (false, vec!["missing: code_file".to_owned()]));
     }
 
     #[test]
     fn test_reject_empty_required_adapted_input() {
-        let sample = Sample {
-            id: "1".into(),
-            fields: json!({"code_file": "  "}).as_object().unwrap().clone(),
-        };
+        let sample = Sample { id: "1".into(), fields: json!({"code_file": "  "}).as_object().unwrap().clone() };
         let inputs = adapt_sample_to_workflow_inputs(&workflow(), &sample);
-        assert_eq!(
-            check_inputs(&workflow(), &inputs),
-            Err(vec!["required input `code_file` is empty".to_owned()])
-        );
+        assert_eq!(check_inputs(&workflow(), &inputs), Err(vec!["required input `code_file` is empty".to_owned()]));
     }
 
     #[test]
     fn test_accept_empty_optional_adapted_input() {
-        let sample = Sample {
-            id: "1".into(),
-            fields: json!({"code_file": "a.py", "focus": ""}).as_object().unwrap().clone(),
-        };
+        let sample =
+            Sample { id: "1".into(), fields: json!({"code_file": "a.py", "focus": ""}).as_object().unwrap().clone() };
         let inputs = adapt_sample_to_workflow_inputs(&workflow(), &sample);
         assert_eq!(check_inputs(&workflow(), &inputs), Ok(()));
     }
@@ -320,16 +291,10 @@ mod tests {
     fn test_accept_full_adapted_inputs() {
         let sample = Sample {
             id: "1".into(),
-            fields: json!({"path": "a.py", "focus": "security", "extra": 1})
-                .as_object()
-                .unwrap()
-                .clone(),
+            fields: json!({"path": "a.py", "focus": "security", "extra": 1}).as_object().unwrap().clone(),
         };
         let inputs = adapt_sample_to_workflow_inputs(&workflow(), &sample);
-        assert_eq!(
-            inputs,
-            *json!({"code_file": "a.py", "focus": "security"}).as_object().unwrap()
-        );
+        assert_eq!(inputs, *json!({"code_file": "a.py", "focus": "security"}).as_object().unwrap());
         assert_eq!(check_inputs(&workflow(), &inputs), Ok(()));
     }
 
@@ -356,17 +321,8 @@ mod tests {
     #[test]
     fn default_fills_missing_optional_input() {
         let mut workflow = workflow();
-        workflow.inputs.insert(
-            "depth".into(),
-            InputSpec {
-                default: Some(json!(2)),
-                ..InputSpec::default()
-            },
-        );
-        let sample = Sample {
-            id: "1".into(),
-            fields: json!({"code_file": "a"}).as_object().unwrap().clone(),
-        };
+        workflow.inputs.insert("depth".into(), InputSpec { default: Some(json!(2)), ..InputSpec::default() });
+        let sample = Sample { id: "1".into(), fields: json!({"code_file": "a"}).as_object().unwrap().clone() };
         assert_eq!(adapt_sample_to_workflow_inputs(&workflow, &sample)["depth"], json!(2));
     }
 }

@@ -81,10 +81,7 @@ impl Diagnostic {
 
     /// A new warning with a code and message.
     pub fn warning(code: &str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Warning,
-            ..Diagnostic::error(code, message)
-        }
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, message) }
     }
 
     /// Sets the position.

@@ -233,12 +233,9 @@ mod tests {
 
     #[test]
     fn test_canonical_event_serializable() {
-        let mut event = CanonicalEvent::new(
-            EventType::ToolCallEnd,
-            "2026-03-01T12:00:00.123456789Z".parse().unwrap(),
-        )
-        .with_step("Read")
-        .with_data(serde_json::json!({"input": {"path": "a.md"}}));
+        let mut event = CanonicalEvent::new(EventType::ToolCallEnd, "2026-03-01T12:00:00.123456789Z".parse().unwrap())
+            .with_step("Read")
+            .with_data(serde_json::json!({"input": {"path": "a.md"}}));
         event.seq = 42;
         event.status = Some(EventStatus::Ok);
         event.source = Some(EventSource {

@@ -228,10 +228,7 @@ impl Cursor<'_> {
     }
 
     fn error(&self, message: impl Into<String>) -> ExprError {
-        ExprError {
-            message: message.into(),
-            offset: self.base,
-        }
+        ExprError { message: message.into(), offset: self.base }
     }
 
     fn ident(&mut self) -> Result<String, ExprError> {
@@ -256,9 +253,7 @@ impl Cursor<'_> {
     fn quoted(&mut self) -> Result<String, ExprError> {
         let quote = self.peek().ok_or_else(|| self.error("expected a quoted string"))?;
         let rest = &self.text[self.pos + 1..];
-        let end = rest
-            .find(quote)
-            .ok_or_else(|| self.error(format!("unclosed quote in `${{{}}}`", self.text)))?;
+        let end = rest.find(quote).ok_or_else(|| self.error(format!("unclosed quote in `${{{}}}`", self.text)))?;
         self.pos += end + 2;
         Ok(rest[..end].to_owned())
     }
@@ -267,11 +262,7 @@ impl Cursor<'_> {
 const ROOTS: [&str; 3] = ["inputs", "steps", "attempt"];
 
 fn parse_expression(inner: &str, offset: usize) -> Result<Expression, ExprError> {
-    let mut cursor = Cursor {
-        text: inner,
-        pos: 0,
-        base: offset,
-    };
+    let mut cursor = Cursor { text: inner, pos: 0, base: offset };
     cursor.skip_ws();
     if cursor.peek().is_none() {
         return Err(cursor.error("empty expression `${}`; write a path such as `${inputs.name}`"));
@@ -301,9 +292,7 @@ fn parse_expression(inner: &str, offset: usize) -> Result<Expression, ExprError>
                     Some(c) if c.is_ascii_digit() => {
                         let rest = &cursor.text[cursor.pos..];
                         let len = rest.chars().take_while(char::is_ascii_digit).count();
-                        let index = rest[..len]
-                            .parse::<usize>()
-                            .map_err(|_| cursor.error("index is too large"))?;
+                        let index = rest[..len].parse::<usize>().map_err(|_| cursor.error("index is too large"))?;
                         cursor.pos += len;
                         segments.push(Segment::Index(index));
                     }
@@ -336,13 +325,7 @@ fn parse_expression(inner: &str, offset: usize) -> Result<Expression, ExprError>
             &inner[cursor.pos..]
         )));
     }
-    Ok(Expression {
-        root,
-        segments,
-        default,
-        offset,
-        text: inner.trim().to_owned(),
-    })
+    Ok(Expression { root, segments, default, offset, text: inner.trim().to_owned() })
 }
 
 fn parse_literal(cursor: &mut Cursor<'_>, inner: &str) -> Result<Value, ExprError> {
@@ -372,12 +355,9 @@ fn parse_literal(cursor: &mut Cursor<'_>, inner: &str) -> Result<Value, ExprErro
 pub fn render_value(value: &Value, context: &Value) -> Result<Value, ExprError> {
     Ok(match value {
         Value::String(text) => Template::parse(text)?.render(context),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| render_value(item, context))
-                .collect::<Result<_, _>>()?,
-        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|item| render_value(item, context)).collect::<Result<_, _>>()?)
+        }
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(key, item)| Ok((key.clone(), render_value(item, context)?)))
@@ -426,20 +406,13 @@ mod tests {
         assert_eq!(render("${inputs.missing ?? 'x'}"), json!("x"));
         assert_eq!(render("${inputs.missing ?? 5}"), json!(5));
         assert_eq!(render("${inputs.missing ?? []}"), json!([]));
-        assert_eq!(
-            render("${inputs.flag ?? true}"),
-            json!(false),
-            "false is a value, not missing"
-        );
+        assert_eq!(render("${inputs.flag ?? true}"), json!(false), "false is a value, not missing");
     }
 
     #[test]
     fn whole_string_keeps_type_embedded_interpolates() {
         assert_eq!(render("${inputs.n}"), json!(3));
-        assert_eq!(
-            render("n=${inputs.n}, repo=${inputs.repo}, none=${inputs.nope}"),
-            json!("n=3, repo=/tmp/r, none=")
-        );
+        assert_eq!(render("n=${inputs.n}, repo=${inputs.repo}, none=${inputs.nope}"), json!("n=3, repo=/tmp/r, none="));
         assert_eq!(render("  ${inputs.n}"), json!("  3"));
     }
 
@@ -478,10 +451,7 @@ mod tests {
     #[test]
     fn render_value_walks_nested_json() {
         let value = json!({"a": ["${inputs.n}", {"b": "x-${inputs.repo}"}], "c": 1});
-        assert_eq!(
-            render_value(&value, &context()).unwrap(),
-            json!({"a": [3, {"b": "x-/tmp/r"}], "c": 1})
-        );
+        assert_eq!(render_value(&value, &context()).unwrap(), json!({"a": [3, {"b": "x-/tmp/r"}], "c": 1}));
     }
 
     proptest::proptest! {

@@ -37,10 +37,7 @@ impl StepStatus {
 
     /// True for outcomes that count as a failure of the step.
     pub fn is_failure(self) -> bool {
-        matches!(
-            self,
-            StepStatus::Failed | StepStatus::Errored | StepStatus::TimedOut | StepStatus::Cancelled
-        )
+        matches!(self, StepStatus::Failed | StepStatus::Errored | StepStatus::TimedOut | StepStatus::Cancelled)
     }
 
     /// The snake_case name.

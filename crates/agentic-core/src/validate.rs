@@ -95,10 +95,15 @@ pub fn load_workflow(text: &str, file: &str) -> WorkflowLoad {
     let loaded = loader().load::<Workflow>(text);
     let mut diagnostics = loaded.diagnostics;
     let mut workflow = None;
-    if let (Some(value), Some(document)) = (loaded.value, loaded.document) {
+    if let (Some(value), Some(document)) = (loaded.value, &loaded.document) {
         let (validated, more) = validate(value, &document.source_map);
         diagnostics.extend(more);
         workflow = validated;
+    } else if let (Some(repaired), Some(document)) = (loaded.repaired, &loaded.document) {
+        // Structural errors: still report problems of meaning in what could be read.
+        let (_, more) = validate(repaired, &document.source_map);
+        diagnostics
+            .extend(more.into_iter().filter(|d| d.code != "missing-field" || d.pointer.as_deref() != Some("/steps")));
     }
     for diagnostic in &mut diagnostics {
         diagnostic.file = Some(file.to_owned());
@@ -109,11 +114,7 @@ pub fn load_workflow(text: &str, file: &str) -> WorkflowLoad {
 
 /// Checks the meaning of a structurally valid workflow.
 pub fn validate(workflow: Workflow, source_map: &SourceMap) -> (Option<ValidatedWorkflow>, Vec<Diagnostic>) {
-    let mut checker = Checker {
-        workflow: &workflow,
-        source_map,
-        diagnostics: Vec::new(),
-    };
+    let mut checker = Checker { workflow: &workflow, source_map, diagnostics: Vec::new() };
     let dependencies = checker.run();
     let mut diagnostics = checker.diagnostics;
     if diagnostics.iter().any(Diagnostic::is_error) {
@@ -137,16 +138,7 @@ pub fn validate(workflow: Workflow, source_map: &SourceMap) -> (Option<Validated
             return (None, diagnostics);
         }
     };
-    (
-        Some(ValidatedWorkflow {
-            workflow,
-            dependencies,
-            dependents,
-            order,
-            graph,
-        }),
-        diagnostics,
-    )
+    (Some(ValidatedWorkflow { workflow, dependencies, dependents, order, graph }), diagnostics)
 }
 
 struct Checker<'a> {
@@ -177,9 +169,7 @@ impl Checker<'_> {
     }
 
     fn error(&mut self, code: &str, pointer: &str, message: String, hint: Option<String>) {
-        let mut diagnostic = Diagnostic::error(code, message)
-            .at(self.position(pointer))
-            .at_pointer(pointer);
+        let mut diagnostic = Diagnostic::error(code, message).at(self.position(pointer)).at_pointer(pointer);
         if let Some(hint) = hint {
             diagnostic = diagnostic.with_hint(hint);
         }
@@ -187,12 +177,8 @@ impl Checker<'_> {
     }
 
     fn warning(&mut self, code: &str, pointer: &str, message: String, hint: String) {
-        self.diagnostics.push(
-            Diagnostic::warning(code, message)
-                .at(self.position(pointer))
-                .at_pointer(pointer)
-                .with_hint(hint),
-        );
+        self.diagnostics
+            .push(Diagnostic::warning(code, message).at(self.position(pointer)).at_pointer(pointer).with_hint(hint));
     }
 
     fn run(&mut self) -> Vec<Vec<Dependency>> {
@@ -274,10 +260,8 @@ impl Checker<'_> {
                     Some("give the attempt a positive number of seconds".to_owned()),
                 );
             }
-            let mut deps: Vec<Dependency> = deps
-                .into_iter()
-                .map(|(step, optional)| Dependency { step, optional })
-                .collect();
+            let mut deps: Vec<Dependency> =
+                deps.into_iter().map(|(step, optional)| Dependency { step, optional }).collect();
             deps.sort_by_key(|dependency| dependency.step);
             dependencies.push(deps);
         }
@@ -289,23 +273,13 @@ impl Checker<'_> {
                 self.error(
                     "output-not-expression",
                     &pointer,
-                    format!(
-                        "output `{name}` is taken from the fixed text `{}`, not from a step",
-                        output.from
-                    ),
+                    format!("output `{name}` is taken from the fixed text `{}`, not from a step", output.from),
                     Some("write an expression such as `${steps.<step>.outputs.<name>}`".to_owned()),
                 );
             }
             let mut ignored = HashMap::new();
             for expression in expressions {
-                self.check_reference(
-                    &pointer,
-                    &expression,
-                    &names,
-                    &mut used_inputs,
-                    &mut ignored,
-                    Some(name),
-                );
+                self.check_reference(&pointer, &expression, &names, &mut used_inputs, &mut ignored, Some(name));
             }
         }
         for name in workflow.inputs.keys() {
@@ -442,10 +416,7 @@ impl Checker<'_> {
                 self.warning(
                     "argv-shell-string",
                     &format!("{base}/argv/0"),
-                    format!(
-                        "`argv` of step `{}` is one string with spaces: `{}`",
-                        step.name, argv[0]
-                    ),
+                    format!("`argv` of step `{}` is one string with spaces: `{}`", step.name, argv[0]),
                     "argv is never run through a shell; split it into a list of words".to_owned(),
                 );
             }
@@ -665,10 +636,7 @@ impl Checker<'_> {
             Err(error) => self.error(
                 "template-syntax",
                 pointer,
-                format!(
-                    "prompt template does not compile: {}",
-                    error.detail().unwrap_or("syntax error")
-                ),
+                format!("prompt template does not compile: {}", error.detail().unwrap_or("syntax error")),
                 Some("prompts are minijinja (Jinja2) templates: check `{{ }}` and `{% %}` pairs".to_owned()),
             ),
         }
@@ -739,18 +707,7 @@ impl Checker<'_> {
             return;
         }
         let shown = variable.to_owned();
-        self.check_path(
-            pointer,
-            root,
-            &segments,
-            &keyed,
-            false,
-            &shown,
-            names,
-            used_inputs,
-            deps,
-            None,
-        );
+        self.check_path(pointer, root, &segments, &keyed, false, &shown, names, used_inputs, deps, None);
     }
 
     fn check_evaluation(&mut self) {
@@ -774,10 +731,7 @@ impl Checker<'_> {
                 self.error(
                     "invalid-weight",
                     &format!("{base}/weight"),
-                    format!(
-                        "weight of criterion `{}` is {weight}; weights must be positive",
-                        criterion.name
-                    ),
+                    format!("weight of criterion `{}` is {weight}; weights must be positive", criterion.name),
                     Some("use a positive weight, or drop the criterion".to_owned()),
                 );
             }
@@ -813,10 +767,7 @@ impl Checker<'_> {
                 continue;
             }
             let cycle = cycle_through(start, &members, dependencies);
-            let names: Vec<&str> = cycle
-                .iter()
-                .map(|idx| self.workflow.steps[*idx].name.as_str())
-                .collect();
+            let names: Vec<&str> = cycle.iter().map(|idx| self.workflow.steps[*idx].name.as_str()).collect();
             self.error(
                 "dependency-cycle",
                 &format!("/steps/{start}/name"),

@@ -80,9 +80,7 @@ impl<'de> Deserialize<'de> for Version {
         match Value::deserialize(deserializer)? {
             Value::String(text) => Ok(Version(text)),
             Value::Number(number) => Ok(Version(number.to_string())),
-            other => Err(serde::de::Error::custom(format!(
-                "expected a version string or number, found {other}"
-            ))),
+            other => Err(serde::de::Error::custom(format!("expected a version string or number, found {other}"))),
         }
     }
 }
@@ -477,11 +475,7 @@ pub struct Strategy {
 
 impl Default for Strategy {
     fn default() -> Self {
-        Strategy {
-            kind: StrategyKind::DagOnce,
-            max_attempts: default_max_attempts(),
-            stop_on_repeat: true,
-        }
+        Strategy { kind: StrategyKind::DagOnce, max_attempts: default_max_attempts(), stop_on_repeat: true }
     }
 }
 

@@ -30,11 +30,7 @@ pub struct YamlLimits {
 
 impl Default for YamlLimits {
     fn default() -> Self {
-        YamlLimits {
-            max_bytes: 4 * 1024 * 1024,
-            max_nodes: 200_000,
-            max_depth: 64,
-        }
+        YamlLimits { max_bytes: 4 * 1024 * 1024, max_nodes: 200_000, max_depth: 64 }
     }
 }
 
@@ -138,10 +134,7 @@ pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocu
     if !builder.duplicate_keys.is_empty() {
         return Err(builder.duplicate_keys);
     }
-    Ok(YamlDocument {
-        value: root.unwrap_or(Value::Null),
-        source_map: builder.source_map,
-    })
+    Ok(YamlDocument { value: root.unwrap_or(Value::Null), source_map: builder.source_map })
 }
 
 type Item<'a> = (Event<'a>, Span);
@@ -154,10 +147,7 @@ fn next<'a>(parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>) -> Result<Opti
             let marker = error.marker();
             Err(vec![
                 Diagnostic::error("yaml-syntax", format!("malformed YAML: {}", error.info()))
-                    .at(Position {
-                        line: marker.line(),
-                        column: marker.col() + 1,
-                    })
+                    .at(Position { line: marker.line(), column: marker.col() + 1 })
                     .with_hint("check indentation, quotes and `:` after keys near this line"),
             ])
         }
@@ -165,10 +155,7 @@ fn next<'a>(parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>) -> Result<Opti
 }
 
 fn position(span: &Span) -> Position {
-    Position {
-        line: span.start.line(),
-        column: span.start.col() + 1,
-    }
+    Position { line: span.start.line(), column: span.start.col() + 1 }
 }
 
 struct Builder {
@@ -208,12 +195,9 @@ impl Builder {
     ) -> Result<Value, Vec<Diagnostic>> {
         if depth > self.limits.max_depth {
             return Err(vec![
-                Diagnostic::error(
-                    "yaml-too-deep",
-                    format!("nesting is deeper than {} levels", self.limits.max_depth),
-                )
-                .at(position(&span))
-                .with_hint("flatten the structure"),
+                Diagnostic::error("yaml-too-deep", format!("nesting is deeper than {} levels", self.limits.max_depth))
+                    .at(position(&span))
+                    .with_hint("flatten the structure"),
             ]);
         }
         self.source_map.values.insert(pointer.clone(), position(&span));
@@ -390,9 +374,7 @@ fn parse_number(text: &str) -> Option<Value> {
             return Some(Value::from(value));
         }
     }
-    let looks_float = digits
-        .bytes()
-        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+    let looks_float = digits.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
         && digits.bytes().any(|b| b.is_ascii_digit());
     if looks_float {
         if let Ok(value) = text.parse::<f64>() {
@@ -461,10 +443,7 @@ mod tests {
 
     #[test]
     fn oversize_input_is_rejected_before_parsing() {
-        let limits = YamlLimits {
-            max_bytes: 10,
-            ..YamlLimits::default()
-        };
+        let limits = YamlLimits { max_bytes: 10, ..YamlLimits::default() };
         let errors = parse_yaml_with_limits("a: 123456789012", limits).unwrap_err();
         assert_eq!(errors[0].code, "yaml-too-large");
     }

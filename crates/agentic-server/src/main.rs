@@ -1,2 +1,48 @@
-//! x
-fn main() {}
+//! The `agentic` binary: one entry point for the CLI commands (and, later, the HTTP server
+//! and web UI). Each command lives in its own module under `commands/`.
+//!
+//! Exit codes are part of the interface: 0 success (or "passed"), 1 a negative verdict
+//! (lint errors, a failed run, a regression), 2 unusable input (a file that cannot be read,
+//! bad arguments).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod commands;
+
+/// Run AI-agent workflows and score them so a team can trust the verdict in CI.
+#[derive(Debug, Parser)]
+#[command(name = "agentic", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check workflow files (and, later, rubrics and checkpoint specs) for problems.
+    Lint(commands::lint::LintArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Lint(args) => commands::lint::run(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            report_error(&error);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Prints an error and its causes, one per line.
+fn report_error(error: &anyhow::Error) {
+    eprintln!("error: {error}");
+    for cause in error.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+}

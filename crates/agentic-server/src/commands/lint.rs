@@ -1,0 +1,114 @@
+//! `agentic lint FILE...`: report every problem in workflow files.
+//!
+//! Prints `path:line:col: error[code]: message` with `hint:` lines (or JSON with
+//! `--format json`). Exit 0 when no file has errors, 1 when any has, 2 when a file
+//! cannot be read.
+
+use std::process::ExitCode;
+
+use agentic_core::{Diagnostic, load_workflow};
+use clap::{Args, ValueEnum};
+
+/// Output format of diagnostics.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Format {
+    /// `path:line:col: error[code]: message` lines for people.
+    Text,
+    /// One JSON document for machines.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LintArgs {
+    /// Files to check.
+    #[arg(required = true)]
+    files: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// The result of linting one file.
+struct FileReport {
+    file: String,
+    diagnostics: Vec<Diagnostic>,
+    unreadable: Option<String>,
+}
+
+pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
+    let mut reports = Vec::new();
+    for file in &args.files {
+        reports.push(lint_file(file));
+    }
+    let unreadable = reports.iter().any(|report| report.unreadable.is_some());
+    let errors: usize = reports.iter().map(|report| report.diagnostics.iter().filter(|d| d.is_error()).count()).sum();
+    let warnings: usize =
+        reports.iter().map(|report| report.diagnostics.iter().filter(|d| !d.is_error()).count()).sum();
+    match args.format {
+        Format::Text => {
+            for report in &reports {
+                if let Some(reason) = &report.unreadable {
+                    eprintln!("{}: error[unreadable]: {reason}", report.file);
+                }
+                for diagnostic in &report.diagnostics {
+                    println!("{diagnostic}");
+                }
+            }
+            let files = reports.len();
+            if errors == 0 && warnings == 0 && !unreadable {
+                eprintln!("{files} file(s) checked: no problems");
+            } else {
+                eprintln!("{files} file(s) checked: {errors} error(s), {warnings} warning(s)");
+            }
+        }
+        Format::Json => {
+            let files: Vec<serde_json::Value> = reports
+                .iter()
+                .map(|report| {
+                    serde_json::json!({
+                        "file": report.file,
+                        "readable": report.unreadable.is_none(),
+                        "read_error": report.unreadable,
+                        "diagnostics": report.diagnostics,
+                    })
+                })
+                .collect();
+            let document = serde_json::json!({
+                "files": files,
+                "summary": {"errors": errors, "warnings": warnings, "unreadable": unreadable},
+            });
+            println!("{}", serde_json::to_string_pretty(&document)?);
+        }
+    }
+    Ok(if unreadable {
+        ExitCode::from(2)
+    } else if errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn lint_file(file: &str) -> FileReport {
+    let text = match std::fs::read(file) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => {
+                return FileReport {
+                    file: file.to_owned(),
+                    diagnostics: Vec::new(),
+                    unreadable: Some("file is not UTF-8 text".to_owned()),
+                };
+            }
+        },
+        Err(error) => {
+            return FileReport {
+                file: file.to_owned(),
+                diagnostics: Vec::new(),
+                unreadable: Some(format!("cannot read file: {error}")),
+            };
+        }
+    };
+    let load = load_workflow(&text, file);
+    FileReport { file: file.to_owned(), diagnostics: load.diagnostics, unreadable: None }
+}

@@ -1,0 +1,4 @@
+//! One module per CLI command; each exposes an `Args` struct and a `run` function that
+//! returns the process exit code.
+
+pub(crate) mod lint;
