@@ -1,4 +1,9 @@
 //! Adapter traits (agent, tool, workflow, trace), model providers and trace-format ingest.
 //!
 //! **API Boundary:** third-party agent frameworks and model services integrate here and
-//! nowhere else. Nothing here is implemented yet; the engine and compliance issues fill it.
+//! nowhere else. The provider port is in `provider`; adapters, clients and trace ingest come with the engine,
+//! judge and compliance issues.
+
+pub mod provider;
+
+pub use provider::{ChatMessage, ChatRequest, ChatResponse, ModelProvider, ProviderError, Role, Usage};
