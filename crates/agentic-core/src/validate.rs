@@ -618,7 +618,17 @@ impl Checker<'_> {
         used_inputs: &mut BTreeSet<String>,
         deps: &mut HashMap<usize, bool>,
     ) {
-        let Ok(template) = Template::parse(prompt) else { return };
+        let template = match Template::parse(prompt) {
+            Ok(template) => template,
+            Err(_) => {
+                // Reported with its position by `expressions`.
+                self.expressions(pointer, prompt);
+                return;
+            }
+        };
+        for expression in template.expressions() {
+            self.check_reference(pointer, expression, names, used_inputs, deps, None);
+        }
         let source = prompt_source(&template);
         let environment = minijinja::Environment::new();
         match environment.template_from_str(&source) {
