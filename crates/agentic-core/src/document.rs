@@ -68,6 +68,11 @@ impl DocumentLoader {
                 return Loaded { value: None, document: None, diagnostics, repaired: None };
             }
         };
+        let mut document = document;
+        // Top-level `x-` keys are extension fields (a place for YAML anchors), never data.
+        if let Value::Object(map) = &mut document.value {
+            map.retain(|key, _| !key.starts_with("x-"));
+        }
         let mut diagnostics = self.check(&document.value, &document.source_map);
         let mut repaired = None;
         let value = if diagnostics.is_empty() {
@@ -122,7 +127,7 @@ impl DocumentLoader {
                     let key_pointer = format!("{pointer}/{}", pointer_segment(key));
                     let mut diagnostic = Diagnostic::error(
                         "unknown-key",
-                        format!("unknown key `{key}` in {}", describe_place(&pointer, self.kind)),
+                        format!("unknown key `{key}` in {}", describe_place(&pointer, self.kind, root)),
                     )
                     .at(source_map.key(&key_pointer).unwrap_or(position))
                     .at_pointer(key_pointer);
@@ -141,7 +146,7 @@ impl DocumentLoader {
                 out.push(
                     Diagnostic::error(
                         "missing-field",
-                        format!("missing required key `{property}` in {}", describe_place(&pointer, self.kind)),
+                        format!("missing required key `{property}` in {}", describe_place(&pointer, self.kind, root)),
                     )
                     .at(position)
                     .at_pointer(pointer.clone())
@@ -171,21 +176,25 @@ impl DocumentLoader {
                         items.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect()
                     })
                     .unwrap_or_default();
-                let found = lookup(root, &pointer);
-                let mut diagnostic = Diagnostic::error(
-                    "invalid-value",
-                    format!("`{field}` is {}, which is not allowed", describe_value(found)),
-                )
-                .at(position)
-                .at_pointer(pointer.clone());
-                let found_text = found.and_then(Value::as_str).unwrap_or_default();
-                diagnostic = match did_you_mean(found_text, options.iter().map(String::as_str)) {
-                    Some(suggestion) => {
-                        diagnostic.with_hint(format!("did you mean `{suggestion}`? allowed: {}", options.join(", ")))
-                    }
-                    None => diagnostic.with_hint(format!("use one of: {}", options.join(", "))),
-                };
-                out.push(diagnostic);
+                out.push(enum_diagnostic(&field, lookup(root, &pointer), &options, position, &pointer));
+            }
+            ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }
+                if !context.is_empty()
+                    && context.iter().all(|branch| {
+                        branch.len() == 1 && matches!(branch[0].kind(), ValidationErrorKind::Constant { .. })
+                    }) =>
+            {
+                // An enum whose variants carry docs: one `const` branch per allowed value.
+                let options: Vec<String> = context
+                    .iter()
+                    .filter_map(|branch| match branch[0].kind() {
+                        ValidationErrorKind::Constant { expected_value } => {
+                            Some(expected_value.as_str().map_or_else(|| expected_value.to_string(), str::to_owned))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                out.push(enum_diagnostic(&field, lookup(root, &pointer), &options, position, &pointer));
             }
             ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
                 // Report the branch that got furthest: the one whose errors are deepest and
@@ -281,12 +290,37 @@ fn strip_nullable(schema: &mut Value) {
     }
 }
 
-/// Removes the value at `pointer` from its parent object (array items are left in place).
+/// Removes the value at `pointer` from its parent object; for an array item, removes the
+/// whole array (so indices of other diagnostics stay right).
 fn remove_pointer(root: &mut Value, pointer: &str) {
     let Some((parent, last)) = pointer.rsplit_once('/') else { return };
     let key = last.replace("~1", "/").replace("~0", "~");
-    if let Some(Value::Object(map)) = root.pointer_mut(parent) {
-        map.shift_remove(&key);
+    match root.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            map.shift_remove(&key);
+        }
+        Some(Value::Array(_)) => remove_pointer(root, parent),
+        _ => {}
+    }
+}
+
+fn enum_diagnostic(
+    field: &str,
+    found: Option<&Value>,
+    options: &[String],
+    position: crate::diagnostic::Position,
+    pointer: &str,
+) -> Diagnostic {
+    let diagnostic =
+        Diagnostic::error("invalid-value", format!("`{field}` is {}, which is not allowed", describe_value(found)))
+            .at(position)
+            .at_pointer(pointer);
+    let found_text = found.and_then(Value::as_str).unwrap_or_default();
+    match did_you_mean(found_text, options.iter().map(String::as_str)) {
+        Some(suggestion) => {
+            diagnostic.with_hint(format!("did you mean `{suggestion}`? allowed: {}", options.join(", ")))
+        }
+        None => diagnostic.with_hint(format!("use one of: {}", options.join(", "))),
     }
 }
 
@@ -303,11 +337,25 @@ fn field_name(pointer: &str) -> String {
     }
 }
 
-fn describe_place(pointer: &str, kind: &str) -> String {
+fn describe_place(pointer: &str, kind: &str, root: &Value) -> String {
     if pointer.is_empty() {
-        format!("the {kind}")
-    } else {
-        format!("`{}`", pointer.trim_start_matches('/').replace('/', "."))
+        return format!("the {kind}");
+    }
+    let mut path = String::new();
+    for segment in pointer.trim_start_matches('/').split('/') {
+        if segment.parse::<usize>().is_ok() {
+            path.push_str(&format!("[{segment}]"));
+        } else {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(&segment.replace("~1", "/").replace("~0", "~"));
+        }
+    }
+    let label = root.pointer(pointer).and_then(|value| value.get("name").or_else(|| value.get("id")));
+    match label.and_then(Value::as_str) {
+        Some(name) => format!("`{path}` (`{name}`)"),
+        None => format!("`{path}`"),
     }
 }
 

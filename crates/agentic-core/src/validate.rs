@@ -101,9 +101,16 @@ pub fn load_workflow(text: &str, file: &str) -> WorkflowLoad {
         workflow = validated;
     } else if let (Some(repaired), Some(document)) = (loaded.repaired, &loaded.document) {
         // Structural errors: still report problems of meaning in what could be read.
+        // Values the structural check rejected were dropped before this pass; problems that
+        // merely follow from their absence are not reported again.
         let (_, more) = validate(repaired, &document.source_map);
-        diagnostics
-            .extend(more.into_iter().filter(|d| d.code != "missing-field" || d.pointer.as_deref() != Some("/steps")));
+        let pruned: Vec<String> = diagnostics.iter().filter_map(|d| d.pointer.clone()).collect();
+        diagnostics.extend(more.into_iter().filter(|d| {
+            let pointer = d.pointer.as_deref().unwrap_or_default();
+            let follows = pruned.iter().any(|p| pointer == p || pointer.starts_with(&format!("{p}/")));
+            let steps_emptied = d.code == "missing-field" && pointer == "/steps";
+            !follows && !steps_emptied
+        }));
     }
     for diagnostic in &mut diagnostics {
         diagnostic.file = Some(file.to_owned());
@@ -260,6 +267,16 @@ impl Checker<'_> {
                     Some("give the attempt a positive number of seconds".to_owned()),
                 );
             }
+            if let Some(deadline) = step.deadline_s
+                && deadline <= 0.0
+            {
+                self.error(
+                    "invalid-value",
+                    &format!("{base}/deadline_s"),
+                    format!("`deadline_s` is {deadline}; it must be more than 0"),
+                    Some("give the step a positive number of seconds".to_owned()),
+                );
+            }
             let mut deps: Vec<Dependency> =
                 deps.into_iter().map(|(step, optional)| Dependency { step, optional }).collect();
             deps.sort_by_key(|dependency| dependency.step);
@@ -382,9 +399,10 @@ impl Checker<'_> {
                     "key-not-for-kind",
                     &format!("{base}/{key}"),
                     format!(
-                        "`{key}` is for {} steps, but step `{}` is a {} step",
+                        "`{key}` is for {} steps, but step `{}` is {} {} step",
                         owners.join(" and "),
                         step.name,
+                        if step.kind == StepKind::Agent { "an" } else { "a" },
                         step.kind.as_str()
                     ),
                     Some(hint),
@@ -399,7 +417,7 @@ impl Checker<'_> {
         if !present(required) {
             self.error(
                 "missing-field",
-                &base,
+                &format!("{base}/{required}"),
                 format!("{} step `{}` has no `{required}`", step.kind.as_str(), step.name),
                 Some(format!("add `{example}`")),
             );
@@ -559,7 +577,8 @@ impl Checker<'_> {
                             let hint = match did_you_mean(output, available.iter().copied()) {
                                 Some(suggestion) => format!("did you mean `{suggestion}`?"),
                                 None => format!(
-                                    "a {} step produces {}; declare others under the step's `outputs:`",
+                                    "{} {} step produces {}; declare others under the step's `outputs:`",
+                                    if step.kind == StepKind::Agent { "an" } else { "a" },
                                     step.kind.as_str(),
                                     available.join(", ")
                                 ),
