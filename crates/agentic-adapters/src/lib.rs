@@ -6,4 +6,7 @@
 
 pub mod provider;
 
-pub use provider::{ChatMessage, ChatRequest, ChatResponse, ModelProvider, ProviderError, Role, Usage};
+pub use provider::{
+    AdaptiveLimiter, Anthropic, ChatMessage, ChatRequest, ChatResponse, HttpProviderConfig, ModelProvider,
+    OpenAiCompatible, Pricing, ProviderError, Role, StructuredOutput, Usage,
+};

@@ -6,6 +6,18 @@
 
 use std::time::Duration;
 
+mod anthropic;
+mod concurrency;
+mod http;
+mod openai;
+#[cfg(feature = "test-support")]
+pub mod testing;
+
+pub use anthropic::Anthropic;
+pub use concurrency::{AdaptiveLimiter, CallOutcome, LimiterPermit, LimiterSnapshot};
+pub use http::{HttpProviderConfig, Pricing, StructuredOutput, http_client, install_crypto_provider};
+pub use openai::OpenAiCompatible;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
