@@ -1,0 +1,83 @@
+//! `agentic lint`: exit codes, the text and JSON formats, and the bundled examples.
+
+use crate::agentic;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let output = agentic().arg("lint").args(args).output().expect("agentic runs");
+    (
+        output.status.code().expect("exited normally"),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bundled_example_workflows_lint_clean() {
+    let mut files: Vec<String> = std::fs::read_dir(crate::project_root().join("examples/workflows"))
+        .expect("examples exist")
+        .map(|entry| format!("examples/workflows/{}", entry.unwrap().file_name().to_string_lossy()))
+        .filter(|name| name.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.is_empty(), "no diagnostics expected, got:\n{stdout}");
+}
+
+#[test]
+fn broken_workflow_exits_1_and_names_file_line_and_problem() {
+    let (code, stdout, _) = run(&["crates/agentic-core/test_data/workflows/err/cycle_two.yaml"]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.starts_with("crates/agentic-core/test_data/workflows/err/cycle_two.yaml:3:11: error[dependency-cycle]: dependency cycle: a -> b -> a"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n  hint: "), "{stdout}");
+}
+
+#[test]
+fn unknown_reference_names_the_missing_step() {
+    let (code, stdout, _) = run(&["crates/agentic-core/test_data/workflows/err/unknown_references.yaml"]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.contains(
+            ":10:13: error[unknown-reference]: `${steps.parser.outputs.stdout}` refers to unknown step `parser`"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn unreadable_file_exits_2() {
+    let (code, _, stderr) = run(&["examples/workflows/hello_command.yaml", "does/not/exist.yaml"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("does/not/exist.yaml: error[unreadable]: cannot read file"), "{stderr}");
+}
+
+#[test]
+fn json_format_is_machine_readable() {
+    let (code, stdout, _) =
+        run(&["--format", "json", "crates/agentic-core/test_data/workflows/err/duplicate_step.yaml"]);
+    assert_eq!(code, 1);
+    let document: serde_json::Value = serde_json::from_str(&stdout).expect("valid JSON");
+    let diagnostic = &document["files"][0]["diagnostics"][0];
+    assert_eq!(diagnostic["code"], "duplicate-step");
+    assert_eq!(diagnostic["position"]["line"], 6);
+    assert_eq!(diagnostic["severity"], "error");
+    assert_eq!(document["summary"]["errors"], 1);
+}
+
+#[test]
+fn warnings_alone_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("warn.yaml");
+    std::fs::write(
+        &path,
+        "name: w\ninputs:\n  unused: {type: string}\nsteps:\n  - {name: a, kind: command, argv: [\"true\"]}\n",
+    )
+    .unwrap();
+    let (code, stdout, _) = run(&[path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("warning[unused-input]"), "{stdout}");
+}
