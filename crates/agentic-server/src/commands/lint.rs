@@ -58,7 +58,10 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
             if errors == 0 && warnings == 0 && !unreadable {
                 eprintln!("{files} file(s) checked: no problems");
             } else {
-                eprintln!("{files} file(s) checked: {errors} error(s), {warnings} warning(s)");
+                let unreadable_count = reports.iter().filter(|report| report.unreadable.is_some()).count();
+                let unreadable_text =
+                    if unreadable_count > 0 { format!(", {unreadable_count} unreadable") } else { String::new() };
+                eprintln!("{files} file(s) checked: {errors} error(s), {warnings} warning(s){unreadable_text}");
             }
         }
         Format::Json => {
