@@ -1,5 +1,37 @@
 //! Scoring for agentic: hard gates, the normalization formula registry, rubrics, scoring
-//! profiles, deterministic grading, case suites, run comparison and promotion policy.
+//! profiles, deterministic grading, test-case suites, run comparison, the reporting bundle
+//! and the promotion policy.
 //!
 //! This crate is pure: it takes data in and returns data out. It does no IO, spawns no
-//! processes and calls no network; callers (the engine, the server, the CLI) do that.
+//! processes and calls no network; callers (the engine, the server, the CLI) read files and
+//! pass text or values. It does not run workflows (agentic-engine) nor call judge models
+//! (agentic-judge); it scores what they produce.
+//!
+//! **Architecture Invariant:** a failed hard gate always yields `passed = false` and grade F;
+//! no weighted score overrides it. A gate that was not evaluated counts as failed.
+
+mod evaluate;
+mod formula;
+mod gates;
+mod grade;
+mod profile;
+mod rubric;
+
+pub use evaluate::{EvaluationPayload, RunEvaluation, evaluate_run, request_for};
+pub use formula::{
+    Formula, FormulaError, FormulaRegistry, OutOfRange, PairwiseCounts, RELIABILITY_K, RELIABILITY_PRIOR, RawScore,
+    TestCounts, UserFormula, adjust_for_sample_size,
+};
+pub use gates::*;
+pub use grade::{
+    A_FLOOR_MARGIN, Aggregate, CriterionInput, CriterionResult, DEFAULT_PASS_THRESHOLD, EvaluationResult, Grade,
+    RankingFacts, Reason, ScoreError, ScoreRequest, Scored, TieBreak, aggregate, normalized_floor, rank, round2, score,
+};
+pub use profile::{
+    CORRECTNESS_FLOOR, DEFAULT_PROFILE, ProfileRegistry, SAFETY_FLOOR, ScoringProfile, builtin_profiles,
+    default_likert_anchors,
+};
+pub use rubric::{
+    ResolvedRubric, RubricCriterion, RubricDefinition, RubricError, RubricFile, RubricLoad, RubricSource,
+    RubricSources, lint_rubric, load_rubric, looks_like_rubric, resolve_rubric, validate_criteria,
+};
