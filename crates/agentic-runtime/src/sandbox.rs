@@ -1,0 +1,558 @@
+//! The sandbox of the subprocess runtime: capability probes, the per-run plan with its
+//! [`ProtectionReport`], and the child-side setup that runs between `fork` and `exec`.
+//!
+//! Everything that allocates (Landlock rulesets, id-map lines, the rlimit list) is prepared in
+//! the parent before `fork`; the child only makes system calls on prepared data, because after
+//! `fork` in a multi-threaded process only async-signal-safe work is allowed.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, Scope, path_beneath_rules,
+};
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sched::CloneFlags;
+use nix::sys::resource::{Resource, getrlimit};
+use nix::sys::signal::Signal;
+use nix::sys::stat::Mode;
+use nix::unistd::Pid;
+
+use crate::report::{Protection, ProtectionReport};
+use crate::request::ExecutionRequest;
+
+/// The newest Landlock ABI this runtime was tested with; newer kernels are used at this level.
+const LANDLOCK_MAX_ABI: ABI = ABI::V7;
+
+/// Device files a task may read and write although they are outside the workspace.
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+
+/// The error a probe child returns on purpose after all its steps worked.
+const PROBE_DONE: Errno = Errno::ECANCELED;
+
+/// A step of the child setup, reported when it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Stage {
+    Setsid = 1,
+    ParentDeathSignal = 2,
+    Namespaces = 3,
+    IdMaps = 4,
+    ResourceLimits = 5,
+    NoNewPrivileges = 6,
+    Landlock = 7,
+}
+
+impl Stage {
+    fn from_byte(byte: u8) -> Option<Self> {
+        [
+            Self::Setsid,
+            Self::ParentDeathSignal,
+            Self::Namespaces,
+            Self::IdMaps,
+            Self::ResourceLimits,
+            Self::NoNewPrivileges,
+            Self::Landlock,
+        ]
+        .into_iter()
+        .find(|stage| *stage as u8 == byte)
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Setsid => "setsid",
+            Self::ParentDeathSignal => "parent_death_signal",
+            Self::Namespaces => "namespaces",
+            Self::IdMaps => "id_maps",
+            Self::ResourceLimits => "resource_limits",
+            Self::NoNewPrivileges => "no_new_privileges",
+            Self::Landlock => "landlock",
+        }
+    }
+}
+
+/// What this host and process can do, probed once per process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCapabilities {
+    /// The effective user id of the engine.
+    pub euid: u32,
+    /// The effective group id of the engine.
+    pub egid: u32,
+    /// A user namespace (with a network namespace inside) can be created: `Err` says why not.
+    pub user_namespace: Result<(), String>,
+    /// A network namespace alone can be created (needs root): `Err` says why not.
+    pub network_namespace: Result<(), String>,
+    /// The Landlock ABI in use (capped at the newest tested one): `Err` says why Landlock is unusable.
+    pub landlock_abi: Result<u8, String>,
+}
+
+/// Probes the host once and caches the answer for the life of the process.
+pub fn host_capabilities() -> &'static HostCapabilities {
+    static CAPABILITIES: OnceLock<HostCapabilities> = OnceLock::new();
+    CAPABILITIES.get_or_init(probe_host)
+}
+
+fn probe_host() -> HostCapabilities {
+    let euid = nix::unistd::geteuid().as_raw();
+    let egid = nix::unistd::getegid().as_raw();
+    let user_namespace = probe(ChildSetup {
+        namespaces: Some(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET),
+        id_maps: Some(IdMaps::identity(euid, egid)),
+        ..ChildSetup::probe()
+    });
+    let network_namespace = probe(ChildSetup { namespaces: Some(CloneFlags::CLONE_NEWNET), ..ChildSetup::probe() });
+    HostCapabilities { euid, egid, user_namespace, network_namespace, landlock_abi: probe_landlock() }
+}
+
+fn abi_number(abi: ABI) -> u8 {
+    abi as u8
+}
+
+fn abi_from_number(number: u8) -> ABI {
+    ABI::from(i32::from(number))
+}
+
+/// Finds the newest ABI (up to [`LANDLOCK_MAX_ABI`]) whose filesystem rights the kernel handles.
+fn probe_landlock() -> Result<u8, String> {
+    let mut last_error = String::new();
+    for number in (1..=abi_number(LANDLOCK_MAX_ABI)).rev() {
+        let abi = abi_from_number(number);
+        let created = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|ruleset| ruleset.create());
+        match created {
+            Ok(_) => return Ok(number),
+            Err(error) => last_error = error.to_string(),
+        }
+    }
+    Err(format!("the kernel does not support Landlock ({last_error})"))
+}
+
+/// Runs a probe child that applies `setup` and then fails on purpose before `exec`.
+fn probe(setup: ChildSetup) -> Result<(), String> {
+    let mut command = std::process::Command::new("/bin/sh");
+    command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    command.stderr(std::process::Stdio::null());
+    match spawn_with_setup(command, setup) {
+        Ok(mut child) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err("the probe child was not stopped before exec".to_owned())
+        }
+        Err((_, error)) if error.raw_os_error() == Some(PROBE_DONE as i32) => Ok(()),
+        Err((stage, error)) => {
+            let stage = stage.map_or("spawn", Stage::name);
+            Err(format!("{stage} failed: {error}"))
+        }
+    }
+}
+
+/// Spawns `command` with `setup` applied in the child; on failure says which stage failed.
+pub(crate) fn spawn_with_setup(
+    mut command: std::process::Command,
+    mut setup: ChildSetup,
+) -> Result<std::process::Child, (Option<Stage>, io::Error)> {
+    let (stage_read, stage_write) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).map_err(|errno| (None, io::Error::from(errno)))?;
+    setup.stage_fd = Some(stage_write);
+    install(&mut command, setup);
+    let spawned = command.spawn();
+    // Dropping the command drops the pre_exec closure, which closes the parent's write end.
+    drop(command);
+    spawned.map_err(|error| {
+        let mut byte = [0_u8; 1];
+        let stage = match nix::unistd::read(&stage_read, &mut byte) {
+            Ok(1) => Stage::from_byte(byte[0]),
+            _ => None,
+        };
+        (stage, error)
+    })
+}
+
+#[allow(unsafe_code)]
+fn install(command: &mut std::process::Command, mut setup: ChildSetup) {
+    // SAFETY: the closure runs in the child between fork and exec. `ChildSetup::apply` only
+    // makes async-signal-safe system calls (setsid, prctl, getppid, unshare, open/write/close,
+    // setrlimit, umask, landlock_restrict_self) on data prepared before the fork; it does not
+    // allocate, take locks or touch state shared with other threads of the parent.
+    unsafe {
+        command.pre_exec(move || setup.apply());
+    }
+}
+
+/// Prepared `uid_map` and `gid_map` lines for a user namespace.
+#[derive(Debug)]
+pub(crate) struct IdMaps {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl IdMaps {
+    /// Maps the engine's own uid and gid to themselves inside the namespace.
+    fn identity(uid: u32, gid: u32) -> Self {
+        Self { uid_map: format!("{uid} {uid} 1\n").into_bytes(), gid_map: format!("{gid} {gid} 1\n").into_bytes() }
+    }
+}
+
+/// Everything the child does between `fork` and `exec`, prepared by the parent.
+pub(crate) struct ChildSetup {
+    parent_pid: Pid,
+    new_session: bool,
+    namespaces: Option<CloneFlags>,
+    id_maps: Option<IdMaps>,
+    rlimits: Vec<(Resource, u64, u64)>,
+    landlock: Option<RulesetCreated>,
+    stage_fd: Option<OwnedFd>,
+    /// A probe: fail with [`PROBE_DONE`] after all steps instead of going on to `exec`.
+    probe_only: bool,
+}
+
+impl ChildSetup {
+    fn probe() -> Self {
+        Self {
+            parent_pid: nix::unistd::getpid(),
+            new_session: true,
+            namespaces: None,
+            id_maps: None,
+            rlimits: Vec::new(),
+            landlock: None,
+            stage_fd: None,
+            probe_only: true,
+        }
+    }
+
+    fn apply(&mut self) -> io::Result<()> {
+        match self.apply_stages() {
+            Ok(()) if self.probe_only => Err(io::Error::from_raw_os_error(PROBE_DONE as i32)),
+            Ok(()) => Ok(()),
+            Err((stage, errno)) => {
+                if let Some(fd) = &self.stage_fd {
+                    let _ = nix::unistd::write(fd, &[stage as u8]);
+                }
+                Err(io::Error::from_raw_os_error(errno as i32))
+            }
+        }
+    }
+
+    fn apply_stages(&mut self) -> Result<(), (Stage, Errno)> {
+        if self.new_session {
+            nix::unistd::setsid().map_err(|errno| (Stage::Setsid, errno))?;
+        }
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|errno| (Stage::ParentDeathSignal, errno))?;
+        // The parent may have died before the death signal was armed.
+        if nix::unistd::getppid() != self.parent_pid {
+            return Err((Stage::ParentDeathSignal, Errno::ESRCH));
+        }
+        if let Some(flags) = self.namespaces {
+            nix::sched::unshare(flags).map_err(|errno| (Stage::Namespaces, errno))?;
+        }
+        if let Some(maps) = &self.id_maps {
+            match write_proc_file(c"/proc/self/setgroups", b"deny") {
+                Ok(()) | Err(Errno::ENOENT) => {}
+                Err(errno) => return Err((Stage::IdMaps, errno)),
+            }
+            write_proc_file(c"/proc/self/uid_map", &maps.uid_map).map_err(|errno| (Stage::IdMaps, errno))?;
+            write_proc_file(c"/proc/self/gid_map", &maps.gid_map).map_err(|errno| (Stage::IdMaps, errno))?;
+        }
+        for (resource, soft, hard) in &self.rlimits {
+            nix::sys::resource::setrlimit(*resource, *soft, *hard).map_err(|errno| (Stage::ResourceLimits, errno))?;
+        }
+        nix::sys::stat::umask(Mode::from_bits_truncate(0o077));
+        nix::sys::prctl::set_no_new_privs().map_err(|errno| (Stage::NoNewPrivileges, errno))?;
+        if let Some(ruleset) = self.landlock.take() {
+            ruleset.restrict_self().map_err(|_| (Stage::Landlock, Errno::last()))?;
+        }
+        Ok(())
+    }
+}
+
+fn write_proc_file(path: &CStr, contents: &[u8]) -> Result<(), Errno> {
+    let fd = nix::fcntl::open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())?;
+    let written = nix::unistd::write(&fd, contents)?;
+    if written == contents.len() { Ok(()) } else { Err(Errno::EIO) }
+}
+
+/// Runtime-wide sandbox options (not per request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SandboxOptions {
+    pub(crate) user_namespace: bool,
+    pub(crate) landlock: bool,
+    pub(crate) kill_grace: Duration,
+}
+
+/// The per-run sandbox decisions, as plain data (no file descriptors yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SandboxPlan {
+    pub(crate) namespaces: Option<CloneFlags>,
+    pub(crate) map_ids: bool,
+    pub(crate) rlimits: Vec<(Resource, u64, u64)>,
+    pub(crate) landlock_abi: Option<u8>,
+    pub(crate) landlock_deny_tcp: bool,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// Decides what to apply for `request` on a host with `capabilities`, and reports it.
+///
+/// `current_hard_limit` returns the engine's own hard limit of a resource (requests above it are
+/// lowered to it, since only a privileged process can raise a hard limit).
+pub(crate) fn plan(
+    request: &ExecutionRequest,
+    capabilities: &HostCapabilities,
+    options: SandboxOptions,
+    workspace_root: &Path,
+    environment_detail: String,
+    current_hard_limit: &dyn Fn(Resource) -> Option<u64>,
+) -> (SandboxPlan, ProtectionReport) {
+    let deny_network = !request.network;
+    let is_root = capabilities.euid == 0;
+
+    // Namespaces.
+    let (namespaces, map_ids, user_namespace, network_namespace) = match (
+        &capabilities.user_namespace,
+        options.user_namespace,
+    ) {
+        (Ok(()), true) => {
+            let flags = if deny_network {
+                CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET
+            } else {
+                CloneFlags::CLONE_NEWUSER
+            };
+            let network = if deny_network {
+                Protection::applied(
+                    "new network namespace inside the user namespace: only a loopback device that is down",
+                )
+            } else {
+                Protection::not_requested("the step asked for `network: true`")
+            };
+            (
+                Some(flags),
+                true,
+                Protection::applied(format!(
+                    "uid {} and gid {} mapped to themselves; no capabilities on the host, so limits cannot be raised",
+                    capabilities.euid, capabilities.egid
+                )),
+                network,
+            )
+        }
+        (user_namespace, enabled) => {
+            let user = if !enabled {
+                Protection::not_requested("user namespaces are switched off for this runtime")
+            } else {
+                Protection::not_available(format!(
+                    "cannot create a user namespace: {}",
+                    user_namespace.as_ref().err().map_or("unknown", String::as_str)
+                ))
+            };
+            let (flags, network) = if !deny_network {
+                (None, Protection::not_requested("the step asked for `network: true`"))
+            } else {
+                match &capabilities.network_namespace {
+                    Ok(()) => (
+                        Some(CloneFlags::CLONE_NEWNET),
+                        Protection::applied("new network namespace: only a loopback device that is down"),
+                    ),
+                    Err(reason) => {
+                        (None, Protection::not_available(format!("cannot create a network namespace: {reason}")))
+                    }
+                }
+            };
+            (flags, false, user, network)
+        }
+    };
+    let in_user_namespace = map_ids;
+    let advisory = if is_root && !in_user_namespace {
+        " (advisory: the process runs as root with CAP_SYS_RESOURCE and could raise it)"
+    } else {
+        ""
+    };
+
+    // Resource limits.
+    let mut rlimits = Vec::new();
+    let mut limit = |resource: Resource, soft: u64, hard: u64| -> (u64, u64) {
+        let ceiling = current_hard_limit(resource).unwrap_or(u64::MAX);
+        let (soft, hard) = (soft.min(ceiling), hard.min(ceiling));
+        rlimits.push((resource, soft, hard));
+        (soft, hard)
+    };
+    let limits = &request.limits;
+    let cpu_time_limit = match limits.cpu_time_s {
+        Some(seconds) => {
+            let (soft, hard) = limit(Resource::RLIMIT_CPU, seconds, seconds.saturating_add(1));
+            Protection::applied(format!("RLIMIT_CPU {soft} s (SIGXCPU), hard {hard} s (SIGKILL){advisory}"))
+        }
+        None => Protection::not_requested("no `cpu_time_s`"),
+    };
+    let memory_limit = match limits.memory_mb {
+        Some(megabytes) => {
+            let (resource, name) = match limits.memory_kind {
+                crate::request::MemoryLimitKind::Data => (Resource::RLIMIT_DATA, "RLIMIT_DATA"),
+                crate::request::MemoryLimitKind::AddressSpace => (Resource::RLIMIT_AS, "RLIMIT_AS"),
+            };
+            let bytes = megabytes.saturating_mul(MIB);
+            let (soft, _) = limit(resource, bytes, bytes);
+            Protection::applied(format!("{name} {} MiB{advisory}", soft / MIB))
+        }
+        None => Protection::not_requested("no `memory_mb`"),
+    };
+    let process_limit = match limits.max_processes {
+        Some(count) if is_root && !in_user_namespace => Protection::not_available(format!(
+            "{count} processes asked, but root ignores RLIMIT_NPROC and no user namespace is available"
+        )),
+        Some(count) => {
+            let (soft, _) = limit(Resource::RLIMIT_NPROC, count, count);
+            let scope = if in_user_namespace { "in the user namespace" } else { "of this user on the whole machine" };
+            Protection::applied(format!("RLIMIT_NPROC {soft} (counts processes {scope})"))
+        }
+        None => Protection::not_requested("no `max_processes`"),
+    };
+    let open_files_limit = match limits.max_open_files {
+        Some(count) => {
+            let (soft, _) = limit(Resource::RLIMIT_NOFILE, count, count);
+            Protection::applied(format!("RLIMIT_NOFILE {soft}{advisory}"))
+        }
+        None => Protection::not_requested("no `max_open_files`"),
+    };
+    let file_size_limit = match limits.max_file_size_mb {
+        Some(megabytes) => {
+            let bytes = megabytes.saturating_mul(MIB);
+            let (soft, _) = limit(Resource::RLIMIT_FSIZE, bytes, bytes);
+            Protection::applied(format!("RLIMIT_FSIZE {} MiB (SIGXFSZ){advisory}", soft / MIB))
+        }
+        None => Protection::not_requested("no file size limit"),
+    };
+    limit(Resource::RLIMIT_CORE, 0, 0);
+    let core_dumps_disabled = Protection::applied("RLIMIT_CORE 0");
+
+    // Landlock.
+    let (landlock_abi, landlock_filesystem, landlock_network) = match (&capabilities.landlock_abi, options.landlock) {
+        (_, false) => (
+            None,
+            Protection::not_requested("Landlock is switched off for this runtime"),
+            Protection::not_requested("Landlock is switched off for this runtime"),
+        ),
+        (Err(reason), true) => {
+            let network = if deny_network {
+                Protection::not_available(reason.clone())
+            } else {
+                Protection::not_requested("the step asked for `network: true`")
+            };
+            (None, Protection::not_available(reason.clone()), network)
+        }
+        (Ok(abi), true) => {
+            let scopes = if *abi >= 6 { "; signals and abstract unix sockets scoped to the sandbox" } else { "" };
+            let filesystem = Protection::applied(format!(
+                "ABI {abi}: read and execute everywhere, write only under `{}` and {}{scopes}",
+                workspace_root.display(),
+                WRITABLE_DEVICES.join(", ")
+            ));
+            let network = if !deny_network {
+                Protection::not_requested("the step asked for `network: true`")
+            } else if *abi >= 4 {
+                Protection::applied(format!("ABI {abi}: TCP bind and connect denied (UDP is not covered)"))
+            } else {
+                Protection::not_available(format!("Landlock ABI {abi} has no network rules (needs ABI 4)"))
+            };
+            (Some(*abi), filesystem, network)
+        }
+    };
+    let landlock_deny_tcp = deny_network && landlock_network.is_applied();
+
+    let timeout = match request.timeout {
+        Some(timeout) => Protection::applied(format!(
+            "{:.3} s wall clock, then SIGTERM to the group and SIGKILL {:.3} s later",
+            timeout.as_secs_f64(),
+            options.kill_grace.as_secs_f64()
+        )),
+        None => Protection::not_requested("no timeout"),
+    };
+    let report = ProtectionReport {
+        runtime: "subprocess".to_owned(),
+        workspace: Protection::applied(format!("fresh directory `{}` (mode 0700)", workspace_root.display())),
+        process_group: Protection::applied(
+            "own session and process group; the group gets SIGKILL when the program ends, times out or is cancelled",
+        ),
+        parent_death_signal: Protection::applied("SIGKILL when the thread that spawned it exits"),
+        timeout,
+        environment: Protection::applied(environment_detail),
+        output_cap: Protection::applied(format!("{} bytes per stream", request.output_limit_bytes)),
+        cpu_time_limit,
+        memory_limit,
+        process_limit,
+        open_files_limit,
+        file_size_limit,
+        core_dumps_disabled,
+        user_namespace,
+        network_namespace,
+        landlock_filesystem,
+        landlock_network,
+    };
+    let plan = SandboxPlan { namespaces, map_ids, rlimits, landlock_abi, landlock_deny_tcp };
+    (plan, report)
+}
+
+/// The engine's own hard limit of `resource` (`None` for unlimited or unknown).
+pub(crate) fn own_hard_limit(resource: Resource) -> Option<u64> {
+    match getrlimit(resource) {
+        Ok((_, hard)) if hard != nix::sys::resource::RLIM_INFINITY => Some(hard),
+        _ => None,
+    }
+}
+
+/// Builds the child setup for `plan`: opens the Landlock ruleset and prepares the id maps.
+///
+/// When the Landlock ruleset cannot be built, Landlock is dropped and the report says why.
+pub(crate) fn prepare(
+    plan: &SandboxPlan,
+    capabilities: &HostCapabilities,
+    workspace_root: &Path,
+    report: &mut ProtectionReport,
+) -> ChildSetup {
+    let landlock = plan.landlock_abi.and_then(|abi| {
+        match landlock_ruleset(abi_from_number(abi), workspace_root, plan.landlock_deny_tcp) {
+            Ok(ruleset) => Some(ruleset),
+            Err(error) => {
+                report.landlock_filesystem = Protection::not_available(format!("building the ruleset failed: {error}"));
+                if report.landlock_network.is_applied() {
+                    report.landlock_network =
+                        Protection::not_available(format!("building the ruleset failed: {error}"));
+                }
+                None
+            }
+        }
+    });
+    ChildSetup {
+        parent_pid: nix::unistd::getpid(),
+        new_session: true,
+        namespaces: plan.namespaces,
+        id_maps: plan.map_ids.then(|| IdMaps::identity(capabilities.euid, capabilities.egid)),
+        rlimits: plan.rlimits.clone(),
+        landlock,
+        stage_fd: None,
+        probe_only: false,
+    }
+}
+
+fn landlock_ruleset(abi: ABI, writable: &Path, deny_tcp: bool) -> Result<RulesetCreated, landlock::RulesetError> {
+    let mut ruleset =
+        Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi))?;
+    if deny_tcp {
+        ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
+    }
+    if abi >= ABI::V6 {
+        ruleset = ruleset.scope(Scope::from_all(abi))?;
+    }
+    ruleset
+        .create()?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))?
+        .add_rules(path_beneath_rules([writable], AccessFs::from_all(abi)))?
+        .add_rules(path_beneath_rules(WRITABLE_DEVICES, AccessFs::from_all(abi)))
+}

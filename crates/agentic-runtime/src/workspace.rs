@@ -1,0 +1,147 @@
+//! [`Workspace`]: the fresh directory a task runs in, and the [`Artifact`]s it leaves.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, RuntimeError};
+
+/// Most files [`collect_artifacts`](crate::IsolatedTaskRuntime::collect_artifacts) lists.
+pub const MAX_ARTIFACTS: usize = 10_000;
+
+/// A fresh, private (mode 0700) directory tree for one task.
+///
+/// Layout: `root/work` (the working directory and the place artifacts are collected from),
+/// `root/home` (`HOME`) and `root/tmp` (`TMPDIR`). Only `root` is writable under Landlock.
+/// Remove it with [`cleanup`](crate::IsolatedTaskRuntime::cleanup); dropping it removes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    /// A unique name, also the last component of `root`.
+    pub id: String,
+    /// The workspace root.
+    pub root: PathBuf,
+}
+
+impl Workspace {
+    /// The working directory of the task, where artifacts are collected from.
+    pub fn work_dir(&self) -> PathBuf {
+        self.root.join("work")
+    }
+
+    /// `HOME` of the task.
+    pub fn home_dir(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    /// `TMPDIR` of the task.
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    /// Creates a fresh workspace under `base`.
+    pub(crate) fn create(base: &Path) -> Result<Self> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let id = format!("agentic-ws-{}-{}-{nanos:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let root = base.join(&id);
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700);
+        // `create` (not `create_all`) on the root: it fails when the name already exists,
+        // so two runs never share a workspace.
+        builder.create(&root).map_err(|source| RuntimeError::Workspace {
+            path: root.clone(),
+            action: "create",
+            source,
+        })?;
+        let workspace = Self { id, root };
+        for dir in [workspace.work_dir(), workspace.home_dir(), workspace.tmp_dir()] {
+            builder.create(&dir).map_err(|source| RuntimeError::Workspace {
+                path: dir.clone(),
+                action: "create",
+                source,
+            })?;
+        }
+        Ok(workspace)
+    }
+
+    /// Removes the workspace; a workspace that is already gone is fine.
+    pub(crate) fn remove(&self) -> Result<()> {
+        match std::fs::remove_dir_all(&self.root) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(RuntimeError::Workspace { path: self.root.clone(), action: "remove", source }),
+        }
+    }
+
+    /// Resolves a working directory given relative to `work_dir`, refusing anything that escapes it.
+    pub(crate) fn resolve_workdir(&self, workdir: Option<&Path>) -> Result<PathBuf> {
+        let Some(relative) = workdir else {
+            return Ok(self.work_dir());
+        };
+        let escapes = relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
+        if escapes {
+            return Err(RuntimeError::InvalidRequest {
+                reason: format!(
+                    "working directory `{}` must be a relative path inside the workspace, without `..`",
+                    relative.display()
+                ),
+            });
+        }
+        let path = self.work_dir().join(relative);
+        if !path.is_dir() {
+            return Err(RuntimeError::InvalidRequest {
+                reason: format!(
+                    "working directory `{}` does not exist in the workspace; create it in an earlier step",
+                    relative.display()
+                ),
+            });
+        }
+        Ok(path)
+    }
+
+    /// Lists the regular files under `work_dir` (symbolic links are not followed).
+    pub(crate) fn list_artifacts(&self) -> Result<Vec<Artifact>> {
+        let work_dir = self.work_dir();
+        let mut artifacts = Vec::new();
+        let mut pending = vec![work_dir.clone()];
+        while let Some(dir) = pending.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|source| RuntimeError::Workspace {
+                path: dir.clone(),
+                action: "list",
+                source,
+            })?;
+            for entry in entries {
+                let entry =
+                    entry.map_err(|source| RuntimeError::Workspace { path: dir.clone(), action: "list", source })?;
+                let path = entry.path();
+                let metadata = entry.metadata().map_err(|source| RuntimeError::Workspace {
+                    path: path.clone(),
+                    action: "list",
+                    source,
+                })?;
+                if metadata.is_dir() {
+                    pending.push(path);
+                } else if metadata.is_file() && artifacts.len() < MAX_ARTIFACTS {
+                    let relative = path.strip_prefix(&work_dir).unwrap_or(&path).to_path_buf();
+                    artifacts.push(Artifact { relative_path: relative, path, size_bytes: metadata.len() });
+                }
+            }
+        }
+        artifacts.sort_by(|a, b| a.relative_path.cmp(&b.relative_path));
+        Ok(artifacts)
+    }
+}
+
+/// A file a task left in its work directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    /// The path relative to the work directory.
+    pub relative_path: PathBuf,
+    /// The absolute path (valid until cleanup).
+    pub path: PathBuf,
+    /// The file size in bytes.
+    pub size_bytes: u64,
+}
