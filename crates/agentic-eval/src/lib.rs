@@ -35,3 +35,5 @@ pub use rubric::{
     ResolvedRubric, RubricCriterion, RubricDefinition, RubricError, RubricFile, RubricLoad, RubricSource,
     RubricSources, lint_rubric, load_rubric, looks_like_rubric, resolve_rubric, validate_criteria,
 };
+
+pub mod compliance;

@@ -1,0 +1,869 @@
+//! Tier 1: state assertions over the evidence JSON, and the conditions that make an
+//! environment constraint active or a checkpoint applicable.
+//!
+//! A [`Condition`] is either a combinator (`all`, `any`, `not`) or a check of one
+//! [`EvidencePath`] with one or more operators, all of which must hold:
+//!
+//! ```yaml
+//! assert:
+//!   all:
+//!     - path: git.branches
+//!       contains: feature/login
+//!     - path: pr.labels[*].name
+//!       contains: ready-for-review
+//!     - path: pr.title
+//!       matches: "^feat(\\(.+\\))?: "
+//!       length: {lte: 72}
+//! ```
+//!
+//! Paths start with an evidence source name (the top-level key of the evidence JSON), then
+//! `.key`, `[n]`, `["key.with.dots"]` or `[*]` (every element; the rest of the path is applied
+//! to each and the results form a list). A path that does not resolve, or resolves to
+//! `null`, is *missing*: every operator is false on a missing value except `exists: false`.
+
+use std::collections::BTreeMap;
+
+use agentic_core::Diagnostic;
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// A condition over the evidence, as written in YAML.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    /// Every sub-condition holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<Vec<Condition>>,
+    /// At least one sub-condition holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub any: Option<Vec<Condition>>,
+    /// The sub-condition does not hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not: Option<Box<Condition>>,
+    /// The evidence path to check, for example `git.current_branch` or `pr.labels[*].name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The value equals this (numbers compare by value).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Value>,
+    /// The value is present and differs from this.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub not_equals: Option<Value>,
+    /// `true`: the value is present and not null; `false`: it is missing or null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exists: Option<bool>,
+    /// A string contains this substring, a list contains this element, or a mapping has this key.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub contains: Option<Value>,
+    /// A string matches this regular expression (searched, not anchored; use `^...$`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<String>,
+    /// The value equals one of these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_of: Option<Vec<Value>>,
+    /// A number greater than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gt: Option<f64>,
+    /// A number greater than or equal to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gte: Option<f64>,
+    /// A number less than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lt: Option<f64>,
+    /// A number less than or equal to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lte: Option<f64>,
+    /// The length of a string (characters), list or mapping compares as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<LengthCheck>,
+}
+
+/// Numeric comparisons on a length; every given bound must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LengthCheck {
+    /// The length is exactly this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<u64>,
+    /// The length is greater than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gt: Option<u64>,
+    /// The length is at least this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gte: Option<u64>,
+    /// The length is less than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lt: Option<u64>,
+    /// The length is at most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lte: Option<u64>,
+}
+
+/// Deserializes a present key (even `null`) as `Some`.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// One step of an evidence path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathSegment {
+    /// A mapping key.
+    Key(String),
+    /// A list index.
+    Index(usize),
+    /// Every list element (`[*]`).
+    Each,
+}
+
+/// A parsed evidence path; its first segment is the evidence source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvidencePath {
+    /// The text as written.
+    pub text: String,
+    /// The segments; the first is always a [`PathSegment::Key`] naming the source.
+    pub segments: Vec<PathSegment>,
+}
+
+impl EvidencePath {
+    /// Parses `source.key[0]["odd.key"][*].leaf`.
+    pub fn parse(text: &str) -> Result<EvidencePath, String> {
+        let mut segments = Vec::new();
+        let chars: Vec<char> = text.chars().collect();
+        let mut idx = 0;
+        let mut expect_key = true;
+        while idx < chars.len() {
+            match chars[idx] {
+                '.' => {
+                    if expect_key {
+                        return Err(format!("empty key at character {}", idx + 1));
+                    }
+                    expect_key = true;
+                    idx += 1;
+                }
+                '[' => {
+                    let close = chars[idx..]
+                        .iter()
+                        .position(|c| *c == ']')
+                        .map(|offset| idx + offset)
+                        .ok_or_else(|| format!("unclosed `[` at character {}", idx + 1))?;
+                    let inner: String = chars[idx + 1..close].iter().collect();
+                    let inner = inner.trim();
+                    if inner == "*" {
+                        segments.push(PathSegment::Each);
+                    } else if let Some(quoted) = inner
+                        .strip_prefix('"')
+                        .and_then(|rest| rest.strip_suffix('"'))
+                        .or_else(|| inner.strip_prefix('\'').and_then(|rest| rest.strip_suffix('\'')))
+                    {
+                        segments.push(PathSegment::Key(quoted.to_owned()));
+                    } else if let Ok(index) = inner.parse::<usize>() {
+                        segments.push(PathSegment::Index(index));
+                    } else {
+                        return Err(format!("`[{inner}]` is not an index, `[*]` or a quoted key"));
+                    }
+                    if segments.len() == 1 {
+                        return Err("a path starts with the evidence source name, not `[`".to_owned());
+                    }
+                    expect_key = false;
+                    idx = close + 1;
+                }
+                _ => {
+                    if !expect_key {
+                        return Err(format!("expected `.` or `[` at character {}", idx + 1));
+                    }
+                    let start = idx;
+                    while idx < chars.len() && chars[idx] != '.' && chars[idx] != '[' {
+                        idx += 1;
+                    }
+                    segments.push(PathSegment::Key(chars[start..idx].iter().collect()));
+                    expect_key = false;
+                }
+            }
+        }
+        if segments.is_empty() {
+            return Err("the path is empty".to_owned());
+        }
+        if expect_key {
+            return Err("the path ends with `.`".to_owned());
+        }
+        Ok(EvidencePath { text: text.to_owned(), segments })
+    }
+
+    /// The evidence source this path reads.
+    pub fn source(&self) -> &str {
+        match &self.segments[0] {
+            PathSegment::Key(key) => key,
+            _ => "",
+        }
+    }
+
+    /// The value at this path, `None` when missing or null.
+    pub fn resolve(&self, evidence: &Map<String, Value>) -> Option<Value> {
+        let PathSegment::Key(source) = &self.segments[0] else { return None };
+        let root = evidence.get(source)?;
+        resolve_from(root, &self.segments[1..]).filter(|value| !value.is_null())
+    }
+}
+
+fn resolve_from(value: &Value, segments: &[PathSegment]) -> Option<Value> {
+    let Some((first, rest)) = segments.split_first() else { return Some(value.clone()) };
+    match first {
+        PathSegment::Key(key) => resolve_from(value.as_object()?.get(key)?, rest),
+        PathSegment::Index(index) => resolve_from(value.as_array()?.get(*index)?, rest),
+        PathSegment::Each => {
+            let items = value.as_array()?;
+            Some(Value::Array(items.iter().filter_map(|item| resolve_from(item, rest)).collect()))
+        }
+    }
+}
+
+/// A numeric comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Comparison {
+    /// `>`.
+    Gt(f64),
+    /// `>=`.
+    Gte(f64),
+    /// `<`.
+    Lt(f64),
+    /// `<=`.
+    Lte(f64),
+    /// `==`.
+    Eq(f64),
+}
+
+impl Comparison {
+    fn holds(self, number: f64) -> bool {
+        match self {
+            Comparison::Gt(bound) => number > bound,
+            Comparison::Gte(bound) => number >= bound,
+            Comparison::Lt(bound) => number < bound,
+            Comparison::Lte(bound) => number <= bound,
+            Comparison::Eq(bound) => number == bound,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Comparison::Gt(bound) => format!("> {}", number_text(bound)),
+            Comparison::Gte(bound) => format!(">= {}", number_text(bound)),
+            Comparison::Lt(bound) => format!("< {}", number_text(bound)),
+            Comparison::Lte(bound) => format!("<= {}", number_text(bound)),
+            Comparison::Eq(bound) => format!("== {}", number_text(bound)),
+        }
+    }
+}
+
+fn number_text(number: f64) -> String {
+    if number.fract() == 0.0 && number.abs() < 1e15 { format!("{}", number as i64) } else { format!("{number}") }
+}
+
+/// One compiled operator.
+#[derive(Debug, Clone)]
+pub enum Operator {
+    /// `equals`.
+    Equals(Value),
+    /// `not_equals`.
+    NotEquals(Value),
+    /// `exists`.
+    Exists(bool),
+    /// `contains`.
+    Contains(Value),
+    /// `matches`.
+    Matches(Regex),
+    /// `one_of`.
+    OneOf(Vec<Value>),
+    /// `gt`, `gte`, `lt`, `lte`.
+    Compare(Comparison),
+    /// `length`.
+    Length(Vec<Comparison>),
+}
+
+/// A checked, ready-to-evaluate condition.
+#[derive(Debug, Clone)]
+pub enum CompiledCondition {
+    /// Every one holds.
+    All(Vec<CompiledCondition>),
+    /// At least one holds.
+    Any(Vec<CompiledCondition>),
+    /// Does not hold.
+    Not(Box<CompiledCondition>),
+    /// Every operator holds on the value at `path`.
+    Check {
+        /// Where the value is.
+        path: EvidencePath,
+        /// What must hold.
+        operators: Vec<Operator>,
+    },
+}
+
+/// Whether a condition held, and why, in words for the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionOutcome {
+    /// The verdict.
+    pub holds: bool,
+    /// Which values made it so.
+    pub explanation: String,
+}
+
+impl CompiledCondition {
+    /// Evaluates against the evidence (a map from source name to its JSON).
+    pub fn evaluate(&self, evidence: &Map<String, Value>) -> ConditionOutcome {
+        match self {
+            CompiledCondition::All(items) => {
+                let mut explanations = Vec::new();
+                for item in items {
+                    let outcome = item.evaluate(evidence);
+                    if !outcome.holds {
+                        return outcome;
+                    }
+                    explanations.push(outcome.explanation);
+                }
+                ConditionOutcome { holds: true, explanation: explanations.join("; ") }
+            }
+            CompiledCondition::Any(items) => {
+                let mut explanations = Vec::new();
+                for item in items {
+                    let outcome = item.evaluate(evidence);
+                    if outcome.holds {
+                        return outcome;
+                    }
+                    explanations.push(outcome.explanation);
+                }
+                ConditionOutcome { holds: false, explanation: format!("none held: {}", explanations.join("; ")) }
+            }
+            CompiledCondition::Not(inner) => {
+                let outcome = inner.evaluate(evidence);
+                ConditionOutcome { holds: !outcome.holds, explanation: format!("not ({})", outcome.explanation) }
+            }
+            CompiledCondition::Check { path, operators } => {
+                let value = path.resolve(evidence);
+                for operator in operators {
+                    if !operator_holds(operator, value.as_ref()) {
+                        return ConditionOutcome {
+                            holds: false,
+                            explanation: format!(
+                                "`{}` is {}; expected {}",
+                                path.text,
+                                describe_value(value.as_ref()),
+                                describe_operator(operator)
+                            ),
+                        };
+                    }
+                }
+                let wanted: Vec<String> = operators.iter().map(describe_operator).collect();
+                ConditionOutcome {
+                    holds: true,
+                    explanation: format!(
+                        "`{}` is {} ({})",
+                        path.text,
+                        describe_value(value.as_ref()),
+                        wanted.join(", ")
+                    ),
+                }
+            }
+        }
+    }
+
+    /// Every evidence path the condition reads.
+    pub fn paths(&self) -> Vec<&EvidencePath> {
+        let mut out = Vec::new();
+        self.collect_paths(&mut out);
+        out
+    }
+
+    fn collect_paths<'a>(&'a self, out: &mut Vec<&'a EvidencePath>) {
+        match self {
+            CompiledCondition::All(items) | CompiledCondition::Any(items) => {
+                items.iter().for_each(|item| item.collect_paths(out))
+            }
+            CompiledCondition::Not(inner) => inner.collect_paths(out),
+            CompiledCondition::Check { path, .. } => out.push(path),
+        }
+    }
+}
+
+fn values_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        _ => a == b,
+    }
+}
+
+fn operator_holds(operator: &Operator, value: Option<&Value>) -> bool {
+    let Some(value) = value else { return matches!(operator, Operator::Exists(false)) };
+    match operator {
+        Operator::Equals(expected) => values_equal(value, expected),
+        Operator::NotEquals(expected) => !values_equal(value, expected),
+        Operator::Exists(expected) => *expected,
+        Operator::Contains(needle) => match (value, needle) {
+            (Value::String(text), Value::String(part)) => text.contains(part.as_str()),
+            (Value::Array(items), needle) => items.iter().any(|item| values_equal(item, needle)),
+            (Value::Object(map), Value::String(key)) => map.contains_key(key),
+            _ => false,
+        },
+        Operator::Matches(regex) => value.as_str().is_some_and(|text| regex.is_match(text)),
+        Operator::OneOf(options) => options.iter().any(|option| values_equal(value, option)),
+        Operator::Compare(comparison) => value.as_f64().is_some_and(|number| comparison.holds(number)),
+        Operator::Length(comparisons) => {
+            let length = match value {
+                Value::String(text) => text.chars().count(),
+                Value::Array(items) => items.len(),
+                Value::Object(map) => map.len(),
+                _ => return false,
+            };
+            comparisons.iter().all(|comparison| comparison.holds(length as f64))
+        }
+    }
+}
+
+fn describe_operator(operator: &Operator) -> String {
+    match operator {
+        Operator::Equals(value) => format!("equals {value}"),
+        Operator::NotEquals(value) => format!("not_equals {value}"),
+        Operator::Exists(true) => "exists".to_owned(),
+        Operator::Exists(false) => "absent".to_owned(),
+        Operator::Contains(value) => format!("contains {value}"),
+        Operator::Matches(regex) => format!("matches /{}/", regex.as_str()),
+        Operator::OneOf(values) => {
+            format!("one_of [{}]", values.iter().map(Value::to_string).collect::<Vec<_>>().join(", "))
+        }
+        Operator::Compare(comparison) => comparison.describe(),
+        Operator::Length(comparisons) => {
+            format!("length {}", comparisons.iter().map(|c| c.describe()).collect::<Vec<_>>().join(" and "))
+        }
+    }
+}
+
+/// A short rendering of a value for notes.
+pub(crate) fn describe_value(value: Option<&Value>) -> String {
+    match value {
+        None => "missing".to_owned(),
+        Some(value) => {
+            let text = value.to_string();
+            if text.chars().count() > 80 {
+                let short: String = text.chars().take(77).collect();
+                format!("{short}...")
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// Compiles a condition, reporting problems with JSON pointers under `pointer`.
+pub(crate) fn compile_condition(
+    condition: &Condition,
+    pointer: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<CompiledCondition> {
+    let forms = [condition.all.is_some(), condition.any.is_some(), condition.not.is_some(), condition.path.is_some()];
+    let has_operator = condition.equals.is_some()
+        || condition.not_equals.is_some()
+        || condition.exists.is_some()
+        || condition.contains.is_some()
+        || condition.matches.is_some()
+        || condition.one_of.is_some()
+        || condition.gt.is_some()
+        || condition.gte.is_some()
+        || condition.lt.is_some()
+        || condition.lte.is_some()
+        || condition.length.is_some();
+    match forms.iter().filter(|f| **f).count() {
+        0 => {
+            diagnostics.push(
+                Diagnostic::error("condition-empty", "this condition has neither `path` nor `all`/`any`/`not`")
+                    .at_pointer(pointer)
+                    .with_hint("write `path: source.key` with an operator such as `equals:`, or combine with `all:`"),
+            );
+            return None;
+        }
+        1 => {}
+        _ => {
+            diagnostics.push(
+                Diagnostic::error(
+                    "condition-ambiguous",
+                    "a condition has exactly one of `all`, `any`, `not` or `path`",
+                )
+                .at_pointer(pointer)
+                .with_hint("nest the parts: `all: [{path: ...}, {any: [...]}]`"),
+            );
+            return None;
+        }
+    }
+    if let Some(items) = condition.all.as_ref().or(condition.any.as_ref()) {
+        let key = if condition.all.is_some() { "all" } else { "any" };
+        if has_operator {
+            diagnostics.push(
+                Diagnostic::error("condition-ambiguous", format!("operators next to `{key}` have no path to check"))
+                    .at_pointer(pointer)
+                    .with_hint(format!("move them into an item of `{key}` with its own `path:`")),
+            );
+        }
+        if items.is_empty() {
+            diagnostics.push(
+                Diagnostic::error("condition-empty", format!("`{key}` has no items"))
+                    .at_pointer(format!("{pointer}/{key}"))
+                    .with_hint("add at least one condition"),
+            );
+            return None;
+        }
+        let compiled: Vec<Option<CompiledCondition>> = items
+            .iter()
+            .enumerate()
+            .map(|(idx, item)| compile_condition(item, &format!("{pointer}/{key}/{idx}"), diagnostics))
+            .collect();
+        let compiled: Option<Vec<CompiledCondition>> = compiled.into_iter().collect();
+        let compiled = compiled?;
+        if key == "all" {
+            detect_contradictions(&compiled, &format!("{pointer}/all"), diagnostics);
+            return Some(CompiledCondition::All(compiled));
+        }
+        return Some(CompiledCondition::Any(compiled));
+    }
+    if let Some(inner) = &condition.not {
+        if has_operator {
+            diagnostics.push(
+                Diagnostic::error("condition-ambiguous", "operators next to `not` have no path to check")
+                    .at_pointer(pointer)
+                    .with_hint("move them inside `not:` with a `path:`"),
+            );
+        }
+        return compile_condition(inner, &format!("{pointer}/not"), diagnostics)
+            .map(|inner| CompiledCondition::Not(Box::new(inner)));
+    }
+    let path_text = condition.path.as_deref().unwrap_or_default();
+    let path = match EvidencePath::parse(path_text) {
+        Ok(path) => path,
+        Err(reason) => {
+            diagnostics.push(
+                Diagnostic::error("invalid-path", format!("evidence path `{path_text}` is invalid: {reason}"))
+                    .at_pointer(format!("{pointer}/path"))
+                    .with_hint("write `source.key.sub`, `source.list[0]`, `source.list[*].name` or `source[\"a.b\"]`"),
+            );
+            return None;
+        }
+    };
+    if !has_operator {
+        diagnostics.push(
+            Diagnostic::error("condition-without-operator", format!("`{path_text}` is read but nothing is checked"))
+                .at_pointer(pointer)
+                .with_hint(
+                    "add an operator: equals, not_equals, exists, contains, matches, one_of, gt, gte, lt, lte, length",
+                ),
+        );
+        return None;
+    }
+    let mut operators = Vec::new();
+    if let Some(value) = &condition.equals {
+        operators.push(Operator::Equals(value.clone()));
+    }
+    if let Some(value) = &condition.not_equals {
+        operators.push(Operator::NotEquals(value.clone()));
+    }
+    if let Some(value) = condition.exists {
+        operators.push(Operator::Exists(value));
+    }
+    if let Some(value) = &condition.contains {
+        operators.push(Operator::Contains(value.clone()));
+    }
+    if let Some(pattern) = &condition.matches {
+        match Regex::new(pattern) {
+            Ok(regex) => operators.push(Operator::Matches(regex)),
+            Err(error) => {
+                diagnostics.push(
+                    Diagnostic::error("invalid-regex", format!("`matches` pattern `{pattern}` is not a valid regex"))
+                        .at_pointer(format!("{pointer}/matches"))
+                        .with_hint(first_line(&error.to_string())),
+                );
+                return None;
+            }
+        }
+    }
+    if let Some(values) = &condition.one_of {
+        if values.is_empty() {
+            diagnostics.push(
+                Diagnostic::error("condition-contradiction", "`one_of` is empty, so it can never hold")
+                    .at_pointer(format!("{pointer}/one_of"))
+                    .with_hint("list the allowed values"),
+            );
+        }
+        operators.push(Operator::OneOf(values.clone()));
+    }
+    for (bound, make) in [
+        (condition.gt, Comparison::Gt as fn(f64) -> Comparison),
+        (condition.gte, Comparison::Gte),
+        (condition.lt, Comparison::Lt),
+        (condition.lte, Comparison::Lte),
+    ] {
+        if let Some(bound) = bound {
+            operators.push(Operator::Compare(make(bound)));
+        }
+    }
+    if let Some(length) = &condition.length {
+        let mut comparisons = Vec::new();
+        for (bound, make) in [
+            (length.equals, Comparison::Eq as fn(f64) -> Comparison),
+            (length.gt, Comparison::Gt),
+            (length.gte, Comparison::Gte),
+            (length.lt, Comparison::Lt),
+            (length.lte, Comparison::Lte),
+        ] {
+            if let Some(bound) = bound {
+                comparisons.push(make(bound as f64));
+            }
+        }
+        if comparisons.is_empty() {
+            diagnostics.push(
+                Diagnostic::error("condition-without-operator", "`length` has no bound")
+                    .at_pointer(format!("{pointer}/length"))
+                    .with_hint("write for example `length: {gte: 1}`"),
+            );
+            return None;
+        }
+        // Lengths are whole numbers: `gt: 4` means `gte: 5`.
+        let whole: Vec<Comparison> = comparisons
+            .iter()
+            .map(|c| match *c {
+                Comparison::Gt(b) => Comparison::Gte(b + 1.0),
+                Comparison::Lt(b) => Comparison::Lte(b - 1.0),
+                other => other,
+            })
+            .collect();
+        if !interval_possible(&whole) {
+            diagnostics.push(
+                Diagnostic::error(
+                    "condition-contradiction",
+                    format!("the `length` bounds on `{path_text}` exclude every length"),
+                )
+                .at_pointer(format!("{pointer}/length"))
+                .with_hint("check the bounds: they can never all hold"),
+            );
+        }
+        operators.push(Operator::Length(comparisons));
+    }
+    let compiled = CompiledCondition::Check { path, operators };
+    detect_contradictions(std::slice::from_ref(&compiled), pointer, diagnostics);
+    Some(compiled)
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().filter(|line| !line.trim().is_empty()).last().unwrap_or(text).trim().to_owned()
+}
+
+/// Whether some number satisfies every comparison.
+fn interval_possible(comparisons: &[Comparison]) -> bool {
+    let mut low = f64::NEG_INFINITY;
+    let mut low_open = false;
+    let mut high = f64::INFINITY;
+    let mut high_open = false;
+    for comparison in comparisons {
+        match *comparison {
+            Comparison::Gt(b) if b >= low => {
+                low = b;
+                low_open = true;
+            }
+            Comparison::Gte(b) if b > low => {
+                low = b;
+                low_open = false;
+            }
+            Comparison::Lt(b) if b <= high => {
+                high = b;
+                high_open = true;
+            }
+            Comparison::Lte(b) if b < high => {
+                high = b;
+                high_open = false;
+            }
+            Comparison::Eq(b) => {
+                if b > low || (b == low && !low_open) {
+                    low = b;
+                    low_open = false;
+                }
+                if b < high || (b == high && !high_open) {
+                    high = b;
+                    high_open = false;
+                }
+                if comparisons.iter().any(|c| !c.holds(b)) {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    low < high || (low == high && !low_open && !high_open)
+}
+
+/// Flags checks on the same path inside one `all` that can never hold together.
+fn detect_contradictions(items: &[CompiledCondition], pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
+    let mut by_path: BTreeMap<&str, Vec<&Operator>> = BTreeMap::new();
+    for item in items {
+        if let CompiledCondition::Check { path, operators } = item {
+            by_path.entry(path.text.as_str()).or_default().extend(operators.iter());
+        }
+    }
+    for (path, operators) in by_path {
+        let mut reasons = Vec::new();
+        let equals: Vec<&Value> =
+            operators.iter().filter_map(|op| if let Operator::Equals(v) = op { Some(v) } else { None }).collect();
+        for pair in equals.windows(2) {
+            if !values_equal(pair[0], pair[1]) {
+                reasons.push(format!("it must equal both {} and {}", pair[0], pair[1]));
+            }
+        }
+        for op in &operators {
+            match op {
+                Operator::NotEquals(v) if equals.iter().any(|e| values_equal(e, v)) => {
+                    reasons.push(format!("it must equal and not equal {v}"))
+                }
+                Operator::OneOf(options) => {
+                    for expected in &equals {
+                        if !options.iter().any(|o| values_equal(o, expected)) {
+                            reasons.push(format!("it must equal {expected}, which is not in `one_of`"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let absent = operators.iter().any(|op| matches!(op, Operator::Exists(false)));
+        if absent && operators.iter().any(|op| !matches!(op, Operator::Exists(false) | Operator::NotEquals(_))) {
+            reasons.push("it must be absent, yet another operator needs a value".to_owned());
+        }
+        if absent && operators.iter().any(|op| matches!(op, Operator::Exists(true))) {
+            reasons.push("it must both exist and be absent".to_owned());
+        }
+        let comparisons: Vec<Comparison> = operators
+            .iter()
+            .filter_map(|op| if let Operator::Compare(c) = op { Some(*c) } else { None })
+            .chain(equals.iter().filter_map(|v| v.as_f64()).map(Comparison::Eq))
+            .collect();
+        if comparisons.len() > 1 && !interval_possible(&comparisons) {
+            reasons.push("its numeric bounds exclude every number".to_owned());
+        }
+        for reason in reasons {
+            diagnostics.push(
+                Diagnostic::error(
+                    "condition-contradiction",
+                    format!("the checks on `{path}` can never all hold: {reason}"),
+                )
+                .at_pointer(pointer)
+                .with_hint("remove one of the conflicting checks, or use `any:` for alternatives"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn compile(yaml_like: Value) -> (Option<CompiledCondition>, Vec<Diagnostic>) {
+        let condition: Condition = serde_json::from_value(yaml_like).unwrap();
+        let mut diagnostics = Vec::new();
+        let compiled = compile_condition(&condition, "/c", &mut diagnostics);
+        (compiled, diagnostics)
+    }
+
+    fn evidence() -> Map<String, Value> {
+        json!({
+            "git": {"current_branch": "feature/login", "branches": ["main", "feature/login"], "dirty": false,
+                     "recent_commits": [{"sha": "a1", "parents": 1}, {"sha": "b2", "parents": 2}]},
+            "pr": {"title": "feat: login", "draft": true, "labels": [{"name": "ready"}], "checks": 3,
+                   "meta": {"a.b": "dotted"}, "empty": null}
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    fn holds(condition: Value) -> bool {
+        let (compiled, diagnostics) = compile(condition);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        compiled.unwrap().evaluate(&evidence()).holds
+    }
+
+    #[test]
+    fn every_operator_on_present_and_missing_values() {
+        assert!(holds(json!({"path": "git.current_branch", "equals": "feature/login"})));
+        assert!(!holds(json!({"path": "git.current_branch", "equals": "main"})));
+        assert!(holds(json!({"path": "git.current_branch", "not_equals": "main"})));
+        assert!(holds(json!({"path": "pr.checks", "equals": 3.0})));
+        assert!(holds(json!({"path": "git.branches", "contains": "main"})));
+        assert!(holds(json!({"path": "pr.title", "contains": "login"})));
+        assert!(holds(json!({"path": "pr.meta", "contains": "a.b"})));
+        assert!(holds(json!({"path": "pr.title", "matches": "^feat: "})));
+        assert!(!holds(json!({"path": "pr.checks", "matches": "3"})));
+        assert!(holds(json!({"path": "pr.draft", "one_of": [true, "yes"]})));
+        assert!(holds(json!({"path": "pr.checks", "gt": 2, "lte": 3})));
+        assert!(!holds(json!({"path": "pr.checks", "lt": 3})));
+        assert!(holds(json!({"path": "git.branches", "length": {"equals": 2}})));
+        assert!(holds(json!({"path": "pr.title", "length": {"lte": 72, "gte": 5}})));
+        assert!(holds(json!({"path": "git.recent_commits[*].parents", "contains": 2})));
+        assert!(holds(json!({"path": "git.recent_commits[1].sha", "equals": "b2"})));
+        assert!(holds(json!({"path": "pr.meta[\"a.b\"]", "equals": "dotted"})));
+        assert!(holds(json!({"path": "pr.labels[*].name", "contains": "ready"})));
+        // Missing and null values: only `exists: false` holds.
+        assert!(holds(json!({"path": "pr.nothing", "exists": false})));
+        assert!(holds(json!({"path": "pr.empty", "exists": false})));
+        assert!(!holds(json!({"path": "pr.nothing", "not_equals": "x"})));
+        assert!(!holds(json!({"path": "issue.state", "exists": true})));
+        assert!(holds(json!({"any": [{"path": "pr.draft", "equals": false}, {"path": "git.dirty", "equals": false}]})));
+        assert!(holds(json!({"not": {"path": "git.dirty", "equals": true}})));
+        assert!(!holds(json!({"all": [{"path": "pr.draft", "equals": true}, {"path": "git.dirty", "equals": true}]})));
+    }
+
+    #[test]
+    fn explanations_name_the_value() {
+        let (compiled, _) = compile(json!({"path": "git.current_branch", "equals": "main"}));
+        let outcome = compiled.unwrap().evaluate(&evidence());
+        assert_eq!(outcome.explanation, "`git.current_branch` is \"feature/login\"; expected equals \"main\"");
+    }
+
+    #[test]
+    fn paths_parse_and_reject_bad_syntax() {
+        let path = EvidencePath::parse("a.b[0][*][\"c.d\"]").unwrap();
+        assert_eq!(path.segments.len(), 5);
+        assert_eq!(path.source(), "a");
+        for bad in ["", "a.", ".a", "a..b", "a[x]", "a[0", "[0]"] {
+            assert!(EvidencePath::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn static_contradictions_are_reported() {
+        for condition in [
+            json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]}),
+            json!({"all": [{"path": "a.x", "equals": "v"}, {"path": "a.x", "not_equals": "v"}]}),
+            json!({"path": "a.x", "gt": 5, "lt": 3}),
+            json!({"path": "a.x", "exists": false, "equals": 3}),
+            json!({"path": "a.x", "length": {"gt": 4, "lt": 5}}),
+            json!({"path": "a.x", "equals": "q", "one_of": ["r", "s"]}),
+        ] {
+            let (_, diagnostics) = compile(condition.clone());
+            assert!(diagnostics.iter().any(|d| d.code == "condition-contradiction"), "{condition}: {diagnostics:?}");
+        }
+        let (_, diagnostics) = compile(json!({"path": "a.x", "gte": 3, "lte": 3}));
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    }
+
+    #[test]
+    fn malformed_conditions_are_reported() {
+        let cases = [
+            (json!({}), "condition-empty"),
+            (json!({"path": "a.x"}), "condition-without-operator"),
+            (json!({"path": "a.x", "all": [{"path": "a.y", "exists": true}]}), "condition-ambiguous"),
+            (json!({"path": "a.x", "matches": "("}), "invalid-regex"),
+            (json!({"path": "a..x", "exists": true}), "invalid-path"),
+            (json!({"all": []}), "condition-empty"),
+        ];
+        for (condition, code) in cases {
+            let (_, diagnostics) = compile(condition.clone());
+            assert!(diagnostics.iter().any(|d| d.code == code), "{condition}: {diagnostics:?}");
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Checkpoint compliance: how closely an agent followed a multi-step workflow.
+//!
+//! A checkpoint spec (`checkpoints/<workflow>.yaml`, see `docs/checkpoints.md`) lists
+//! verifiable instructions in document order, each routed to one of three tiers:
+//!
+//! - tier 1, [`condition`]: state assertions over the evidence JSON (zero LLM);
+//! - tier 2, [`sequence`]: ordering rules over the canonical events of a trace, checked in
+//!   one streaming pass whose memory is bounded by the number of rules (zero LLM);
+//! - tier 3, [`tier3`]: semantic judgement through the [`Tier3Evaluator`] port; this crate
+//!   ships the [`ReplayEvaluator`] (recorded verdicts), the judge crate adds a model.
+//!
+//! [`evaluate`] resolves every checkpoint to PASS, PARTIAL, FAIL, NOT_APPLICABLE or BLOCKED and
+//! builds the [`ComplianceReport`] (compliance score, spec health, rating, position dropout,
+//! evaluator audit, tier-3 confidence). [`lint_spec`] is the pre-flight check.
+//!
+//! Like the rest of this crate, the module does no IO: callers read files, run `git` and
+//! parse traces (`agentic-adapters`), then pass text, values and event iterators in.
+
+pub mod condition;
+pub mod evaluate;
+pub mod report;
+pub mod sequence;
+pub mod spec;
+pub mod tier3;
+
+pub use condition::{CompiledCondition, ConditionOutcome, EvidencePath};
+pub use evaluate::{CheckOptions, ComplianceError, EvidenceSet, evaluate};
+pub use report::{
+    ChangeKind, CheckpointChange, CheckpointResult, ComplianceReport, Rating, ReportComparison, ResultState,
+    compare_reports, confidence_status, rating_for, render_markdown, render_summary,
+};
+pub use sequence::{RuleOutcome, SequenceEngine, TraceOutcome};
+pub use spec::{
+    Checkpoint, CheckpointSpec, CompiledCheckpoint, CompiledSpec, EnvironmentConstraint, Method, SpecLoad, Tier,
+    lint_against_previous, load_spec,
+};
+pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, VerdictResult};

@@ -1,0 +1,707 @@
+//! The compliance report (`003` §5 JSON schema), its scores, and its renderings.
+//!
+//! **Formulas.** Every checkpoint is worth 1.0. PASS earns 1, PARTIAL its partial weight,
+//! FAIL 0. NOT_APPLICABLE and BLOCKED leave both sums.
+//! `compliance_percent = earned / possible * 100` (null when nothing is scorable);
+//! `spec_health_percent = (total - blocked) / total * 100`. Percentages and means are rounded
+//! to 2 decimals, variances to 4.
+//!
+//! **Rating bands** (on `compliance_percent`): Excellent >= 95, Good >= 85, Fair >= 70,
+//! Poor >= 50, Critical below 50, "Not rated" when null.
+//!
+//! **Confidence** (`--eval-runs N`, N >= 2): the compliance score of each run gives a range,
+//! a mean and a sample variance (divided by N - 1). HIGH_CONFIDENCE when the variance is at
+//! most 2.0 and the range at most 5 points; MEDIUM_CONFIDENCE when at most 10.0 and 10
+//! points; LOW_CONFIDENCE otherwise. With one run the protocol is off and the status is
+//! SINGLE_RUN.
+//!
+//! **Position dropout.** Checkpoint at position p of N falls in quartile ceil(4p / N); each
+//! quartile's value is its compliance (null when nothing in it is scorable).
+
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::spec::CheckpointSeverity;
+
+/// The report's own schema version.
+pub const REPORT_SCHEMA_VERSION: &str = "1.0.0";
+
+/// A compliance report: exactly the `003` §5 schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Compliance report", description = "The result of `agentic check`; see docs/checkpoints.md")]
+pub struct ComplianceReport {
+    /// The report schema version, `1.0.0`.
+    pub schema_version: String,
+    /// The spec's `workflow`.
+    pub workflow: String,
+    /// The spec's `spec_version`.
+    pub spec_version: String,
+    /// When the check ran (RFC 3339, UTC).
+    pub evaluated_at: String,
+    /// The two scores and the rating.
+    pub scores: Scores,
+    /// Counts per state.
+    pub summary: Summary,
+    /// How well the tier-3 evaluator documented its verdicts.
+    pub evaluator_audit: EvaluatorAudit,
+    /// Tier-3 repeat runs.
+    pub tier_3_confidence: Tier3Confidence,
+    /// Compliance per quartile of `position_index`.
+    pub position_dropout_analysis: PositionDropout,
+    /// One entry per checkpoint, in document order.
+    pub checkpoints: Vec<CheckpointResult>,
+}
+
+/// The dual metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scores {
+    /// Earned / possible * 100, N/A and BLOCKED excluded; null when nothing is scorable.
+    pub compliance_percent: Option<f64>,
+    /// (total - blocked) / total * 100.
+    pub spec_health_percent: f64,
+    /// The band of `compliance_percent`.
+    pub rating: Rating,
+}
+
+/// Rating bands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Rating {
+    /// >= 95.
+    Excellent,
+    /// >= 85.
+    Good,
+    /// >= 70.
+    Fair,
+    /// >= 50.
+    Poor,
+    /// < 50.
+    Critical,
+    /// Nothing scorable.
+    #[serde(rename = "Not rated")]
+    NotRated,
+}
+
+/// The rating band of a compliance score.
+pub fn rating_for(compliance_percent: Option<f64>) -> Rating {
+    match compliance_percent {
+        None => Rating::NotRated,
+        Some(score) if score >= 95.0 => Rating::Excellent,
+        Some(score) if score >= 85.0 => Rating::Good,
+        Some(score) if score >= 70.0 => Rating::Fair,
+        Some(score) if score >= 50.0 => Rating::Poor,
+        Some(_) => Rating::Critical,
+    }
+}
+
+/// Counts per state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    /// All checkpoints.
+    pub total_checkpoints: u64,
+    /// PASS.
+    pub passed: u64,
+    /// PARTIAL.
+    pub partial: u64,
+    /// FAIL.
+    pub failed: u64,
+    /// NOT_APPLICABLE.
+    pub na: u64,
+    /// BLOCKED.
+    pub blocked: u64,
+}
+
+/// Documentation quality of tier-3 verdicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluatorAudit {
+    /// Tier-3 PASS verdicts without notes.
+    pub undocumented_passes: u64,
+    /// Tier-3 FAIL verdicts (including those then BLOCKED) without notes.
+    pub undocumented_fails: u64,
+    /// Tier-3 checkpoints in the spec.
+    pub tier_3_checkpoints_count: u64,
+    /// Tier-3 verdicts without an evidence citation.
+    pub tier_3_without_evidence_citation: u64,
+}
+
+/// Confidence statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ConfidenceStatus {
+    /// Variance <= 2.0 and range <= 5 points.
+    HighConfidence,
+    /// Variance <= 10.0 and range <= 10 points.
+    MediumConfidence,
+    /// Anything noisier.
+    LowConfidence,
+    /// One run: the protocol is off.
+    SingleRun,
+    /// Some run had nothing scorable.
+    InsufficientData,
+}
+
+/// The status for per-run compliance scores.
+pub fn confidence_status(scores: &[Option<f64>]) -> ConfidenceStatus {
+    if scores.len() < 2 {
+        return ConfidenceStatus::SingleRun;
+    }
+    let Some(values) = scores.iter().copied().collect::<Option<Vec<f64>>>() else {
+        return ConfidenceStatus::InsufficientData;
+    };
+    let (_, variance, width) = statistics(&values);
+    if variance <= 2.0 && width <= 5.0 {
+        ConfidenceStatus::HighConfidence
+    } else if variance <= 10.0 && width <= 10.0 {
+        ConfidenceStatus::MediumConfidence
+    } else {
+        ConfidenceStatus::LowConfidence
+    }
+}
+
+/// Mean, sample variance and range width.
+fn statistics(values: &[f64]) -> (f64, f64, f64) {
+    let count = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / count;
+    let variance =
+        if values.len() < 2 { 0.0 } else { values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (count - 1.0) };
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, variance, high - low)
+}
+
+/// Tier-3 repeat runs (`--eval-runs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Tier3Confidence {
+    /// True with two or more runs.
+    pub protocol_enabled: bool,
+    /// How many times tier 3 ran.
+    pub runs: u32,
+    /// Lowest and highest compliance over the runs.
+    pub score_range: Option<[f64; 2]>,
+    /// Mean compliance over the runs.
+    pub mean: Option<f64>,
+    /// Sample variance of compliance over the runs.
+    pub variance: Option<f64>,
+    /// See [`confidence_status`].
+    pub status: ConfidenceStatus,
+}
+
+impl Tier3Confidence {
+    /// The block for per-run compliance scores.
+    pub fn from_runs(scores: &[Option<f64>]) -> Tier3Confidence {
+        let status = confidence_status(scores);
+        let values: Option<Vec<f64>> = scores.iter().copied().collect();
+        let (score_range, mean, variance) = match values {
+            Some(values) if !values.is_empty() => {
+                let (mean, variance, _) = statistics(&values);
+                let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+                let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (Some([round2(low), round2(high)]), Some(round2(mean)), Some(round4(variance)))
+            }
+            _ => (None, None, None),
+        };
+        Tier3Confidence {
+            protocol_enabled: scores.len() >= 2,
+            runs: scores.len() as u32,
+            score_range,
+            mean,
+            variance,
+            status,
+        }
+    }
+}
+
+/// Compliance per quartile of `position_index`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PositionDropout {
+    /// First quarter of the workflow.
+    pub quartile_1: Option<f64>,
+    /// Second quarter.
+    pub quartile_2: Option<f64>,
+    /// Third quarter.
+    pub quartile_3: Option<f64>,
+    /// Last quarter.
+    pub quartile_4: Option<f64>,
+}
+
+/// The final state of a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ResultState {
+    /// Followed: earns 1.
+    Pass,
+    /// Partly followed: earns the partial weight.
+    Partial,
+    /// Not followed: earns 0.
+    Fail,
+    /// Its evidence is absent or `applies_when` does not hold: not scored.
+    NotApplicable,
+    /// Failed while an active environment constraint affects it: not scored.
+    Blocked,
+}
+
+impl ResultState {
+    /// The JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultState::Pass => "PASS",
+            ResultState::Partial => "PARTIAL",
+            ResultState::Fail => "FAIL",
+            ResultState::NotApplicable => "NOT_APPLICABLE",
+            ResultState::Blocked => "BLOCKED",
+        }
+    }
+
+    /// Whether it counts towards compliance.
+    pub fn scorable(self) -> bool {
+        matches!(self, ResultState::Pass | ResultState::Partial | ResultState::Fail)
+    }
+}
+
+/// One checkpoint's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointResult {
+    /// The checkpoint id.
+    pub id: String,
+    /// 1-based document order.
+    pub position_index: usize,
+    /// 1, 2 or 3.
+    pub tier: u8,
+    /// As in the spec.
+    pub severity: CheckpointSeverity,
+    /// The state.
+    pub result: ResultState,
+    /// Weight earned (0 for N/A and BLOCKED).
+    pub earned_weight: f64,
+    /// Why, with the evidence.
+    pub notes: String,
+}
+
+pub(crate) fn round2(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}
+
+pub(crate) fn round4(value: f64) -> f64 {
+    (value * 10_000.0).round() / 10_000.0
+}
+
+/// Compliance over the scorable results, unrounded.
+pub(crate) fn compliance_of<'a>(results: impl IntoIterator<Item = &'a CheckpointResult>) -> Option<f64> {
+    let mut earned = 0.0;
+    let mut possible = 0.0;
+    for result in results {
+        if result.result.scorable() {
+            earned += result.earned_weight;
+            possible += 1.0;
+        }
+    }
+    (possible > 0.0).then(|| earned / possible * 100.0)
+}
+
+/// Scores, summary and dropout for a list of results.
+pub(crate) fn score(results: &[CheckpointResult]) -> (Scores, Summary, PositionDropout) {
+    let mut summary = Summary { total_checkpoints: results.len() as u64, ..Summary::default() };
+    for result in results {
+        match result.result {
+            ResultState::Pass => summary.passed += 1,
+            ResultState::Partial => summary.partial += 1,
+            ResultState::Fail => summary.failed += 1,
+            ResultState::NotApplicable => summary.na += 1,
+            ResultState::Blocked => summary.blocked += 1,
+        }
+    }
+    let compliance = compliance_of(results).map(round2);
+    let total = summary.total_checkpoints as f64;
+    let spec_health = if total > 0.0 { round2((total - summary.blocked as f64) / total * 100.0) } else { 100.0 };
+    let quartile = |q: usize| {
+        let count = results.len();
+        compliance_of(results.iter().filter(|r| (4 * r.position_index).div_ceil(count).clamp(1, 4) == q)).map(round2)
+    };
+    let dropout = PositionDropout {
+        quartile_1: quartile(1),
+        quartile_2: quartile(2),
+        quartile_3: quartile(3),
+        quartile_4: quartile(4),
+    };
+    (
+        Scores { compliance_percent: compliance, spec_health_percent: spec_health, rating: rating_for(compliance) },
+        summary,
+        dropout,
+    )
+}
+
+/// How one checkpoint changed against a baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// Earned less than before (both scorable).
+    Regression,
+    /// Earned more than before (both scorable).
+    Improvement,
+    /// The state changed to or from N/A or BLOCKED.
+    StateChanged,
+    /// Not in the baseline.
+    Added,
+    /// Only in the baseline.
+    Removed,
+}
+
+/// One per-checkpoint change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointChange {
+    /// The checkpoint id.
+    pub id: String,
+    /// The kind of change.
+    pub kind: ChangeKind,
+    /// State in the baseline.
+    pub before: Option<ResultState>,
+    /// State now.
+    pub after: Option<ResultState>,
+    /// Weight earned in the baseline.
+    pub earned_before: Option<f64>,
+    /// Weight earned now.
+    pub earned_after: Option<f64>,
+}
+
+/// A report compared with a baseline report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportComparison {
+    /// Baseline compliance.
+    pub compliance_before: Option<f64>,
+    /// Current compliance.
+    pub compliance_after: Option<f64>,
+    /// After minus before, when both exist.
+    pub compliance_delta: Option<f64>,
+    /// Baseline spec health.
+    pub spec_health_before: f64,
+    /// Current spec health.
+    pub spec_health_after: f64,
+    /// Changed checkpoints only, in current document order, then removed ones.
+    pub changes: Vec<CheckpointChange>,
+}
+
+impl ReportComparison {
+    /// The regressions.
+    pub fn regressions(&self) -> impl Iterator<Item = &CheckpointChange> {
+        self.changes.iter().filter(|c| c.kind == ChangeKind::Regression)
+    }
+}
+
+/// Compares `current` with `baseline` checkpoint by checkpoint (ids are stable).
+pub fn compare_reports(baseline: &ComplianceReport, current: &ComplianceReport) -> ReportComparison {
+    let mut changes = Vec::new();
+    for now in &current.checkpoints {
+        match baseline.checkpoints.iter().find(|old| old.id == now.id) {
+            None => changes.push(CheckpointChange {
+                id: now.id.clone(),
+                kind: ChangeKind::Added,
+                before: None,
+                after: Some(now.result),
+                earned_before: None,
+                earned_after: Some(now.earned_weight),
+            }),
+            Some(old) => {
+                let kind = if old.result.scorable() && now.result.scorable() {
+                    if now.earned_weight < old.earned_weight - 1e-9 {
+                        Some(ChangeKind::Regression)
+                    } else if now.earned_weight > old.earned_weight + 1e-9 {
+                        Some(ChangeKind::Improvement)
+                    } else {
+                        None
+                    }
+                } else if old.result != now.result {
+                    Some(ChangeKind::StateChanged)
+                } else {
+                    None
+                };
+                if let Some(kind) = kind {
+                    changes.push(CheckpointChange {
+                        id: now.id.clone(),
+                        kind,
+                        before: Some(old.result),
+                        after: Some(now.result),
+                        earned_before: Some(old.earned_weight),
+                        earned_after: Some(now.earned_weight),
+                    });
+                }
+            }
+        }
+    }
+    for old in &baseline.checkpoints {
+        if !current.checkpoints.iter().any(|now| now.id == old.id) {
+            changes.push(CheckpointChange {
+                id: old.id.clone(),
+                kind: ChangeKind::Removed,
+                before: Some(old.result),
+                after: None,
+                earned_before: Some(old.earned_weight),
+                earned_after: None,
+            });
+        }
+    }
+    let before = baseline.scores.compliance_percent;
+    let after = current.scores.compliance_percent;
+    ReportComparison {
+        compliance_before: before,
+        compliance_after: after,
+        compliance_delta: before.zip(after).map(|(b, a)| round2(a - b)),
+        spec_health_before: baseline.scores.spec_health_percent,
+        spec_health_after: current.scores.spec_health_percent,
+        changes,
+    }
+}
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}%"))
+}
+
+fn rating_text(rating: Rating) -> &'static str {
+    match rating {
+        Rating::Excellent => "Excellent",
+        Rating::Good => "Good",
+        Rating::Fair => "Fair",
+        Rating::Poor => "Poor",
+        Rating::Critical => "Critical",
+        Rating::NotRated => "Not rated",
+    }
+}
+
+fn status_text(status: ConfidenceStatus) -> &'static str {
+    match status {
+        ConfidenceStatus::HighConfidence => "HIGH_CONFIDENCE",
+        ConfidenceStatus::MediumConfidence => "MEDIUM_CONFIDENCE",
+        ConfidenceStatus::LowConfidence => "LOW_CONFIDENCE",
+        ConfidenceStatus::SingleRun => "SINGLE_RUN",
+        ConfidenceStatus::InsufficientData => "INSUFFICIENT_DATA",
+    }
+}
+
+fn change_line(change: &CheckpointChange) -> String {
+    let state = |s: Option<ResultState>| s.map_or("-", ResultState::as_str);
+    let weight = |w: Option<f64>| w.map_or_else(|| "-".to_owned(), |w| format!("{w}"));
+    format!(
+        "{} {}: {} ({}) -> {} ({})",
+        match change.kind {
+            ChangeKind::Regression => "REGRESSION",
+            ChangeKind::Improvement => "improvement",
+            ChangeKind::StateChanged => "changed",
+            ChangeKind::Added => "added",
+            ChangeKind::Removed => "removed",
+        },
+        change.id,
+        state(change.before),
+        weight(change.earned_before),
+        state(change.after),
+        weight(change.earned_after)
+    )
+}
+
+/// A short plain-text summary for the terminal.
+pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportComparison>) -> String {
+    let mut out = String::new();
+    let summary = &report.summary;
+    let _ =
+        writeln!(out, "{} (spec {}): {} checkpoints", report.workflow, report.spec_version, summary.total_checkpoints);
+    for result in &report.checkpoints {
+        let _ = writeln!(
+            out,
+            "  {:<14} {:<8} tier {} {:<8} {:>4}  {}",
+            result.result.as_str(),
+            result.id,
+            result.tier,
+            result.severity.as_str(),
+            result.earned_weight,
+            result.notes
+        );
+    }
+    let _ = writeln!(
+        out,
+        "passed {}, partial {}, failed {}, n/a {}, blocked {}",
+        summary.passed, summary.partial, summary.failed, summary.na, summary.blocked
+    );
+    let _ = writeln!(
+        out,
+        "compliance {} ({}), spec health {:.2}%",
+        percent(report.scores.compliance_percent),
+        rating_text(report.scores.rating),
+        report.scores.spec_health_percent
+    );
+    let dropout = &report.position_dropout_analysis;
+    let _ = writeln!(
+        out,
+        "position dropout: Q1 {}, Q2 {}, Q3 {}, Q4 {}",
+        percent(dropout.quartile_1),
+        percent(dropout.quartile_2),
+        percent(dropout.quartile_3),
+        percent(dropout.quartile_4)
+    );
+    let confidence = &report.tier_3_confidence;
+    if confidence.protocol_enabled {
+        let range = confidence.score_range.map_or_else(|| "n/a".to_owned(), |[l, h]| format!("{l:.2}..{h:.2}"));
+        let _ = writeln!(
+            out,
+            "tier 3 over {} runs: range {range}, mean {}, variance {}, {}",
+            confidence.runs,
+            percent(confidence.mean),
+            confidence.variance.map_or_else(|| "n/a".to_owned(), |v| format!("{v}")),
+            status_text(confidence.status)
+        );
+    }
+    let audit = &report.evaluator_audit;
+    if audit.undocumented_passes + audit.undocumented_fails + audit.tier_3_without_evidence_citation > 0 {
+        let _ = writeln!(
+            out,
+            "warning: evaluator audit: {} undocumented pass(es), {} undocumented fail(s), {} of {} tier-3 verdict(s) without evidence citation",
+            audit.undocumented_passes,
+            audit.undocumented_fails,
+            audit.tier_3_without_evidence_citation,
+            audit.tier_3_checkpoints_count
+        );
+    }
+    if let Some(comparison) = comparison {
+        let delta = comparison.compliance_delta.map_or_else(|| "n/a".to_owned(), |d| format!("{d:+.2}"));
+        let _ = writeln!(
+            out,
+            "against baseline: compliance {} -> {} ({delta}), {} regression(s)",
+            percent(comparison.compliance_before),
+            percent(comparison.compliance_after),
+            comparison.regressions().count()
+        );
+        for change in &comparison.changes {
+            let _ = writeln!(out, "  {}", change_line(change));
+        }
+    }
+    out
+}
+
+fn escape_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The Markdown report for people.
+pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComparison>) -> String {
+    let mut out = String::new();
+    let scores = &report.scores;
+    let summary = &report.summary;
+    let _ = writeln!(out, "# Compliance report: {}\n", report.workflow);
+    let _ = writeln!(out, "Spec version {}, evaluated at {}.\n", report.spec_version, report.evaluated_at);
+    let _ = writeln!(out, "| Metric | Value |\n|---|---|");
+    let _ = writeln!(out, "| Compliance score (agent health) | {} |", percent(scores.compliance_percent));
+    let _ = writeln!(out, "| Rating | {} |", rating_text(scores.rating));
+    let _ = writeln!(out, "| Spec health (workflow health) | {:.2}% |", scores.spec_health_percent);
+    let _ = writeln!(
+        out,
+        "| Checkpoints | {} total: {} pass, {} partial, {} fail, {} n/a, {} blocked |\n",
+        summary.total_checkpoints, summary.passed, summary.partial, summary.failed, summary.na, summary.blocked
+    );
+    let _ = writeln!(out, "## Checkpoints\n");
+    let _ = writeln!(out, "| # | Id | Tier | Severity | Result | Earned | Notes |\n|---|---|---|---|---|---|---|");
+    for result in &report.checkpoints {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            result.position_index,
+            result.id,
+            result.tier,
+            result.severity.as_str(),
+            result.result.as_str(),
+            result.earned_weight,
+            escape_cell(&result.notes)
+        );
+    }
+    let dropout = &report.position_dropout_analysis;
+    let _ = writeln!(out, "\n## Position dropout\n");
+    let _ = writeln!(out, "| Q1 | Q2 | Q3 | Q4 |\n|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} |",
+        percent(dropout.quartile_1),
+        percent(dropout.quartile_2),
+        percent(dropout.quartile_3),
+        percent(dropout.quartile_4)
+    );
+    let audit = &report.evaluator_audit;
+    let _ = writeln!(out, "\n## Evaluator audit\n");
+    let _ = writeln!(
+        out,
+        "- tier-3 checkpoints: {}\n- undocumented passes: {}\n- undocumented fails: {}\n- tier-3 verdicts without evidence citation: {}",
+        audit.tier_3_checkpoints_count,
+        audit.undocumented_passes,
+        audit.undocumented_fails,
+        audit.tier_3_without_evidence_citation
+    );
+    let confidence = &report.tier_3_confidence;
+    let _ = writeln!(out, "\n## Tier-3 confidence\n");
+    if confidence.protocol_enabled {
+        let range = confidence.score_range.map_or_else(|| "n/a".to_owned(), |[l, h]| format!("{l:.2} to {h:.2}"));
+        let _ = writeln!(
+            out,
+            "{} runs: range {range}, mean {}, variance {}: **{}**.",
+            confidence.runs,
+            percent(confidence.mean),
+            confidence.variance.map_or_else(|| "n/a".to_owned(), |v| format!("{v}")),
+            status_text(confidence.status)
+        );
+    } else {
+        let _ = writeln!(out, "One run (use `--eval-runs N` to measure evaluator noise).");
+    }
+    if let Some(comparison) = comparison {
+        let _ = writeln!(out, "\n## Against the baseline\n");
+        let delta = comparison.compliance_delta.map_or_else(|| "n/a".to_owned(), |d| format!("{d:+.2}"));
+        let _ = writeln!(
+            out,
+            "Compliance {} → {} ({delta} points); spec health {:.2}% → {:.2}%; {} regression(s).\n",
+            percent(comparison.compliance_before),
+            percent(comparison.compliance_after),
+            comparison.spec_health_before,
+            comparison.spec_health_after,
+            comparison.regressions().count()
+        );
+        if comparison.changes.is_empty() {
+            let _ = writeln!(out, "No checkpoint changed.");
+        } else {
+            for change in &comparison.changes {
+                let _ = writeln!(out, "- {}", change_line(change));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rating_bands_have_inclusive_lower_bounds() {
+        let got: Vec<Rating> =
+            [Some(100.0), Some(95.0), Some(94.99), Some(85.0), Some(70.0), Some(69.99), Some(50.0), Some(49.0), None]
+                .into_iter()
+                .map(rating_for)
+                .collect();
+        use Rating::*;
+        assert_eq!(got, vec![Excellent, Excellent, Good, Good, Fair, Poor, Poor, Critical, NotRated]);
+    }
+
+    #[test]
+    fn confidence_matches_the_documented_thresholds() {
+        // 87.0, 88.25, 89.5: mean 88.25, sample variance (1.5625 * 2) / 2 = 1.5625, range 2.5.
+        let block = Tier3Confidence::from_runs(&[Some(87.0), Some(88.25), Some(89.5)]);
+        assert_eq!(block.score_range, Some([87.0, 89.5]));
+        assert_eq!(block.mean, Some(88.25));
+        assert_eq!(block.variance, Some(1.5625));
+        assert_eq!(block.status, ConfidenceStatus::HighConfidence);
+        assert_eq!(confidence_status(&[Some(80.0), Some(84.0)]), ConfidenceStatus::MediumConfidence); // var 8
+        assert_eq!(confidence_status(&[Some(80.0), Some(90.0), Some(70.0)]), ConfidenceStatus::LowConfidence);
+        assert_eq!(confidence_status(&[Some(80.0)]), ConfidenceStatus::SingleRun);
+        assert_eq!(confidence_status(&[Some(80.0), None]), ConfidenceStatus::InsufficientData);
+    }
+}

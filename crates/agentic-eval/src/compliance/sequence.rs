@@ -1,0 +1,1015 @@
+//! Tier 2: sequence assertions over a trace's canonical events, in one streaming pass.
+//!
+//! A rule names event *matchers* (a tool or agent name glob, argument matchers) and one
+//! relation between them:
+//!
+//! | rule | passes when |
+//! |---|---|
+//! | `before: {a, b}` | both occur and the first `a` comes before the first `b` |
+//! | `only_after: {a, b}` | every `b` has some `a` before it (no `b` at all passes) |
+//! | `immediately_before: {a, b}` | at least one `b` occurs and the call right before every `b` is an `a` |
+//! | `never: m` | nothing matches `m` |
+//! | `count: {of: m, at_least, at_most}` | the number of matches is within the bounds |
+//!
+//! `within: m` limits a rule to the span subtree under events matching `m` (a sub-agent):
+//! an occurrence is inside when its parent span is a scope root or an open container span
+//! already inside.
+//!
+//! **Occurrences.** Each tool call or agent invocation counts once: at its start event when
+//! the trace has starts, otherwise at its end event (post-only traces such as the seed's
+//! JSONL). Order is the order of events in the trace, not their timestamps.
+//!
+//! **Memory.** [`SequenceEngine`] keeps a fixed amount of state per rule plus the ids of
+//! calls that are open (started, not yet ended) and of open container spans inside a
+//! `within` scope; neither grows with the length of the trace. Sets are capped at
+//! [`MAX_OPEN_SPANS`]; a rule whose scope overflows fails with a note saying so.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+use agentic_core::{CanonicalEvent, Diagnostic, EventType};
+use regex::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The most open spans a scope (or the open-call set) tracks.
+pub const MAX_OPEN_SPANS: usize = 100_000;
+
+/// A sequence rule as written in YAML: exactly one relation, optionally scoped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SequenceRule {
+    /// Both occur and the first `a` precedes the first `b`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<EventPair>,
+    /// Every `b` has an earlier `a`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_after: Option<EventPair>,
+    /// Some `b` occurs and the call right before every `b` is an `a`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub immediately_before: Option<EventPair>,
+    /// Nothing matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub never: Option<EventMatcher>,
+    /// The number of matches is within bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<CountRule>,
+    /// Only consider calls inside the span subtree of events matching this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<EventMatcher>,
+}
+
+/// Two matchers for a relation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventPair {
+    /// The first event.
+    pub a: EventMatcher,
+    /// The second event.
+    pub b: EventMatcher,
+}
+
+/// Bounds on a count.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CountRule {
+    /// What to count.
+    pub of: EventMatcher,
+    /// At least this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<u64>,
+    /// At most this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<u64>,
+}
+
+/// One name pattern or several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Patterns {
+    /// One glob.
+    One(String),
+    /// Any of these globs.
+    Many(Vec<String>),
+}
+
+impl Patterns {
+    fn items(&self) -> Vec<&str> {
+        match self {
+            Patterns::One(one) => vec![one.as_str()],
+            Patterns::Many(many) => many.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// Which calls match: a tool call (by `tool`) or an agent invocation (by `agent`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventMatcher {
+    /// Tool name globs, for example `Read`, `[Bash, Write]` or `mcp__*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Patterns>,
+    /// Agent name globs; the matcher then matches agent invocations, not tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Patterns>,
+    /// Argument matchers by dotted argument path, for example `file_path: {glob: "**/skill.md"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<BTreeMap<String, TextMatch>>,
+    /// A matcher on the whole argument text (a string argument as is, otherwise compact JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_text: Option<TextMatch>,
+}
+
+/// A match on text; every given form must hold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextMatch {
+    /// A path glob: `*` and `?` stay within one `/` segment, `**` crosses them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<String>,
+    /// A regular expression, searched (use `^...$` to anchor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// Exactly this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<String>,
+    /// Contains this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contains: Option<String>,
+}
+
+/// Converts a path glob into an anchored regular expression.
+pub fn glob_to_regex(glob: &str) -> String {
+    let mut out = String::from("^");
+    let chars: Vec<char> = glob.chars().collect();
+    let mut idx = 0;
+    while idx < chars.len() {
+        match chars[idx] {
+            '*' if chars.get(idx + 1) == Some(&'*') => {
+                if chars.get(idx + 2) == Some(&'/') {
+                    out.push_str("(?:.*/)?");
+                    idx += 3;
+                } else {
+                    out.push_str(".*");
+                    idx += 2;
+                }
+                continue;
+            }
+            '*' => out.push_str("[^/]*"),
+            '?' => out.push_str("[^/]"),
+            other => out.push_str(&regex::escape(&other.to_string())),
+        }
+        idx += 1;
+    }
+    out.push('$');
+    out
+}
+
+#[derive(Debug, Clone)]
+enum NameMatch {
+    Exact(String),
+    Pattern(Regex),
+}
+
+impl NameMatch {
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            NameMatch::Exact(exact) => exact == text,
+            NameMatch::Pattern(regex) => regex.is_match(text),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallKind {
+    Tool,
+    Agent,
+}
+
+/// A compiled [`EventMatcher`].
+#[derive(Debug, Clone)]
+pub struct CompiledMatcher {
+    kind: CallKind,
+    names: Vec<NameMatch>,
+    args: Vec<(Vec<String>, Vec<NameMatch>)>,
+    args_text: Vec<NameMatch>,
+    /// A short description for notes, for example `Read(file_path ~ **/skill.md)`.
+    pub description: String,
+}
+
+impl CompiledMatcher {
+    fn matches(&self, occurrence: &Occurrence<'_>) -> bool {
+        if occurrence.kind != self.kind {
+            return false;
+        }
+        if !self.names.is_empty() && !self.names.iter().any(|name| name.is_match(occurrence.name)) {
+            return false;
+        }
+        for (path, matchers) in &self.args {
+            let mut value = occurrence.args;
+            for segment in path {
+                value = match value.and_then(|v| v.get(segment.as_str())) {
+                    Some(found) => Some(found),
+                    None => return false,
+                };
+            }
+            let Some(value) = value else { return false };
+            let text = match value {
+                Value::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
+                other => std::borrow::Cow::Owned(other.to_string()),
+            };
+            if !matchers.iter().all(|m| m.is_match(&text)) {
+                return false;
+            }
+        }
+        if !self.args_text.is_empty() {
+            let text = match occurrence.args {
+                None => std::borrow::Cow::Borrowed(""),
+                Some(Value::String(text)) => std::borrow::Cow::Borrowed(text.as_str()),
+                Some(other) => std::borrow::Cow::Owned(other.to_string()),
+            };
+            if !self.args_text.iter().all(|m| m.is_match(&text)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<NameMatch> {
+    let mut out = Vec::new();
+    if let Some(glob) = &text.glob {
+        if glob.contains(['*', '?']) {
+            if let Ok(regex) = Regex::new(&glob_to_regex(glob)) {
+                out.push(NameMatch::Pattern(regex));
+            }
+        } else {
+            out.push(NameMatch::Exact(glob.clone()));
+        }
+    }
+    if let Some(pattern) = &text.regex {
+        match Regex::new(pattern) {
+            Ok(regex) => out.push(NameMatch::Pattern(regex)),
+            Err(_) => diagnostics.push(
+                Diagnostic::error("invalid-regex", format!("`regex` pattern `{pattern}` is not a valid regex"))
+                    .at_pointer(format!("{pointer}/regex"))
+                    .with_hint("check brackets and escapes; write `\\\\.` for a literal dot in YAML double quotes"),
+            ),
+        }
+    }
+    if let Some(equals) = &text.equals {
+        out.push(NameMatch::Exact(equals.clone()));
+    }
+    if let Some(contains) = &text.contains {
+        out.push(NameMatch::Pattern(Regex::new(&regex::escape(contains)).expect("escaped text is a valid regex")));
+    }
+    if out.is_empty() && text.regex.is_none() {
+        diagnostics.push(
+            Diagnostic::error("matcher-empty", "this text matcher has no `glob`, `regex`, `equals` or `contains`")
+                .at_pointer(pointer)
+                .with_hint("write for example `{glob: \"**/skill.md\"}`"),
+        );
+    }
+    out
+}
+
+fn describe_text_match(text: &TextMatch) -> String {
+    let mut parts = Vec::new();
+    if let Some(glob) = &text.glob {
+        parts.push(format!("~ {glob}"));
+    }
+    if let Some(regex) = &text.regex {
+        parts.push(format!("=~ /{regex}/"));
+    }
+    if let Some(equals) = &text.equals {
+        parts.push(format!("== {equals}"));
+    }
+    if let Some(contains) = &text.contains {
+        parts.push(format!("contains {contains}"));
+    }
+    parts.join(" ")
+}
+
+pub(crate) fn compile_matcher(
+    matcher: &EventMatcher,
+    pointer: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> CompiledMatcher {
+    let (kind, patterns) = match (&matcher.tool, &matcher.agent) {
+        (Some(_), Some(_)) => {
+            diagnostics.push(
+                Diagnostic::error("matcher-ambiguous", "a matcher names both `tool` and `agent`")
+                    .at_pointer(pointer)
+                    .with_hint("match tool calls with `tool:` or agent invocations with `agent:`, not both"),
+            );
+            (CallKind::Tool, matcher.tool.as_ref())
+        }
+        (None, Some(agent)) => (CallKind::Agent, Some(agent)),
+        (tool, None) => (CallKind::Tool, tool.as_ref()),
+    };
+    let mut names = Vec::new();
+    let pattern_texts = patterns.map(Patterns::items).unwrap_or_default();
+    for pattern in &pattern_texts {
+        if pattern.contains(['*', '?']) {
+            match Regex::new(&glob_to_regex(pattern)) {
+                Ok(regex) => names.push(NameMatch::Pattern(regex)),
+                Err(_) => diagnostics.push(
+                    Diagnostic::error("invalid-glob", format!("name glob `{pattern}` is invalid"))
+                        .at_pointer(pointer)
+                        .with_hint("use `*`, `?` and `**` only"),
+                ),
+            }
+        } else {
+            names.push(NameMatch::Exact((*pattern).to_owned()));
+        }
+    }
+    let mut args = Vec::new();
+    let mut arg_descriptions = Vec::new();
+    for (key, text) in matcher.args.iter().flatten() {
+        let path: Vec<String> = key.split('.').map(str::to_owned).collect();
+        let compiled = compile_text_match(text, &format!("{pointer}/args/{key}"), diagnostics);
+        arg_descriptions.push(format!("{key} {}", describe_text_match(text)));
+        args.push((path, compiled));
+    }
+    let args_text = match &matcher.args_text {
+        Some(text) => {
+            arg_descriptions.push(format!("args {}", describe_text_match(text)));
+            compile_text_match(text, &format!("{pointer}/args_text"), diagnostics)
+        }
+        None => Vec::new(),
+    };
+    if pattern_texts.is_empty() && args.is_empty() && args_text.is_empty() && matcher.agent.is_none() {
+        diagnostics.push(
+            Diagnostic::warning("matcher-matches-everything", "this matcher matches every tool call")
+                .at_pointer(pointer)
+                .with_hint("name a tool with `tool:` or an agent with `agent:`"),
+        );
+    }
+    let base = match (kind, pattern_texts.is_empty()) {
+        (CallKind::Tool, true) => "any tool".to_owned(),
+        (CallKind::Agent, true) => "any agent".to_owned(),
+        (CallKind::Tool, false) => pattern_texts.join("|"),
+        (CallKind::Agent, false) => format!("agent {}", pattern_texts.join("|")),
+    };
+    let description =
+        if arg_descriptions.is_empty() { base } else { format!("{base}({})", arg_descriptions.join(", ")) };
+    CompiledMatcher { kind, names, args, args_text, description }
+}
+
+/// A compiled relation.
+#[derive(Debug, Clone)]
+pub enum Relation {
+    /// See [`SequenceRule::before`].
+    Before(CompiledMatcher, CompiledMatcher),
+    /// See [`SequenceRule::only_after`].
+    OnlyAfter(CompiledMatcher, CompiledMatcher),
+    /// See [`SequenceRule::immediately_before`].
+    ImmediatelyBefore(CompiledMatcher, CompiledMatcher),
+    /// See [`SequenceRule::never`].
+    Never(CompiledMatcher),
+    /// See [`SequenceRule::count`].
+    Count(CompiledMatcher, Option<u64>, Option<u64>),
+}
+
+/// A compiled [`SequenceRule`].
+#[derive(Debug, Clone)]
+pub struct CompiledRule {
+    /// The relation.
+    pub relation: Relation,
+    /// The scope, if any.
+    pub within: Option<CompiledMatcher>,
+}
+
+pub(crate) fn compile_rule(
+    rule: &SequenceRule,
+    pointer: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<CompiledRule> {
+    let given = [
+        rule.before.is_some(),
+        rule.only_after.is_some(),
+        rule.immediately_before.is_some(),
+        rule.never.is_some(),
+        rule.count.is_some(),
+    ]
+    .iter()
+    .filter(|given| **given)
+    .count();
+    if given != 1 {
+        diagnostics.push(
+            Diagnostic::error(
+                if given == 0 { "rule-empty" } else { "rule-ambiguous" },
+                format!("a sequence rule has exactly one of `before`, `only_after`, `immediately_before`, `never`, `count` (found {given})"),
+            )
+            .at_pointer(pointer)
+            .with_hint("split several relations into several checkpoints"),
+        );
+        return None;
+    }
+    let pair = |key: &str, pair: &EventPair, diagnostics: &mut Vec<Diagnostic>| {
+        let a = compile_matcher(&pair.a, &format!("{pointer}/{key}/a"), diagnostics);
+        let b = compile_matcher(&pair.b, &format!("{pointer}/{key}/b"), diagnostics);
+        if pair.a == pair.b {
+            diagnostics.push(
+                Diagnostic::error("rule-contradiction", format!("`{key}` relates `{}` to itself", a.description))
+                    .at_pointer(format!("{pointer}/{key}"))
+                    .with_hint("`a` and `b` must describe different calls"),
+            );
+        }
+        (a, b)
+    };
+    let relation = if let Some(p) = &rule.before {
+        let (a, b) = pair("before", p, diagnostics);
+        Relation::Before(a, b)
+    } else if let Some(p) = &rule.only_after {
+        let (a, b) = pair("only_after", p, diagnostics);
+        Relation::OnlyAfter(a, b)
+    } else if let Some(p) = &rule.immediately_before {
+        let (a, b) = pair("immediately_before", p, diagnostics);
+        Relation::ImmediatelyBefore(a, b)
+    } else if let Some(m) = &rule.never {
+        Relation::Never(compile_matcher(m, &format!("{pointer}/never"), diagnostics))
+    } else {
+        let count = rule.count.as_ref()?;
+        if count.at_least.is_none() && count.at_most.is_none() {
+            diagnostics.push(
+                Diagnostic::error("rule-empty", "`count` has neither `at_least` nor `at_most`")
+                    .at_pointer(format!("{pointer}/count"))
+                    .with_hint("add `at_least: 1` or `at_most: N`"),
+            );
+        }
+        if let (Some(low), Some(high)) = (count.at_least, count.at_most)
+            && low > high
+        {
+            diagnostics.push(
+                Diagnostic::error("rule-contradiction", format!("`count` needs at least {low} but at most {high}"))
+                    .at_pointer(format!("{pointer}/count"))
+                    .with_hint("make `at_least` no larger than `at_most`"),
+            );
+        }
+        Relation::Count(
+            compile_matcher(&count.of, &format!("{pointer}/count/of"), diagnostics),
+            count.at_least,
+            count.at_most,
+        )
+    };
+    let within = rule.within.as_ref().map(|m| compile_matcher(m, &format!("{pointer}/within"), diagnostics));
+    Some(CompiledRule { relation, within })
+}
+
+/// One tool call or agent invocation seen in the trace.
+struct Occurrence<'a> {
+    kind: CallKind,
+    name: &'a str,
+    args: Option<&'a Value>,
+    span_id: Option<&'a str>,
+    parent_span_id: Option<&'a str>,
+    location: Location,
+}
+
+/// Where an occurrence is in the trace, for notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Location {
+    line: Option<u64>,
+    seq: u64,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "line {line}"),
+            None => write!(f, "event {}", self.seq),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Scope {
+    open: HashSet<String>,
+    overflowed: bool,
+}
+
+#[derive(Debug)]
+enum RuleState {
+    Before { first_a: Option<Location>, first_b: Option<Location> },
+    OnlyAfter { seen_a: Option<Location>, first_b: Option<Location>, violation: Option<Location> },
+    ImmediatelyBefore { previous_is_a: bool, count_b: u64, violation: Option<Location>, first_b: Option<Location> },
+    Never { first: Option<Location>, count: u64 },
+    Count { count: u64 },
+}
+
+/// The verdict of one rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleOutcome {
+    /// Whether the rule held.
+    pub passed: bool,
+    /// Why, citing trace lines.
+    pub notes: String,
+}
+
+/// What one pass over a trace produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TraceOutcome {
+    /// One outcome per rule, in the order the rules were given.
+    pub outcomes: Vec<RuleOutcome>,
+    /// Events read.
+    pub events: u64,
+    /// Tool calls and agent invocations seen.
+    pub calls: u64,
+    /// The last calls, one line each (`line 12: Read {...}`), for tier-3 evaluators.
+    pub excerpt: Vec<String>,
+}
+
+/// The streaming tier-2 engine: feed events in trace order, then [`SequenceEngine::finish`].
+#[derive(Debug)]
+pub struct SequenceEngine {
+    rules: Vec<CompiledRule>,
+    states: Vec<RuleState>,
+    scopes: Vec<Option<Scope>>,
+    open_calls: HashSet<String>,
+    open_calls_overflowed: bool,
+    excerpt: VecDeque<String>,
+    excerpt_capacity: usize,
+    events: u64,
+    calls: u64,
+}
+
+impl SequenceEngine {
+    /// An engine for `rules`, keeping the last `excerpt_capacity` calls as an excerpt.
+    pub fn new(rules: Vec<CompiledRule>, excerpt_capacity: usize) -> SequenceEngine {
+        let states = rules
+            .iter()
+            .map(|rule| match rule.relation {
+                Relation::Before(..) => RuleState::Before { first_a: None, first_b: None },
+                Relation::OnlyAfter(..) => RuleState::OnlyAfter { seen_a: None, first_b: None, violation: None },
+                Relation::ImmediatelyBefore(..) => {
+                    RuleState::ImmediatelyBefore { previous_is_a: false, count_b: 0, violation: None, first_b: None }
+                }
+                Relation::Never(..) => RuleState::Never { first: None, count: 0 },
+                Relation::Count(..) => RuleState::Count { count: 0 },
+            })
+            .collect();
+        let scopes = rules.iter().map(|rule| rule.within.as_ref().map(|_| Scope::default())).collect();
+        SequenceEngine {
+            rules,
+            states,
+            scopes,
+            open_calls: HashSet::new(),
+            open_calls_overflowed: false,
+            excerpt: VecDeque::new(),
+            excerpt_capacity,
+            events: 0,
+            calls: 0,
+        }
+    }
+
+    /// Runs every rule over `events` in one pass.
+    pub fn run(
+        rules: Vec<CompiledRule>,
+        events: impl IntoIterator<Item = CanonicalEvent>,
+        excerpt_capacity: usize,
+    ) -> TraceOutcome {
+        let mut engine = SequenceEngine::new(rules, excerpt_capacity);
+        for event in events {
+            engine.feed(&event);
+        }
+        engine.finish()
+    }
+
+    /// Processes one event.
+    pub fn feed(&mut self, event: &CanonicalEvent) {
+        self.events += 1;
+        let span_id = event.span.as_ref().and_then(|span| span.span_id.as_deref());
+        let parent_span_id = event.span.as_ref().and_then(|span| span.parent_span_id.as_deref());
+        let (kind, counts) = match event.event_type {
+            EventType::ToolCallStart => (Some(CallKind::Tool), true),
+            EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
+            EventType::ToolCallEnd | EventType::AgentInvokeEnd => {
+                let kind = if event.event_type == EventType::ToolCallEnd { CallKind::Tool } else { CallKind::Agent };
+                let started = !self.open_calls.is_empty() && span_id.is_some_and(|id| self.open_calls.remove(id));
+                (Some(kind), !started)
+            }
+            _ => (None, false),
+        };
+        let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
+        if is_start && let Some(id) = span_id {
+            if self.open_calls.len() < MAX_OPEN_SPANS {
+                self.open_calls.insert(id.to_owned());
+            } else {
+                self.open_calls_overflowed = true;
+            }
+        }
+        let is_end =
+            matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd | EventType::StepEnd);
+        let is_container = is_start
+            || event.event_type == EventType::StepStart
+            || event.attributes.get("x.tooltrace.span_type").and_then(Value::as_str) == Some("parent");
+        let Some(kind) = kind else {
+            self.update_scopes_only(event.event_type, span_id, parent_span_id, is_container, is_end);
+            return;
+        };
+        let name = event
+            .step_name
+            .as_deref()
+            .or_else(|| {
+                let key = if kind == CallKind::Tool { "gen_ai.tool.name" } else { "gen_ai.agent.name" };
+                event.attributes.get(key).and_then(Value::as_str)
+            })
+            .unwrap_or("");
+        let occurrence = Occurrence {
+            kind,
+            name,
+            args: event.data.get("input"),
+            span_id,
+            parent_span_id,
+            location: Location { line: event.source.as_ref().and_then(|s| s.line), seq: event.seq },
+        };
+        if counts {
+            self.calls += 1;
+            if self.excerpt_capacity > 0 {
+                if self.excerpt.len() == self.excerpt_capacity {
+                    self.excerpt.pop_front();
+                }
+                let args = occurrence.args.map(Value::to_string).unwrap_or_default();
+                let args: String = args.chars().take(160).collect();
+                self.excerpt.push_back(format!("{}: {} {}", occurrence.location, name, args));
+            }
+        }
+        for idx in 0..self.rules.len() {
+            let rule = &self.rules[idx];
+            let in_scope = match (&rule.within, &mut self.scopes[idx]) {
+                (Some(root), Some(scope)) => {
+                    let inside = occurrence.parent_span_id.is_some_and(|parent| scope.open.contains(parent));
+                    if let Some(id) = occurrence.span_id {
+                        // An end that pairs with a start closes the span; a post-only end
+                        // (no start seen) is the whole call and may open a scope.
+                        if is_end && !counts {
+                            scope.open.remove(id);
+                        } else if root.matches(&occurrence) || (inside && is_container) {
+                            if scope.open.len() < MAX_OPEN_SPANS {
+                                scope.open.insert(id.to_owned());
+                            } else {
+                                scope.overflowed = true;
+                            }
+                        }
+                    }
+                    inside
+                }
+                _ => true,
+            };
+            if !counts || !in_scope {
+                continue;
+            }
+            step_rule(&rule.relation, &mut self.states[idx], &occurrence);
+        }
+    }
+
+    fn update_scopes_only(
+        &mut self,
+        _event_type: EventType,
+        span_id: Option<&str>,
+        parent_span_id: Option<&str>,
+        is_container: bool,
+        is_end: bool,
+    ) {
+        let Some(id) = span_id else { return };
+        for scope in self.scopes.iter_mut().flatten() {
+            if is_end {
+                scope.open.remove(id);
+            } else if is_container && parent_span_id.is_some_and(|parent| scope.open.contains(parent)) {
+                if scope.open.len() < MAX_OPEN_SPANS {
+                    scope.open.insert(id.to_owned());
+                } else {
+                    scope.overflowed = true;
+                }
+            }
+        }
+    }
+
+    /// The verdicts.
+    pub fn finish(self) -> TraceOutcome {
+        let outcomes = self
+            .rules
+            .iter()
+            .zip(&self.states)
+            .zip(&self.scopes)
+            .map(|((rule, state), scope)| {
+                let mut outcome = conclude(&rule.relation, state);
+                if let Some(within) = &rule.within {
+                    outcome.notes = format!("within {}: {}", within.description, outcome.notes);
+                }
+                if scope.as_ref().is_some_and(|s| s.overflowed) || self.open_calls_overflowed {
+                    outcome.passed = false;
+                    outcome.notes = format!(
+                        "more than {MAX_OPEN_SPANS} spans were open at once, so scopes could not be tracked; {}",
+                        outcome.notes
+                    );
+                }
+                outcome
+            })
+            .collect();
+        TraceOutcome { outcomes, events: self.events, calls: self.calls, excerpt: self.excerpt.into_iter().collect() }
+    }
+}
+
+fn step_rule(relation: &Relation, state: &mut RuleState, occurrence: &Occurrence<'_>) {
+    let here = occurrence.location;
+    match (relation, state) {
+        (Relation::Before(a, b), RuleState::Before { first_a, first_b }) => {
+            if first_b.is_none() && b.matches(occurrence) {
+                *first_b = Some(here);
+            }
+            if first_a.is_none() && a.matches(occurrence) {
+                *first_a = Some(here);
+            }
+        }
+        (Relation::OnlyAfter(a, b), RuleState::OnlyAfter { seen_a, first_b, violation }) => {
+            if b.matches(occurrence) {
+                if first_b.is_none() {
+                    *first_b = Some(here);
+                }
+                if seen_a.is_none() && violation.is_none() {
+                    *violation = Some(here);
+                }
+            }
+            if seen_a.is_none() && a.matches(occurrence) {
+                *seen_a = Some(here);
+            }
+        }
+        (
+            Relation::ImmediatelyBefore(a, b),
+            RuleState::ImmediatelyBefore { previous_is_a, count_b, violation, first_b },
+        ) => {
+            if b.matches(occurrence) {
+                *count_b += 1;
+                if first_b.is_none() {
+                    *first_b = Some(here);
+                }
+                if !*previous_is_a && violation.is_none() {
+                    *violation = Some(here);
+                }
+            }
+            *previous_is_a = a.matches(occurrence);
+        }
+        (Relation::Never(m), RuleState::Never { first, count }) => {
+            if m.matches(occurrence) {
+                *count += 1;
+                if first.is_none() {
+                    *first = Some(here);
+                }
+            }
+        }
+        (Relation::Count(m, _, _), RuleState::Count { count }) => {
+            if m.matches(occurrence) {
+                *count += 1;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn conclude(relation: &Relation, state: &RuleState) -> RuleOutcome {
+    let (passed, notes) = match (relation, state) {
+        (Relation::Before(a, b), RuleState::Before { first_a, first_b }) => match (first_a, first_b) {
+            (Some(la), Some(lb)) if (la.seq, la.line) < (lb.seq, lb.line) => {
+                (true, format!("first {} at {la} precedes first {} at {lb}", a.description, b.description))
+            }
+            (Some(la), Some(lb)) => {
+                (false, format!("first {} at {lb} comes before first {} at {la}", b.description, a.description))
+            }
+            (None, Some(lb)) => (false, format!("{} at {lb} but no {} in the trace", b.description, a.description)),
+            (Some(la), None) => (false, format!("{} at {la} but no {} in the trace", a.description, b.description)),
+            (None, None) => (false, format!("neither {} nor {} occurs in the trace", a.description, b.description)),
+        },
+        (Relation::OnlyAfter(a, b), RuleState::OnlyAfter { seen_a, first_b, violation }) => {
+            match (violation, first_b) {
+                (Some(lv), _) => (false, format!("{} at {lv} has no earlier {}", b.description, a.description)),
+                (None, None) => {
+                    (true, format!("no {} in the trace, so nothing happened before {}", b.description, a.description))
+                }
+                (None, Some(lb)) => {
+                    let la = seen_a.map(|l| l.to_string()).unwrap_or_default();
+                    (
+                        true,
+                        format!(
+                            "every {} comes after {} (first at {la}, first {} at {lb})",
+                            b.description, a.description, b.description
+                        ),
+                    )
+                }
+            }
+        }
+        (Relation::ImmediatelyBefore(a, b), RuleState::ImmediatelyBefore { count_b, violation, first_b, .. }) => {
+            match (violation, count_b) {
+                (_, 0) => (false, format!("no {} in the trace", b.description)),
+                (Some(lv), _) => {
+                    (false, format!("{} at {lv} is not directly preceded by {}", b.description, a.description))
+                }
+                (None, n) => (
+                    true,
+                    format!(
+                        "all {n} {} call(s) directly follow {} (first at {})",
+                        b.description,
+                        a.description,
+                        first_b.map(|l| l.to_string()).unwrap_or_default()
+                    ),
+                ),
+            }
+        }
+        (Relation::Never(m), RuleState::Never { first, count }) => match first {
+            Some(at) => (false, format!("{} occurs {count} time(s), first at {at}", m.description)),
+            None => (true, format!("{} never occurs", m.description)),
+        },
+        (Relation::Count(m, low, high), RuleState::Count { count }) => {
+            let low_ok = low.is_none_or(|low| *count >= low);
+            let high_ok = high.is_none_or(|high| *count <= high);
+            let bounds = match (low, high) {
+                (Some(l), Some(h)) => format!("between {l} and {h}"),
+                (Some(l), None) => format!("at least {l}"),
+                (None, Some(h)) => format!("at most {h}"),
+                (None, None) => "any number".to_owned(),
+            };
+            (low_ok && high_ok, format!("{} occurs {count} time(s); expected {bounds}", m.description))
+        }
+        _ => (false, "internal mismatch between rule and state".to_owned()),
+    };
+    RuleOutcome { passed, notes }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentic_core::event::{EventSource, SpanContext};
+    use serde_json::json;
+
+    use super::*;
+
+    fn call(
+        event_type: EventType,
+        tool: &str,
+        args: Value,
+        span: Option<&str>,
+        parent: Option<&str>,
+        line: u64,
+    ) -> CanonicalEvent {
+        let mut event = CanonicalEvent::new(event_type, "2026-01-01T00:00:00Z".parse().unwrap()).with_step(tool);
+        event.data = json!({"input": args});
+        event.seq = line;
+        event.span = Some(SpanContext {
+            trace_id: None,
+            span_id: span.map(str::to_owned),
+            parent_span_id: parent.map(str::to_owned),
+        });
+        event.source = Some(EventSource { format: "test".into(), line: Some(line), ..Default::default() });
+        event
+    }
+
+    fn end(tool: &str, args: Value, line: u64) -> CanonicalEvent {
+        call(EventType::ToolCallEnd, tool, args, None, None, line)
+    }
+
+    fn rule(yaml: Value) -> CompiledRule {
+        let rule: SequenceRule = serde_json::from_value(yaml).unwrap();
+        let mut diagnostics = Vec::new();
+        let compiled = compile_rule(&rule, "/r", &mut diagnostics).unwrap();
+        assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+        compiled
+    }
+
+    fn verdicts(rules: Vec<Value>, events: Vec<CanonicalEvent>) -> Vec<bool> {
+        let rules = rules.into_iter().map(rule).collect();
+        SequenceEngine::run(rules, events, 0).outcomes.iter().map(|o| o.passed).collect()
+    }
+
+    fn skill_trace() -> Vec<CanonicalEvent> {
+        vec![
+            end("Bash", json!({"command": "ls"}), 1),
+            end("Read", json!({"file_path": "/repo/skills/phase1/skill.md"}), 2),
+            end("Write", json!({"file_path": "src/a.rs"}), 3),
+            end("Bash", json!({"command": "cargo test"}), 4),
+            end("Bash", json!({"command": "git commit -m x"}), 5),
+        ]
+    }
+
+    #[test]
+    fn every_relation_on_one_trace() {
+        let skill = json!({"tool": "Read", "args": {"file_path": {"glob": "**/skill.md"}}});
+        let got = verdicts(
+            vec![
+                json!({"before": {"a": skill, "b": {"tool": "Write"}}}),
+                json!({"before": {"a": skill, "b": {"tool": ["Bash", "Write"]}}}),
+                json!({"only_after": {"a": skill, "b": {"tool": "Write"}}}),
+                json!({"only_after": {"a": skill, "b": {"tool": "Bash"}}}),
+                json!({"only_after": {"a": skill, "b": {"tool": "Edit"}}}),
+                json!({"immediately_before": {"a": {"tool": "Bash", "args": {"command": {"contains": "cargo test"}}},
+                                              "b": {"tool": "Bash", "args": {"command": {"regex": "^git commit"}}}}}),
+                json!({"immediately_before": {"a": {"tool": "Read"}, "b": {"tool": "Bash"}}}),
+                json!({"never": {"tool": "Bash", "args_text": {"contains": "rm -rf"}}}),
+                json!({"never": {"tool": "Write"}}),
+                json!({"count": {"of": {"tool": "Bash"}, "at_least": 3}}),
+                json!({"count": {"of": {"tool": "Bash"}, "at_most": 2}}),
+                json!({"count": {"of": {"tool": "B*"}, "at_least": 3, "at_most": 3}}),
+            ],
+            skill_trace(),
+        );
+        assert_eq!(got, vec![true, false, true, false, true, true, false, true, false, true, false, true]);
+    }
+
+    #[test]
+    fn notes_cite_trace_lines() {
+        let rules = vec![rule(json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Bash"}}}))];
+        let outcome = SequenceEngine::run(rules, skill_trace(), 2);
+        assert_eq!(outcome.outcomes[0].notes, "first Bash at line 1 comes before first Read at line 2");
+        assert_eq!(outcome.excerpt.len(), 2);
+        assert!(outcome.excerpt[1].starts_with("line 5: Bash"), "{:?}", outcome.excerpt);
+        assert_eq!((outcome.events, outcome.calls), (5, 5));
+    }
+
+    #[test]
+    fn starts_and_ends_count_once() {
+        let events = vec![
+            call(EventType::ToolCallStart, "Read", json!({}), Some("c1"), None, 1),
+            call(EventType::ToolCallEnd, "Read", json!({}), Some("c1"), None, 2),
+            call(EventType::ToolCallEnd, "Read", json!({}), Some("c2"), None, 3),
+        ];
+        let got = verdicts(vec![json!({"count": {"of": {"tool": "Read"}, "at_least": 2, "at_most": 2}})], events);
+        assert_eq!(got, vec![true]);
+    }
+
+    #[test]
+    fn within_limits_rules_to_a_subtree() {
+        // A Task parent (tooltrace style) with children, then a Bash outside it.
+        let mut task = end("Task", json!({"description": "review"}), 1);
+        task.span = Some(SpanContext { trace_id: None, span_id: Some("t1".into()), parent_span_id: None });
+        task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
+        let events = vec![
+            task,
+            call(EventType::ToolCallEnd, "Read", json!({}), Some("t2"), Some("t1"), 2),
+            call(EventType::ToolCallEnd, "Grep", json!({}), Some("t3"), Some("t1"), 3),
+            call(EventType::ToolCallEnd, "Bash", json!({}), Some("t4"), None, 4),
+        ];
+        let got = verdicts(
+            vec![
+                json!({"never": {"tool": "Bash"}, "within": {"tool": "Task"}}),
+                json!({"count": {"of": {"tool": "*"}, "at_least": 2, "at_most": 2}, "within": {"tool": "Task"}}),
+                json!({"never": {"tool": "Bash"}}),
+            ],
+            events,
+        );
+        assert_eq!(got, vec![true, true, false]);
+    }
+
+    #[test]
+    fn within_follows_nested_agent_spans_and_forgets_closed_ones() {
+        let agent = |event_type, name: &str, span: &str, parent: Option<&str>, line| {
+            let mut event = call(event_type, name, Value::Null, Some(span), parent, line);
+            event.data = Value::Null;
+            event
+        };
+        let events = vec![
+            agent(EventType::AgentInvokeStart, "reviewer", "A", None, 1),
+            agent(EventType::AgentInvokeStart, "helper", "H", Some("A"), 2),
+            call(EventType::ToolCallStart, "Bash", json!({}), Some("c1"), Some("H"), 3),
+            call(EventType::ToolCallEnd, "Bash", json!({}), Some("c1"), Some("H"), 4),
+            agent(EventType::AgentInvokeEnd, "helper", "H", Some("A"), 5),
+            agent(EventType::AgentInvokeEnd, "reviewer", "A", None, 6),
+            call(EventType::ToolCallStart, "Write", json!({}), Some("c2"), Some("H"), 7),
+        ];
+        let got = verdicts(
+            vec![
+                json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}, "within": {"agent": "reviewer"}}),
+                json!({"never": {"tool": "Write"}, "within": {"agent": "reviewer"}}),
+                json!({"count": {"of": {"agent": "*"}, "at_least": 2, "at_most": 2}}),
+            ],
+            events,
+        );
+        assert_eq!(got, vec![true, true, true]);
+    }
+
+    #[test]
+    fn globs_follow_path_rules() {
+        let regex = Regex::new(&glob_to_regex("**/skill.md")).unwrap();
+        assert!(regex.is_match("skill.md"));
+        assert!(regex.is_match("/a/b/skill.md"));
+        assert!(!regex.is_match("/a/b/skill.mdx"));
+        let regex = Regex::new(&glob_to_regex("src/*.rs")).unwrap();
+        assert!(regex.is_match("src/a.rs"));
+        assert!(!regex.is_match("src/a/b.rs"));
+    }
+
+    #[test]
+    fn malformed_rules_are_reported() {
+        for (yaml, code) in [
+            (json!({}), "rule-empty"),
+            (json!({"never": {"tool": "A"}, "count": {"of": {"tool": "A"}, "at_least": 1}}), "rule-ambiguous"),
+            (json!({"count": {"of": {"tool": "A"}, "at_least": 3, "at_most": 1}}), "rule-contradiction"),
+            (json!({"before": {"a": {"tool": "A"}, "b": {"tool": "A"}}}), "rule-contradiction"),
+            (json!({"never": {"tool": "A", "agent": "B"}}), "matcher-ambiguous"),
+            (json!({"never": {"tool": "A", "args": {"x": {"regex": "("}}}}), "invalid-regex"),
+        ] {
+            let rule: SequenceRule = serde_json::from_value(yaml.clone()).unwrap();
+            let mut diagnostics = Vec::new();
+            compile_rule(&rule, "/r", &mut diagnostics);
+            assert!(diagnostics.iter().any(|d| d.code == code), "{yaml}: {diagnostics:?}");
+        }
+    }
+}

@@ -1,0 +1,958 @@
+//! The checkpoint spec (`checkpoints/<workflow>.yaml`): types, loading and pre-flight lint.
+//!
+//! [`load_spec`] parses the YAML through `agentic_core::DocumentLoader` (so structural errors
+//! carry line and column and a "did you mean"), then checks meaning: duplicate ids, orphaned
+//! `affects`, a tier whose method cannot check it, missing or misrouted evidence sources,
+//! malformed or self-contradictory assertions and rules. A spec without errors compiles into
+//! a [`CompiledSpec`], whose checkpoints carry their `position_index` (document order, 1..N).
+//! [`lint_against_previous`] enforces that ids are immutable and append-only.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
+
+use agentic_core::Diagnostic;
+use agentic_core::diagnostic::{did_you_mean, sort_diagnostics};
+use agentic_core::document::DocumentLoader;
+use agentic_core::yaml::SourceMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::condition::{CompiledCondition, Condition, compile_condition};
+use super::sequence::{CompiledRule, Relation, SequenceRule, compile_rule};
+
+/// The evidence source name that stands for the trace file.
+pub const TRACE_SOURCE: &str = "trace_file";
+
+/// A checkpoint spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Checkpoint spec", description = "A workflow's verifiable instructions; see docs/checkpoints.md")]
+pub struct CheckpointSpec {
+    /// The workflow this spec measures, for example `feature-implementation`.
+    pub workflow: String,
+    /// The spec's own version, for example `1.0.0`.
+    pub spec_version: String,
+    /// Known limits of the environment that can make checkpoints impossible.
+    #[serde(default)]
+    pub environment_constraints: Vec<EnvironmentConstraint>,
+    /// The checkpoints, in workflow order (their order is their `position_index`).
+    pub checkpoints: Vec<Checkpoint>,
+}
+
+/// An environment constraint: when active, failures of the checkpoints it affects are BLOCKED.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentConstraint {
+    /// A stable id, for example `ENV-01`.
+    pub id: String,
+    /// What the constraint is, in words.
+    pub constraint: String,
+    /// The checkpoint ids it can block.
+    pub affects: Vec<String>,
+    /// When the constraint is active: a condition over the evidence. Without it the
+    /// constraint is documentation only and never active (lint warns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_when: Option<Condition>,
+}
+
+/// How bad it is to miss a checkpoint (reported, not weighted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointSeverity {
+    /// Must never be missed.
+    Critical,
+    /// Important.
+    High,
+    /// Normal.
+    Medium,
+    /// Nice to have.
+    Low,
+}
+
+impl CheckpointSeverity {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckpointSeverity::Critical => "critical",
+            CheckpointSeverity::High => "high",
+            CheckpointSeverity::Medium => "medium",
+            CheckpointSeverity::Low => "low",
+        }
+    }
+}
+
+/// The verification method; it decides which tier can use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Tier 1: state of an external API (issue tracker, PR, CI).
+    ApiState,
+    /// Tier 1: state of the git repository.
+    GitState,
+    /// Tier 1: state of files.
+    FileState,
+    /// Tier 1: any other evidence JSON.
+    EvidenceState,
+    /// Tier 2: ordering of tool calls.
+    ToolSequence,
+    /// Tier 2: ordering of any trace events.
+    TraceSequence,
+    /// Tier 3: qualitative judgement of content.
+    ContentAnalysis,
+    /// Tier 3: any other semantic judgement.
+    SemanticJudgment,
+}
+
+impl Method {
+    /// The tier that can check this method.
+    pub fn tier(self) -> Tier {
+        match self {
+            Method::ApiState | Method::GitState | Method::FileState | Method::EvidenceState => Tier::State,
+            Method::ToolSequence | Method::TraceSequence => Tier::Sequence,
+            Method::ContentAnalysis | Method::SemanticJudgment => Tier::Semantic,
+        }
+    }
+}
+
+/// The three evaluation tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    /// 1: state assertions on evidence JSON.
+    State,
+    /// 2: sequence assertions on the trace.
+    Sequence,
+    /// 3: semantic judgement.
+    Semantic,
+}
+
+impl Tier {
+    /// 1, 2 or 3.
+    pub fn number(self) -> u8 {
+        match self {
+            Tier::State => 1,
+            Tier::Sequence => 2,
+            Tier::Semantic => 3,
+        }
+    }
+
+    fn from_number(number: u8) -> Option<Tier> {
+        match number {
+            1 => Some(Tier::State),
+            2 => Some(Tier::Sequence),
+            3 => Some(Tier::Semantic),
+            _ => None,
+        }
+    }
+}
+
+/// One verifiable instruction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// A stable, immutable id, for example `P1-01`.
+    pub id: String,
+    /// 1 (state), 2 (sequence) or 3 (semantic).
+    #[schemars(range(min = 1, max = 3))]
+    pub tier: u8,
+    /// The instruction the agent was given.
+    pub instruction: String,
+    /// How bad it is to miss it.
+    pub severity: CheckpointSeverity,
+    /// How it is checked.
+    pub verification: Verification,
+    /// Tier 3 only: graded partial credit (Mode A). Without it a PARTIAL earns 0.5 (Mode B).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial_criteria: Vec<PartialCriterion>,
+    /// When the checkpoint applies at all; if this does not hold it is NOT_APPLICABLE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applies_when: Option<Condition>,
+}
+
+/// How a checkpoint is verified.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Verification {
+    /// The method; it must suit the tier.
+    pub method: Method,
+    /// The evidence the check reads: top-level keys of the evidence JSON, or `trace_file`.
+    pub evidence_sources: Vec<String>,
+    /// What is checked, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
+    /// Tier 1: the assertion over the evidence.
+    #[serde(default, rename = "assert", skip_serializing_if = "Option::is_none")]
+    pub assertion: Option<Condition>,
+    /// Tier 2: the sequence rule over the trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<SequenceRule>,
+}
+
+/// One graded outcome of a tier-3 checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartialCriterion {
+    /// The situation, in words.
+    pub condition: String,
+    /// The weight earned, strictly between 0 and 1.
+    pub weight: f64,
+}
+
+/// How a compiled checkpoint is checked.
+#[derive(Debug, Clone)]
+pub enum CompiledCheck {
+    /// Tier 1.
+    State(CompiledCondition),
+    /// Tier 2: the index of the rule in [`CompiledSpec::rules`].
+    Sequence(usize),
+    /// Tier 3.
+    Semantic,
+}
+
+/// A checkpoint ready to evaluate.
+#[derive(Debug, Clone)]
+pub struct CompiledCheckpoint {
+    /// As written.
+    pub checkpoint: Checkpoint,
+    /// The tier.
+    pub tier: Tier,
+    /// 1-based document order.
+    pub position_index: usize,
+    /// How it is checked.
+    pub check: CompiledCheck,
+    /// The compiled `applies_when`.
+    pub applies_when: Option<CompiledCondition>,
+}
+
+/// A constraint ready to evaluate.
+#[derive(Debug, Clone)]
+pub struct CompiledConstraint {
+    /// As written.
+    pub constraint: EnvironmentConstraint,
+    /// The compiled `active_when`.
+    pub active_when: Option<CompiledCondition>,
+}
+
+/// A spec without errors, ready to evaluate.
+#[derive(Debug, Clone)]
+pub struct CompiledSpec {
+    /// As written.
+    pub spec: CheckpointSpec,
+    /// Checkpoints in document order.
+    pub checkpoints: Vec<CompiledCheckpoint>,
+    /// Constraints in document order.
+    pub constraints: Vec<CompiledConstraint>,
+    /// Tier-2 rules, referenced by [`CompiledCheck::Sequence`].
+    pub rules: Vec<CompiledRule>,
+}
+
+/// The outcome of loading a spec.
+#[derive(Debug)]
+pub struct SpecLoad {
+    /// The spec, when it has no errors (warnings may remain).
+    pub spec: Option<CompiledSpec>,
+    /// Every problem, sorted by position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+fn loader() -> &'static DocumentLoader {
+    static LOADER: OnceLock<DocumentLoader> = OnceLock::new();
+    LOADER.get_or_init(|| DocumentLoader::new::<CheckpointSpec>("checkpoint spec"))
+}
+
+/// Parses, checks and compiles a checkpoint spec. `file` only labels diagnostics.
+pub fn load_spec(text: &str, file: &str) -> SpecLoad {
+    let loaded = loader().load::<CheckpointSpec>(text);
+    let mut diagnostics = loaded.diagnostics;
+    let mut spec = None;
+    let source_map = loaded.document.as_ref().map(|d| d.source_map.clone()).unwrap_or_default();
+    if let Some(value) = loaded.value {
+        let (compiled, more) = check_spec(value);
+        diagnostics.extend(more);
+        if !diagnostics.iter().any(Diagnostic::is_error) {
+            spec = compiled;
+        }
+    } else if let Some(repaired) = loaded.repaired {
+        let (_, more) = check_spec(repaired);
+        diagnostics.extend(more.into_iter().filter(|d| d.code != "spec-empty"));
+    }
+    place(&mut diagnostics, &source_map, file);
+    SpecLoad { spec, diagnostics }
+}
+
+fn place(diagnostics: &mut [Diagnostic], source_map: &SourceMap, file: &str) {
+    for diagnostic in diagnostics.iter_mut() {
+        if diagnostic.position.is_none()
+            && let Some(pointer) = &diagnostic.pointer
+        {
+            diagnostic.position = Some(source_map.nearest(pointer));
+        }
+        diagnostic.file = Some(file.to_owned());
+    }
+    sort_diagnostics(diagnostics);
+}
+
+/// Checks the meaning of a structurally valid spec and compiles it.
+pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic>) {
+    let mut diagnostics = Vec::new();
+    if spec.checkpoints.is_empty() {
+        diagnostics.push(
+            Diagnostic::error("spec-empty", "the spec has no checkpoints")
+                .at_pointer("/checkpoints")
+                .with_hint("add at least one checkpoint under `checkpoints:`"),
+        );
+    }
+    let mut first_seen: HashMap<&str, String> = HashMap::new();
+    for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
+        let pointer = format!("/checkpoints/{idx}/id");
+        if let Some(previous) = first_seen.insert(checkpoint.id.as_str(), pointer.clone()) {
+            diagnostics.push(
+                Diagnostic::error("duplicate-id", format!("checkpoint id `{}` is used twice", checkpoint.id))
+                    .at_pointer(pointer)
+                    .with_hint(format!("ids are unique and immutable; give the new checkpoint the next free id (first use at {previous})")),
+            );
+        }
+        if !id_looks_stable(&checkpoint.id) {
+            diagnostics.push(
+                Diagnostic::warning(
+                    "id-format",
+                    format!("checkpoint id `{}` does not look like `P1-01`", checkpoint.id),
+                )
+                .at_pointer(format!("/checkpoints/{idx}/id"))
+                .with_hint("use a prefix, a dash and a number, so new ids can take the next number"),
+            );
+        }
+    }
+    let checkpoint_ids: Vec<&str> = spec.checkpoints.iter().map(|c| c.id.as_str()).collect();
+    let mut constraint_ids: HashSet<&str> = HashSet::new();
+    let mut constraints = Vec::new();
+    for (idx, constraint) in spec.environment_constraints.iter().enumerate() {
+        let pointer = format!("/environment_constraints/{idx}");
+        if !constraint_ids.insert(constraint.id.as_str()) {
+            diagnostics.push(
+                Diagnostic::error("duplicate-id", format!("constraint id `{}` is used twice", constraint.id))
+                    .at_pointer(format!("{pointer}/id"))
+                    .with_hint("give each constraint its own id"),
+            );
+        }
+        if checkpoint_ids.contains(&constraint.id.as_str()) {
+            diagnostics.push(
+                Diagnostic::error("duplicate-id", format!("constraint id `{}` is also a checkpoint id", constraint.id))
+                    .at_pointer(format!("{pointer}/id"))
+                    .with_hint("use a separate prefix for constraints, for example `ENV-01`"),
+            );
+        }
+        if constraint.affects.is_empty() {
+            diagnostics.push(
+                Diagnostic::warning(
+                    "constraint-affects-nothing",
+                    format!("constraint `{}` affects no checkpoint", constraint.id),
+                )
+                .at_pointer(format!("{pointer}/affects"))
+                .with_hint("list the checkpoint ids it can block, or remove it"),
+            );
+        }
+        let mut seen_affects = HashSet::new();
+        for (affect_idx, affected) in constraint.affects.iter().enumerate() {
+            if !seen_affects.insert(affected.as_str()) {
+                diagnostics.push(
+                    Diagnostic::warning("duplicate-affects", format!("`{affected}` is listed twice in `affects`"))
+                        .at_pointer(format!("{pointer}/affects/{affect_idx}")),
+                );
+            }
+            if !checkpoint_ids.contains(&affected.as_str()) {
+                let mut diagnostic = Diagnostic::error(
+                    "orphaned-id",
+                    format!("constraint `{}` affects `{affected}`, which is not a checkpoint", constraint.id),
+                )
+                .at_pointer(format!("{pointer}/affects/{affect_idx}"));
+                diagnostic = match did_you_mean(affected, checkpoint_ids.iter().copied()) {
+                    Some(suggestion) => diagnostic.with_hint(format!("did you mean `{suggestion}`?")),
+                    None => diagnostic.with_hint("list ids from `checkpoints:` only"),
+                };
+                diagnostics.push(diagnostic);
+            }
+        }
+        let active_when = match &constraint.active_when {
+            Some(condition) => compile_condition(condition, &format!("{pointer}/active_when"), &mut diagnostics),
+            None => {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "constraint-never-active",
+                        format!("constraint `{}` has no `active_when`, so it never blocks anything", constraint.id),
+                    )
+                    .at_pointer(pointer.clone())
+                    .with_hint("add `active_when:` with a condition over the evidence, for example `{path: pr.draft, equals: true}`"),
+                );
+                None
+            }
+        };
+        if let Some(condition) = &active_when {
+            for path in condition.paths() {
+                if path.source() == TRACE_SOURCE {
+                    diagnostics.push(
+                        Diagnostic::error(
+                            "trace-in-condition",
+                            "a condition cannot read `trace_file`; it reads the evidence JSON",
+                        )
+                        .at_pointer(format!("{pointer}/active_when")),
+                    );
+                }
+            }
+        }
+        constraints.push(CompiledConstraint { constraint: constraint.clone(), active_when });
+    }
+    let mut rules = Vec::new();
+    let mut checkpoints = Vec::new();
+    for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
+        if let Some(compiled) = check_checkpoint(checkpoint, idx, &mut rules, &mut diagnostics) {
+            checkpoints.push(compiled);
+        }
+    }
+    detect_rule_conflicts(&spec, &checkpoints, &rules, &mut diagnostics);
+    let ok = !diagnostics.iter().any(Diagnostic::is_error) && checkpoints.len() == spec.checkpoints.len();
+    let compiled = ok.then(|| CompiledSpec { spec, checkpoints, constraints, rules });
+    (compiled, diagnostics)
+}
+
+fn id_looks_stable(id: &str) -> bool {
+    match id.rsplit_once('-') {
+        Some((prefix, number)) => {
+            !prefix.is_empty()
+                && prefix.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                && !number.is_empty()
+                && number.chars().all(|c| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+fn check_checkpoint(
+    checkpoint: &Checkpoint,
+    idx: usize,
+    rules: &mut Vec<CompiledRule>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<CompiledCheckpoint> {
+    let pointer = format!("/checkpoints/{idx}");
+    let id = &checkpoint.id;
+    let Some(tier) = Tier::from_number(checkpoint.tier) else {
+        diagnostics.push(
+            Diagnostic::error(
+                "invalid-tier",
+                format!("checkpoint `{id}` has tier {}; tiers are 1, 2 and 3", checkpoint.tier),
+            )
+            .at_pointer(format!("{pointer}/tier"))
+            .with_hint("1: state assertion on evidence, 2: sequence rule on the trace, 3: semantic judgement"),
+        );
+        return None;
+    };
+    let verification = &checkpoint.verification;
+    let method_tier = verification.method.tier();
+    if method_tier != tier {
+        diagnostics.push(
+            Diagnostic::error(
+                "tier-method-mismatch",
+                format!(
+                    "checkpoint `{id}` is tier {} but method `{}` can only be checked by tier {}",
+                    tier.number(),
+                    method_name(verification.method),
+                    method_tier.number()
+                ),
+            )
+            .at_pointer(format!("{pointer}/verification/method"))
+            .with_hint(match tier {
+                Tier::State => "tier 1 methods: api_state, git_state, file_state, evidence_state",
+                Tier::Sequence => "tier 2 methods: tool_sequence, trace_sequence",
+                Tier::Semantic => "tier 3 methods: content_analysis, semantic_judgment",
+            }),
+        );
+    }
+    let sources = &verification.evidence_sources;
+    if sources.is_empty() {
+        diagnostics.push(
+            Diagnostic::error("evidence-sources-missing", format!("checkpoint `{id}` declares no `evidence_sources`"))
+                .at_pointer(format!("{pointer}/verification/evidence_sources"))
+                .with_hint("name the evidence it reads: top-level keys of the evidence JSON, or `trace_file`"),
+        );
+    }
+    let mut seen = HashSet::new();
+    for (source_idx, source) in sources.iter().enumerate() {
+        if source.trim().is_empty() || !seen.insert(source.as_str()) {
+            diagnostics.push(
+                Diagnostic::error(
+                    "invalid-evidence-source",
+                    format!("evidence source `{source}` is empty or listed twice"),
+                )
+                .at_pointer(format!("{pointer}/verification/evidence_sources/{source_idx}")),
+            );
+        }
+    }
+    let reads_trace = sources.iter().any(|s| s == TRACE_SOURCE);
+    match tier {
+        Tier::State if reads_trace => diagnostics.push(
+            Diagnostic::error(
+                "tier-method-mismatch",
+                format!("tier-1 checkpoint `{id}` lists `trace_file`, which only tier 2 and 3 read"),
+            )
+            .at_pointer(format!("{pointer}/verification/evidence_sources"))
+            .with_hint("make it tier 2 with a `rule:`, or read an evidence JSON source"),
+        ),
+        Tier::Sequence if !reads_trace => diagnostics.push(
+            Diagnostic::error(
+                "evidence-sources-missing",
+                format!("tier-2 checkpoint `{id}` must list `trace_file` in `evidence_sources`"),
+            )
+            .at_pointer(format!("{pointer}/verification/evidence_sources"))
+            .with_hint("add `trace_file`: sequence rules read the trace"),
+        ),
+        _ => {}
+    }
+    let verification_pointer = format!("{pointer}/verification");
+    let check = match tier {
+        Tier::State => {
+            if verification.rule.is_some() {
+                diagnostics.push(misplaced("rule", id, 1, &verification_pointer));
+            }
+            match &verification.assertion {
+                None => {
+                    diagnostics.push(
+                        Diagnostic::error("assertion-missing", format!("tier-1 checkpoint `{id}` has no `assert:`"))
+                            .at_pointer(verification_pointer.clone())
+                            .with_hint(
+                                "add `assert: {path: source.key, equals: value}` so it can be checked without an LLM",
+                            ),
+                    );
+                    None
+                }
+                Some(condition) => {
+                    let compiled = compile_condition(condition, &format!("{verification_pointer}/assert"), diagnostics);
+                    if let Some(compiled) = &compiled {
+                        check_paths_routed(
+                            compiled,
+                            sources,
+                            id,
+                            &format!("{verification_pointer}/assert"),
+                            diagnostics,
+                        );
+                    }
+                    compiled.map(CompiledCheck::State)
+                }
+            }
+        }
+        Tier::Sequence => {
+            if verification.assertion.is_some() {
+                diagnostics.push(misplaced("assert", id, 2, &verification_pointer));
+            }
+            match &verification.rule {
+                None => {
+                    diagnostics.push(
+                        Diagnostic::error("rule-missing", format!("tier-2 checkpoint `{id}` has no `rule:`"))
+                            .at_pointer(verification_pointer.clone())
+                            .with_hint("add for example `rule: {before: {a: {tool: Read}, b: {tool: Bash}}}`"),
+                    );
+                    None
+                }
+                Some(rule) => compile_rule(rule, &format!("{verification_pointer}/rule"), diagnostics).map(|rule| {
+                    rules.push(rule);
+                    CompiledCheck::Sequence(rules.len() - 1)
+                }),
+            }
+        }
+        Tier::Semantic => {
+            if verification.assertion.is_some() {
+                diagnostics.push(misplaced("assert", id, 3, &verification_pointer));
+            }
+            if verification.rule.is_some() {
+                diagnostics.push(misplaced("rule", id, 3, &verification_pointer));
+            }
+            Some(CompiledCheck::Semantic)
+        }
+    };
+    if !checkpoint.partial_criteria.is_empty() && tier != Tier::Semantic {
+        diagnostics.push(
+            Diagnostic::error(
+                "partial-criteria-unused",
+                format!("checkpoint `{id}` is tier {}; only tier 3 scores partial credit", tier.number()),
+            )
+            .at_pointer(format!("{pointer}/partial_criteria"))
+            .with_hint("tiers 1 and 2 are PASS or FAIL; remove `partial_criteria` or split the checkpoint"),
+        );
+    }
+    let mut conditions = HashSet::new();
+    for (criterion_idx, criterion) in checkpoint.partial_criteria.iter().enumerate() {
+        let criterion_pointer = format!("{pointer}/partial_criteria/{criterion_idx}");
+        if !(criterion.weight > 0.0 && criterion.weight < 1.0) {
+            diagnostics.push(
+                Diagnostic::error(
+                    "invalid-weight",
+                    format!("partial weight {} of `{id}` is not strictly between 0 and 1", criterion.weight),
+                )
+                .at_pointer(format!("{criterion_pointer}/weight"))
+                .with_hint("a full pass earns 1 and a fail 0; partial credit lies between"),
+            );
+        }
+        if !conditions.insert(criterion.condition.trim().to_lowercase()) {
+            diagnostics.push(
+                Diagnostic::error(
+                    "duplicate-criterion",
+                    format!("partial criterion \"{}\" of `{id}` is listed twice", criterion.condition),
+                )
+                .at_pointer(format!("{criterion_pointer}/condition")),
+            );
+        }
+    }
+    let applies_when = checkpoint
+        .applies_when
+        .as_ref()
+        .and_then(|condition| compile_condition(condition, &format!("{pointer}/applies_when"), diagnostics));
+    if let Some(condition) = &applies_when {
+        for path in condition.paths() {
+            if path.source() == TRACE_SOURCE {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "trace-in-condition",
+                        "a condition cannot read `trace_file`; it reads the evidence JSON",
+                    )
+                    .at_pointer(format!("{pointer}/applies_when")),
+                );
+            }
+        }
+    }
+    let check = check?;
+    Some(CompiledCheckpoint { checkpoint: checkpoint.clone(), tier, position_index: idx + 1, check, applies_when })
+}
+
+fn misplaced(key: &str, id: &str, tier: u8, pointer: &str) -> Diagnostic {
+    let (owner, hint) = if key == "rule" {
+        ("tier 2", "a `rule:` is a tier-2 sequence check; move it to a tier-2 checkpoint")
+    } else {
+        ("tier 1", "an `assert:` is a tier-1 state check; move it to a tier-1 checkpoint")
+    };
+    Diagnostic::error(
+        "tier-method-mismatch",
+        format!("checkpoint `{id}` is tier {tier} but has `{key}:`, which only {owner} uses"),
+    )
+    .at_pointer(format!("{pointer}/{key}"))
+    .with_hint(hint)
+}
+
+fn method_name(method: Method) -> String {
+    serde_json::to_value(method).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+fn check_paths_routed(
+    condition: &CompiledCondition,
+    sources: &[String],
+    id: &str,
+    pointer: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for path in condition.paths() {
+        if !sources.iter().any(|s| s == path.source()) {
+            let mut diagnostic = Diagnostic::error(
+                "evidence-source-undeclared",
+                format!(
+                    "checkpoint `{id}` reads `{}` but `{}` is not in its `evidence_sources`",
+                    path.text,
+                    path.source()
+                ),
+            )
+            .at_pointer(pointer);
+            diagnostic = match did_you_mean(path.source(), sources.iter().map(String::as_str)) {
+                Some(suggestion) => diagnostic.with_hint(format!("did you mean `{suggestion}`?")),
+                None => diagnostic.with_hint(format!("add `{}` to `evidence_sources`", path.source())),
+            };
+            diagnostics.push(diagnostic);
+        }
+    }
+}
+
+/// Flags tier-2 checkpoints that cannot all pass: `never: X` next to another rule needing X.
+fn detect_rule_conflicts(
+    spec: &CheckpointSpec,
+    checkpoints: &[CompiledCheckpoint],
+    rules: &[CompiledRule],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let mut forbidden: BTreeMap<&str, &str> = BTreeMap::new();
+    for checkpoint in checkpoints {
+        if let CompiledCheck::Sequence(rule_idx) = checkpoint.check
+            && rules[rule_idx].within.is_none()
+            && let Relation::Never(matcher) = &rules[rule_idx].relation
+        {
+            forbidden.insert(matcher.description.as_str(), checkpoint.checkpoint.id.as_str());
+        }
+    }
+    for (idx, checkpoint) in checkpoints.iter().enumerate() {
+        let CompiledCheck::Sequence(rule_idx) = checkpoint.check else { continue };
+        let rule = &rules[rule_idx];
+        if rule.within.is_some() {
+            continue;
+        }
+        let required: Vec<&str> = match &rule.relation {
+            Relation::Before(a, b) => vec![a.description.as_str(), b.description.as_str()],
+            Relation::ImmediatelyBefore(_, b) => vec![b.description.as_str()],
+            Relation::Count(m, Some(low), _) if *low > 0 => vec![m.description.as_str()],
+            _ => Vec::new(),
+        };
+        for needed in required {
+            if let Some(other) = forbidden.get(needed) {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "checkpoint-contradiction",
+                        format!(
+                            "checkpoint `{}` needs {needed}, which checkpoint `{other}` forbids with `never`",
+                            checkpoint.checkpoint.id
+                        ),
+                    )
+                    .at_pointer(format!("/checkpoints/{}/verification/rule", spec_index(spec, idx, checkpoint)))
+                    .with_hint("both can never pass in one run; fix one of them"),
+                );
+            }
+        }
+    }
+}
+
+fn spec_index(spec: &CheckpointSpec, fallback: usize, checkpoint: &CompiledCheckpoint) -> usize {
+    spec.checkpoints.iter().position(|c| c.id == checkpoint.checkpoint.id).unwrap_or(fallback)
+}
+
+/// Compares a spec with its previous version: ids are immutable and append-only.
+///
+/// Reports removed ids (`id-removed`), ids whose instruction moved to a different id
+/// (`id-renumbered`), ids reused for a different instruction or tier (`id-reused`) and new
+/// ids that do not take the next free number (`id-not-appended`, a warning).
+pub fn lint_against_previous(
+    previous: &CheckpointSpec,
+    current: &CheckpointSpec,
+    file: &str,
+    source_map: &SourceMap,
+) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let current_ids: HashMap<&str, (usize, &Checkpoint)> =
+        current.checkpoints.iter().enumerate().map(|(idx, c)| (c.id.as_str(), (idx, c))).collect();
+    let previous_ids: HashMap<&str, &Checkpoint> = previous.checkpoints.iter().map(|c| (c.id.as_str(), c)).collect();
+    for old in &previous.checkpoints {
+        match current_ids.get(old.id.as_str()) {
+            None => {
+                let moved = current.checkpoints.iter().enumerate().find(|(_, c)| {
+                    normalize(&c.instruction) == normalize(&old.instruction)
+                        && !previous_ids.contains_key(c.id.as_str())
+                });
+                match moved {
+                    Some((idx, new)) => diagnostics.push(
+                        Diagnostic::error(
+                            "id-renumbered",
+                            format!("checkpoint `{}` was renumbered to `{}`", old.id, new.id),
+                        )
+                        .at_pointer(format!("/checkpoints/{idx}/id"))
+                        .with_hint(format!("ids are immutable: old reports cite `{}`; change the id back", old.id)),
+                    ),
+                    None => diagnostics.push(
+                        Diagnostic::error("id-removed", format!("checkpoint `{}` was removed", old.id))
+                            .at_pointer("/checkpoints")
+                            .with_hint("ids are append-only: keep the checkpoint (old reports reference it) or bump the spec's major version"),
+                    ),
+                }
+            }
+            Some((idx, new)) => {
+                if new.tier != old.tier || normalize(&new.instruction) != normalize(&old.instruction) {
+                    diagnostics.push(
+                        Diagnostic::error(
+                            "id-reused",
+                            format!(
+                                "checkpoint id `{}` now means something else (was tier {}: \"{}\")",
+                                old.id, old.tier, old.instruction
+                            ),
+                        )
+                        .at_pointer(format!("/checkpoints/{idx}/instruction"))
+                        .with_hint(
+                            "never reuse an id: restore the old checkpoint and add the new one with the next free id",
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    let mut highest: HashMap<String, u64> = HashMap::new();
+    for old in &previous.checkpoints {
+        if let Some((prefix, number)) = split_id(&old.id) {
+            let entry = highest.entry(prefix.to_owned()).or_insert(0);
+            *entry = (*entry).max(number);
+        }
+    }
+    for (idx, new) in current.checkpoints.iter().enumerate() {
+        if previous_ids.contains_key(new.id.as_str()) {
+            continue;
+        }
+        if let Some((prefix, number)) = split_id(&new.id)
+            && let Some(top) = highest.get(prefix)
+            && number <= *top
+        {
+            diagnostics.push(
+                Diagnostic::warning(
+                    "id-not-appended",
+                    format!(
+                        "new checkpoint `{}` takes a number at or below the previous highest `{prefix}-{top:02}`",
+                        new.id
+                    ),
+                )
+                .at_pointer(format!("/checkpoints/{idx}/id"))
+                .with_hint(format!("new checkpoints take the next free number, `{prefix}-{:02}`", top + 1)),
+            );
+        }
+    }
+    place(&mut diagnostics, source_map, file);
+    diagnostics
+}
+
+fn split_id(id: &str) -> Option<(&str, u64)> {
+    let (prefix, number) = id.rsplit_once('-')?;
+    Some((prefix, number.parse().ok()?))
+}
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+workflow: feature-implementation
+spec_version: "1.0.0"
+environment_constraints:
+  - id: ENV-01
+    constraint: CI checks do not run on draft PRs
+    affects: [P3-02]
+    active_when: {path: pr.draft, equals: true}
+checkpoints:
+  - id: P1-01
+    tier: 1
+    instruction: Update task status to 'In Progress' before starting
+    severity: critical
+    verification:
+      method: api_state
+      evidence_sources: [issue_tracker_state]
+      assert: {path: issue_tracker_state.status, equals: In Progress}
+  - id: P2-01
+    tier: 2
+    instruction: Read the phase skill file before writing code
+    severity: high
+    verification:
+      method: tool_sequence
+      evidence_sources: [trace_file]
+      rule:
+        before:
+          a: {tool: Read, args: {file_path: {glob: "**/skill.md"}}}
+          b: {tool: [Bash, Write]}
+  - id: P3-01
+    tier: 3
+    instruction: PR description must include WHAT, WHY, and HOW sections
+    severity: medium
+    verification:
+      method: content_analysis
+      evidence_sources: [pr_body]
+    partial_criteria:
+      - {condition: "Has WHAT and WHY, but missing HOW", weight: 0.7}
+      - {condition: "Has WHAT only", weight: 0.3}
+  - id: P3-02
+    tier: 1
+    instruction: Trigger CI on the PR
+    severity: high
+    verification:
+      method: api_state
+      evidence_sources: [pr]
+      assert: {path: pr.checks_run, gte: 1}
+"#;
+
+    fn codes(text: &str) -> Vec<(String, usize)> {
+        load_spec(text, "spec.yaml")
+            .diagnostics
+            .iter()
+            .map(|d| (d.code.clone(), d.position.map(|p| p.line).unwrap_or(0)))
+            .collect()
+    }
+
+    #[test]
+    fn the_seed_spec_loads_with_positions_in_document_order() {
+        let load = load_spec(SPEC, "spec.yaml");
+        assert!(load.diagnostics.is_empty(), "{:?}", load.diagnostics);
+        let spec = load.spec.unwrap();
+        let positions: Vec<(&str, usize, u8)> =
+            spec.checkpoints.iter().map(|c| (c.checkpoint.id.as_str(), c.position_index, c.tier.number())).collect();
+        assert_eq!(positions, vec![("P1-01", 1, 1), ("P2-01", 2, 2), ("P3-01", 3, 3), ("P3-02", 4, 1)]);
+        assert_eq!(spec.rules.len(), 1);
+    }
+
+    #[test]
+    fn lint_finds_duplicates_orphans_and_tier_mismatches() {
+        let broken = SPEC
+            .replace("affects: [P3-02]", "affects: [P3-20]")
+            .replace("id: P3-02", "id: P1-01")
+            .replace("method: tool_sequence", "method: api_state");
+        let found = codes(&broken);
+        let has = |code: &str| found.iter().any(|(c, _)| c == code);
+        assert!(has("orphaned-id"), "{found:?}");
+        assert!(has("duplicate-id"), "{found:?}");
+        assert!(has("tier-method-mismatch"), "{found:?}");
+        let orphan = found.iter().find(|(c, _)| c == "orphaned-id").unwrap();
+        assert_eq!(orphan.1, 7, "{found:?}");
+    }
+
+    #[test]
+    fn lint_finds_schema_and_routing_problems() {
+        let found = codes(&SPEC.replace("severity: critical", "severity: critcal"));
+        assert_eq!(found, vec![("invalid-value".to_owned(), 13)]);
+        let found =
+            codes(&SPEC.replace("evidence_sources: [issue_tracker_state]", "evidence_sources: [issue_tracker]"));
+        assert!(found.iter().any(|(c, _)| c == "evidence-source-undeclared"), "{found:?}");
+        let found = codes(&SPEC.replace("      evidence_sources: [trace_file]\n", "      evidence_sources: []\n"));
+        assert!(found.iter().any(|(c, _)| c == "evidence-sources-missing"), "{found:?}");
+        let found = codes(&SPEC.replace("      evidence_sources: [pr_body]\n", ""));
+        assert!(found.iter().any(|(c, _)| c == "missing-field"), "{found:?}");
+    }
+
+    #[test]
+    fn lint_finds_contradictions() {
+        let found = codes(&SPEC.replace(
+            "assert: {path: pr.checks_run, gte: 1}",
+            "assert: {all: [{path: pr.checks_run, gte: 5}, {path: pr.checks_run, lt: 2}]}",
+        ));
+        assert!(found.iter().any(|(c, _)| c == "condition-contradiction"), "{found:?}");
+        let extra = format!(
+            "{SPEC}  - id: P2-02\n    tier: 2\n    instruction: never run Bash\n    severity: low\n    verification:\n      method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {{never: {{tool: [Bash, Write]}}}}\n"
+        );
+        let found = codes(&extra);
+        assert!(found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "{found:?}");
+        let found = codes(&SPEC.replace("weight: 0.3", "weight: 1.5"));
+        assert!(found.iter().any(|(c, _)| c == "invalid-weight"), "{found:?}");
+    }
+
+    #[test]
+    fn previous_version_ids_are_immutable() {
+        let previous: CheckpointSpec =
+            serde_json::from_value(agentic_core::yaml::parse_yaml(SPEC).unwrap().value).unwrap();
+        let renumbered = SPEC.replace("id: P2-01", "id: P2-02");
+        let reused = SPEC.replace("Trigger CI on the PR", "Request a review");
+        let removed = SPEC.split("  - id: P3-02").next().unwrap().replace("affects: [P3-02]", "affects: [P3-01]");
+        let check = |text: &str| -> Vec<String> {
+            let document = agentic_core::yaml::parse_yaml(text).unwrap();
+            let current: CheckpointSpec =
+                serde_json::from_value(document.value.clone()).unwrap_or_else(|_| previous.clone());
+            lint_against_previous(&previous, &current, "new.yaml", &document.source_map)
+                .iter()
+                .map(|d| d.code.clone())
+                .collect()
+        };
+        assert_eq!(check(SPEC), Vec::<String>::new());
+        assert_eq!(check(&renumbered), vec!["id-renumbered"]);
+        assert_eq!(check(&reused), vec!["id-reused"]);
+        assert_eq!(check(&removed), vec!["id-removed"]);
+        let lower = SPEC.replace(
+            "checkpoints:\n",
+            "checkpoints:\n  - id: P1-00\n    tier: 3\n    instruction: new\n    severity: low\n    verification:\n      method: content_analysis\n      evidence_sources: [pr_body]\n",
+        );
+        assert_eq!(check(&lower), vec!["id-not-appended"]);
+    }
+}
