@@ -448,7 +448,8 @@ outputs:
 
     #[test]
     fn test_scoring_profile_overridable() {
-        let spec = evaluation_block("  scoring_profile: A\n  weights:\n    objective_tests: 0.3\n    efficiency: 0.35\n");
+        let spec =
+            evaluation_block("  scoring_profile: A\n  weights:\n    objective_tests: 0.3\n    efficiency: 0.35\n");
         let resolved = resolve(Some(&spec), None);
         assert_eq!(resolved.rubric.criterion("objective_tests").unwrap().weight, 0.3);
         assert_eq!(resolved.rubric.criterion("efficiency").unwrap().weight, 0.35);

@@ -475,7 +475,12 @@ impl FormulaRegistry {
     }
 
     /// Normalizes `raw` with formula `id`.
-    pub fn normalize(&self, id: &str, raw: &RawScore, params: Option<&Map<String, Value>>) -> Result<f64, FormulaError> {
+    pub fn normalize(
+        &self,
+        id: &str,
+        raw: &RawScore,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<f64, FormulaError> {
         self.get(id)?.normalize(raw, params)
     }
 

@@ -192,23 +192,29 @@ fn default_payload_validator() -> &'static jsonschema::Validator {
 pub fn compute_hard_gates(inputs: &GateInputs<'_>) -> HardGateResult {
     let mut out = HardGateResult::default();
     out.set(REQUIRED_OUTPUTS_PRESENT, required_outputs_present(inputs));
-    out.set(OVERALL_STATUS_SUCCESS, match inputs.result {
-        None => not_proven("no workflow result"),
-        Some(result) if result.overall_status == StepStatus::Succeeded => Ok(()),
-        Some(result) => Err(format!("overall status is `{}`", result.overall_status.as_str())),
-    });
-    out.set(NO_CRITICAL_STEP_FAILURES, match inputs.result {
-        None => not_proven("no workflow result"),
-        Some(result) => {
-            let failed: Vec<String> = result
-                .steps
-                .iter()
-                .filter(|step| step.critical && step.status.is_failure())
-                .map(|step| format!("`{}` {}", step.name, step.status.as_str()))
-                .collect();
-            if failed.is_empty() { Ok(()) } else { Err(format!("critical step(s) failed: {}", failed.join(", "))) }
-        }
-    });
+    out.set(
+        OVERALL_STATUS_SUCCESS,
+        match inputs.result {
+            None => not_proven("no workflow result"),
+            Some(result) if result.overall_status == StepStatus::Succeeded => Ok(()),
+            Some(result) => Err(format!("overall status is `{}`", result.overall_status.as_str())),
+        },
+    );
+    out.set(
+        NO_CRITICAL_STEP_FAILURES,
+        match inputs.result {
+            None => not_proven("no workflow result"),
+            Some(result) => {
+                let failed: Vec<String> = result
+                    .steps
+                    .iter()
+                    .filter(|step| step.critical && step.status.is_failure())
+                    .map(|step| format!("`{}` {}", step.name, step.status.as_str()))
+                    .collect();
+                if failed.is_empty() { Ok(()) } else { Err(format!("critical step(s) failed: {}", failed.join(", "))) }
+            }
+        },
+    );
     out.set(SCHEMA_CONTRACT_VALID, schema_contract_valid(inputs));
     out.set(DATASET_WORKFLOW_COMPATIBLE, dataset_workflow_compatible(inputs));
     for gate in inputs.requested {
@@ -236,11 +242,7 @@ fn required_outputs_present(inputs: &GateInputs<'_>) -> Result<(), String> {
             missing.push(name);
         }
     }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("required output(s) missing or null: {}", missing.join(", ")))
-    }
+    if missing.is_empty() { Ok(()) } else { Err(format!("required output(s) missing or null: {}", missing.join(", "))) }
 }
 
 fn schema_contract_valid(inputs: &GateInputs<'_>) -> Result<(), String> {
@@ -336,7 +338,9 @@ fn optional_gate(gate: &str, inputs: &GateInputs<'_>) -> Result<(), String> {
         CITATIONS_PRESENT_FOR_CLAIMS => match facts.and_then(|facts| facts.citations) {
             None => not_proven("no claim/citation counts"),
             Some(counts) if counts.cited >= counts.claims => Ok(()),
-            Some(counts) => Err(format!("{} of {} claims have no citation", counts.claims - counts.cited, counts.claims)),
+            Some(counts) => {
+                Err(format!("{} of {} claims have no citation", counts.claims - counts.cited, counts.claims))
+            }
         },
         TOOL_CALL_SCHEMA_VALID => {
             let Some(calls) = facts.and_then(|facts| facts.tool_calls.as_ref()) else {
@@ -345,7 +349,9 @@ fn optional_gate(gate: &str, inputs: &GateInputs<'_>) -> Result<(), String> {
             let mut problems = Vec::new();
             for (idx, call) in calls.iter().enumerate() {
                 match jsonschema::options().build(&call.schema) {
-                    Err(error) => problems.push(format!("call {idx} `{}`: its schema does not compile: {error}", call.tool)),
+                    Err(error) => {
+                        problems.push(format!("call {idx} `{}`: its schema does not compile: {error}", call.tool))
+                    }
                     Ok(validator) => {
                         if let Some(error) = validator.iter_errors(&call.arguments).next() {
                             problems.push(format!("call {idx} `{}`: {error}", call.tool));

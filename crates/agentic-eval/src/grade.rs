@@ -20,7 +20,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::formula::{FormulaError, FormulaRegistry, RELIABILITY_K, RELIABILITY_PRIOR, RawScore, adjust_for_sample_size};
+use crate::formula::{
+    FormulaError, FormulaRegistry, RELIABILITY_K, RELIABILITY_PRIOR, RawScore, adjust_for_sample_size,
+};
 use crate::gates::REQUIRED_GATES;
 
 /// The default pass threshold on the 0..100 scale (`000` §13).
@@ -372,8 +374,7 @@ pub(crate) fn score_inner(
     let mut hard_gate_reasons: BTreeMap<String, String> = BTreeMap::new();
     for gate in REQUIRED_GATES {
         hard_gates.entry(gate.to_owned()).or_insert_with(|| {
-            hard_gate_reasons
-                .insert(gate.to_owned(), format!("not proven: required gate `{gate}` was not evaluated"));
+            hard_gate_reasons.insert(gate.to_owned(), format!("not proven: required gate `{gate}` was not evaluated"));
             false
         });
     }
@@ -392,7 +393,10 @@ pub(crate) fn score_inner(
     let mut scored = Vec::with_capacity(request.criteria.len());
     for (index, input) in request.criteria.iter().enumerate() {
         if input.name.trim().is_empty() {
-            return Err(ScoreError::invalid(format!("criteria[{index}].name"), "the name is empty; name the criterion"));
+            return Err(ScoreError::invalid(
+                format!("criteria[{index}].name"),
+                "the name is empty; name the criterion",
+            ));
         }
         if !seen.insert(input.name.as_str()) {
             return Err(ScoreError::invalid(

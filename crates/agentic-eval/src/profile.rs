@@ -156,7 +156,11 @@ pub fn builtin_profiles() -> Vec<ScoringProfile> {
                 ),
                 metric("efficiency", 0.10, "efficiency and cost, normalized"),
             ],
-            extra_gates: gates(&[crate::gates::TOOL_CALL_SCHEMA_VALID, "forbidden_tools_unused", "handoff_rules_respected"]),
+            extra_gates: gates(&[
+                crate::gates::TOOL_CALL_SCHEMA_VALID,
+                "forbidden_tools_unused",
+                "handoff_rules_respected",
+            ]),
         },
         ScoringProfile {
             id: DEFAULT_PROFILE.to_owned(),

@@ -157,11 +157,13 @@ pub fn validate_criteria(
     }
     let mut seen = BTreeSet::new();
     for (idx, spec) in specs.iter().enumerate() {
-        let at = |field: &str| format!("{base}/{idx}{}", if field.is_empty() { String::new() } else { format!("/{field}") });
+        let at =
+            |field: &str| format!("{base}/{idx}{}", if field.is_empty() { String::new() } else { format!("/{field}") });
         let name = &spec.name;
         let mut ok = true;
         if name.trim().is_empty() {
-            diagnostics.push(Diagnostic::error("invalid-value", "a criterion has an empty name").at_pointer(at("name")));
+            diagnostics
+                .push(Diagnostic::error("invalid-value", "a criterion has an empty name").at_pointer(at("name")));
             ok = false;
         }
         if !seen.insert(name.as_str()) {
@@ -214,9 +216,12 @@ pub fn validate_criteria(
             },
             (None, None) => {
                 diagnostics.push(
-                    Diagnostic::error("missing-formula", format!("criterion `{name}` has neither `formula_id` nor `scale`"))
-                        .at_pointer(at(""))
-                        .with_hint(format!("add `formula_id:` naming one of: {}", registry.known())),
+                    Diagnostic::error(
+                        "missing-formula",
+                        format!("criterion `{name}` has neither `formula_id` nor `scale`"),
+                    )
+                    .at_pointer(at(""))
+                    .with_hint(format!("add `formula_id:` naming one of: {}", registry.known())),
                 );
                 None
             }
@@ -230,9 +235,12 @@ pub fn validate_criteria(
                     None => format!("known formulas: {}", registry.known()),
                 };
                 diagnostics.push(
-                    Diagnostic::error("unknown-formula", format!("criterion `{name}` uses unknown formula `{formula_id}`"))
-                        .at_pointer(at("formula_id"))
-                        .with_hint(hint),
+                    Diagnostic::error(
+                        "unknown-formula",
+                        format!("criterion `{name}` uses unknown formula `{formula_id}`"),
+                    )
+                    .at_pointer(at("formula_id"))
+                    .with_hint(hint),
                 );
                 continue;
             }
@@ -290,8 +298,10 @@ pub fn validate_criteria(
             );
             ok = false;
         }
-        if let Some(floor) = &spec.critical_floor {
-            if let Err(message) = normalized_floor(floor, &formula_id, spec.params.as_ref(), registry) {
+        if let Some(floor) = &spec.critical_floor
+            && let Err(message) = normalized_floor(floor, &formula_id, spec.params.as_ref(), registry)
+        {
+            {
                 let code = match floor {
                     FloorSpec::Normalized(value) if *value > 1.0 => "ambiguous-floor",
                     _ => "invalid-floor",
@@ -343,7 +353,9 @@ pub fn load_rubric(text: &str, file: &str, registry: &FormulaRegistry) -> Rubric
     if let Some(parsed) = loaded.value.as_ref().or(loaded.repaired.as_ref()) {
         for (idx, formula) in parsed.formulas.iter().enumerate() {
             if let Err(error) = registry.register(formula.clone()) {
-                diagnostics.push(Diagnostic::error("invalid-formula", error.to_string()).at_pointer(format!("/formulas/{idx}")));
+                diagnostics.push(
+                    Diagnostic::error("invalid-formula", error.to_string()).at_pointer(format!("/formulas/{idx}")),
+                );
             }
         }
         if parsed.rubric_id.trim().is_empty() {
@@ -465,7 +477,10 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
         if diagnostics.iter().any(Diagnostic::is_error) {
             return Err(RubricError::Invalid { rubric_id: rubric.rubric_id.clone(), diagnostics });
         }
-        return Ok(ResolvedRubric { rubric: RubricDefinition { criteria, ..rubric.clone() }, source: RubricSource::Request });
+        return Ok(ResolvedRubric {
+            rubric: RubricDefinition { criteria, ..rubric.clone() },
+            source: RubricSource::Request,
+        });
     }
     let Some(evaluation) = sources.workflow else {
         let profile = sources.profiles.get(DEFAULT_PROFILE).map_err(RubricError::UnknownProfile)?;
