@@ -5,6 +5,7 @@
 //! judge and compliance issues.
 
 pub mod provider;
+pub mod trace;
 
 pub use provider::{
     AdaptiveLimiter, Anthropic, ChatMessage, ChatRequest, ChatResponse, HttpProviderConfig, ModelProvider,

@@ -1,0 +1,132 @@
+//! Claude Code hook input records (the stdin JSON of a hook, one per line).
+//!
+//! | `hook_event_name` | canonical |
+//! |---|---|
+//! | `PreToolUse` | `tool_call_start` |
+//! | `PostToolUse` | `tool_call_end`, status `ok` (it fires only on success), `data.output` = `tool_response` |
+//! | `PostToolUseFailure` | `tool_call_end`, status `error` (`cancelled` when `is_interrupt`), `error.message` = `error` |
+//! | `SubagentStart` / `SubagentStop` | `agent_invoke_start` / `agent_invoke_end`, span id = `agent_id` |
+//! | anything else | `custom` with `data.kind` = the hook name |
+//!
+//! Span: trace id = `session_id`, span id = `tool_use_id`, parent = `agent_id` (inside a
+//! subagent). Hook payloads carry no time: a `timestamp` field added by the capture script
+//! is used when present, otherwise the event gets the Unix epoch and `x.time.clock: absent`
+//! (order comes from the file).
+
+use agentic_core::event::{EventError, EventSource, SpanContext};
+use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
+use serde_json::{Map, Value, json};
+
+use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
+
+/// Reads Claude Code hook records.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClaudeHookAdapter;
+
+impl TraceAdapter for ClaudeHookAdapter {
+    fn format(&self) -> TraceFormat {
+        TraceFormat::ClaudeHook
+    }
+
+    fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String> {
+        let Value::Object(object) = &record else {
+            return Err(format!("expected a JSON object, found {}", kind_of(&record)));
+        };
+        let hook = match object.get("hook_event_name") {
+            Some(Value::String(name)) if !name.is_empty() => name.clone(),
+            Some(other) => return Err(format!("`hook_event_name` must be a non-empty string, found {other}")),
+            None => return Err("missing `hook_event_name`".to_owned()),
+        };
+        let timestamp = rfc3339(object, "timestamp")?;
+        let session_id = opt_str(object, "session_id")?;
+        let agent_id = opt_str(object, "agent_id")?;
+        let agent_type = opt_str(object, "agent_type")?;
+        let tool_use_id = opt_str(object, "tool_use_id")?;
+        let is_tool_event = matches!(hook.as_str(), "PreToolUse" | "PostToolUse" | "PostToolUseFailure");
+        let tool_name = if is_tool_event {
+            match object.get("tool_name") {
+                Some(Value::String(name)) if !name.is_empty() => Some(name.clone()),
+                Some(other) => return Err(format!("`tool_name` must be a non-empty string, found {other}")),
+                None => return Err(format!("{hook} record without `tool_name`")),
+            }
+        } else {
+            None
+        };
+        let mut data = Map::new();
+        let mut status = None;
+        let mut error = None;
+        let (event_type, span_id, parent_span_id, step_name) = match hook.as_str() {
+            "PreToolUse" | "PostToolUse" | "PostToolUseFailure" => {
+                if let Some(input) = object.get("tool_input") {
+                    data.insert("input".to_owned(), input.clone());
+                }
+                let event_type = if hook == "PreToolUse" {
+                    EventType::ToolCallStart
+                } else {
+                    if hook == "PostToolUse" {
+                        status = Some(EventStatus::Ok);
+                        if let Some(output) = object.get("tool_response") {
+                            data.insert("output".to_owned(), output.clone());
+                        }
+                    } else {
+                        let interrupted = object.get("is_interrupt").and_then(Value::as_bool).unwrap_or(false);
+                        status = Some(if interrupted { EventStatus::Cancelled } else { EventStatus::Error });
+                        let message = opt_str(object, "error")?.unwrap_or_else(|| "tool call failed".to_owned());
+                        error = Some(EventError {
+                            class: if interrupted { ErrorClass::Cancelled } else { ErrorClass::User },
+                            message,
+                            error_type: Some("tool_error".to_owned()),
+                            retryable: false,
+                        });
+                    }
+                    EventType::ToolCallEnd
+                };
+                (event_type, tool_use_id.clone(), agent_id.clone(), tool_name.clone())
+            }
+            "SubagentStart" => (EventType::AgentInvokeStart, agent_id.clone(), None, agent_type.clone()),
+            "SubagentStop" => {
+                status = Some(EventStatus::Ok);
+                (EventType::AgentInvokeEnd, agent_id.clone(), None, agent_type.clone())
+            }
+            _ => {
+                data.insert("kind".to_owned(), Value::String(hook.clone()));
+                (EventType::Custom, None, agent_id.clone(), None)
+            }
+        };
+        let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
+        event.step_name = step_name;
+        event.status = status;
+        event.error = error;
+        event.data = if data.is_empty() { Value::Null } else { Value::Object(data) };
+        event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id });
+        let attributes = &mut event.attributes;
+        if let Some(name) = &tool_name {
+            attributes.insert("gen_ai.operation.name".to_owned(), json!("execute_tool"));
+            attributes.insert("gen_ai.tool.name".to_owned(), Value::String(name.clone()));
+        }
+        if let Some(id) = &tool_use_id {
+            attributes.insert("gen_ai.tool.call.id".to_owned(), Value::String(id.clone()));
+        }
+        if let Some(id) = &agent_id {
+            attributes.insert("gen_ai.agent.id".to_owned(), Value::String(id.clone()));
+        }
+        if let Some(kind) = &agent_type {
+            attributes.insert("gen_ai.agent.name".to_owned(), Value::String(kind.clone()));
+        }
+        for key in ["cwd", "permission_mode", "transcript_path", "model", "turn_id"] {
+            if let Some(Value::String(value)) = object.get(key) {
+                attributes.insert(format!("x.claude_hook.{key}"), Value::String(value.clone()));
+            }
+        }
+        attributes.insert("x.time.clock".to_owned(), json!(if timestamp.is_some() { "observed" } else { "absent" }));
+        event.source = Some(EventSource {
+            format: TraceFormat::ClaudeHook.name().to_owned(),
+            native_id: tool_use_id.or(agent_id),
+            native_type: Some(hook),
+            line: Some(line),
+            raw: Some(record),
+        });
+        out.push(event);
+        Ok(())
+    }
+}

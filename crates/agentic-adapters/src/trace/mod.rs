@@ -1,0 +1,383 @@
+//! Trace ingest: foreign trace files into canonical events, streaming, lossless.
+//!
+//! A [`TraceAdapter`] turns one parsed record of its format into [`CanonicalEvent`]s.
+//! [`TraceReader`] reads any `BufRead` record by record (one JSON value per line, or a
+//! pretty-printed document spanning lines), detects the format from the first record unless
+//! one is given, and yields events in trace order with `seq` numbered from 1. Memory is
+//! bounded by the largest record, not by the file.
+//!
+//! Formats (see `docs/checkpoints.md` for the field mapping):
+//!
+//! - [`TraceFormat::Tooltrace`]: the seed's JSONL (`timestamp`, `tool_name`, `span_type`
+//!   parent|child, `trace_id`, `parent_trace_id`, `args`), including the v2 fields
+//!   (`phase`, `tool_use_id`, `session_id`, `agent_id`, `status`, `error`);
+//! - [`TraceFormat::ClaudeHook`]: Claude Code hook input records (PreToolUse, PostToolUse,
+//!   PostToolUseFailure, SubagentStart, SubagentStop, and others as `custom`);
+//! - [`TraceFormat::OtlpJson`]: OTLP/JSON trace exports with the OpenTelemetry GenAI
+//!   conventions (`execute_tool`, `invoke_agent`, `gen_ai.*`), hex or base64 ids.
+//!
+//! **Lossless:** every event carries its raw record in `source.raw` with the 1-based line.
+//! **Never panics on input:** a malformed record is a [`TraceError`] naming its line; the
+//! reader then continues with the next record, so the caller decides to skip or stop.
+
+mod claude_hook;
+mod otlp;
+mod tooltrace;
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{BufRead, Read};
+
+use agentic_core::CanonicalEvent;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+pub use claude_hook::ClaudeHookAdapter;
+pub use otlp::OtlpJsonAdapter;
+pub use tooltrace::TooltraceAdapter;
+
+/// The largest record accepted, in bytes.
+pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// The trace formats agentic ingests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TraceFormat {
+    /// The seed's tool-trace JSONL.
+    Tooltrace,
+    /// Claude Code hook input records.
+    ClaudeHook,
+    /// OTLP/JSON traces.
+    OtlpJson,
+}
+
+impl TraceFormat {
+    /// Every format.
+    pub const ALL: [TraceFormat; 3] = [TraceFormat::Tooltrace, TraceFormat::ClaudeHook, TraceFormat::OtlpJson];
+
+    /// The name used in `source.format` and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Tooltrace => "tooltrace",
+            TraceFormat::ClaudeHook => "claude_hook",
+            TraceFormat::OtlpJson => "otlp_json",
+        }
+    }
+
+    /// Parses a name (also accepts `otlp` and `hook`).
+    pub fn from_name(name: &str) -> Option<TraceFormat> {
+        match name {
+            "tooltrace" => Some(TraceFormat::Tooltrace),
+            "claude_hook" | "hook" | "claude-hook" => Some(TraceFormat::ClaudeHook),
+            "otlp_json" | "otlp" | "otlp-json" => Some(TraceFormat::OtlpJson),
+            _ => None,
+        }
+    }
+
+    /// The format a record looks like, if any.
+    pub fn detect(record: &Value) -> Option<TraceFormat> {
+        let object = match record {
+            Value::Object(object) => object,
+            Value::Array(items) => return items.first().and_then(TraceFormat::detect),
+            _ => return None,
+        };
+        if object.contains_key("resourceSpans") {
+            Some(TraceFormat::OtlpJson)
+        } else if object.contains_key("hook_event_name") {
+            Some(TraceFormat::ClaudeHook)
+        } else if object.contains_key("tool_name") {
+            Some(TraceFormat::Tooltrace)
+        } else {
+            None
+        }
+    }
+
+    fn adapter(self) -> Box<dyn TraceAdapter> {
+        match self {
+            TraceFormat::Tooltrace => Box::new(TooltraceAdapter),
+            TraceFormat::ClaudeHook => Box::new(ClaudeHookAdapter),
+            TraceFormat::OtlpJson => Box::new(OtlpJsonAdapter),
+        }
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Turns records of one format into canonical events.
+///
+/// Implementations must not panic on any JSON value: a record they cannot map is an `Err`
+/// with a message saying which field is wrong and what was expected.
+pub trait TraceAdapter {
+    /// The format this adapter reads.
+    fn format(&self) -> TraceFormat;
+
+    /// Appends the events of one record (read at 1-based `line`) to `out`, in trace order.
+    /// `seq` is left at 0; the reader numbers events.
+    fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String>;
+}
+
+/// A record that could not be read or mapped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct TraceError {
+    /// The 1-based line where the record starts.
+    pub line: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Reads a trace record by record and yields canonical events.
+pub struct TraceReader<R> {
+    reader: R,
+    adapter: Option<Box<dyn TraceAdapter>>,
+    line: u64,
+    seq: u64,
+    pending: VecDeque<CanonicalEvent>,
+    scratch: Vec<CanonicalEvent>,
+    buffer: Vec<u8>,
+    done: bool,
+}
+
+impl<R> fmt::Debug for TraceReader<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TraceReader")
+            .field("format", &self.adapter.as_ref().map(|adapter| adapter.format()))
+            .field("line", &self.line)
+            .field("seq", &self.seq)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: BufRead> TraceReader<R> {
+    /// A reader; `format` `None` detects the format from the first record.
+    pub fn new(reader: R, format: Option<TraceFormat>) -> TraceReader<R> {
+        TraceReader {
+            reader,
+            adapter: format.map(TraceFormat::adapter),
+            line: 0,
+            seq: 0,
+            pending: VecDeque::new(),
+            scratch: Vec::new(),
+            buffer: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// The format in use (known after the first record when detecting).
+    pub fn format(&self) -> Option<TraceFormat> {
+        self.adapter.as_ref().map(|adapter| adapter.format())
+    }
+
+    /// Reads one physical line into `buffer` (without the newline); false at end of input.
+    fn read_line(&mut self) -> Result<bool, TraceError> {
+        self.buffer.clear();
+        let limit = (MAX_RECORD_BYTES + 1) as u64;
+        let read = (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut self.buffer)
+            .map_err(|error| TraceError { line: self.line + 1, message: format!("cannot read the trace: {error}") })?;
+        if read == 0 {
+            return Ok(false);
+        }
+        self.line += 1;
+        if self.buffer.len() > MAX_RECORD_BYTES {
+            // Skip the rest of this overlong line.
+            loop {
+                self.buffer.clear();
+                let more = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buffer).unwrap_or(0);
+                if more == 0 || self.buffer.ends_with(b"\n") {
+                    break;
+                }
+            }
+            return Err(TraceError {
+                line: self.line,
+                message: format!("record is longer than {MAX_RECORD_BYTES} bytes"),
+            });
+        }
+        if self.buffer.ends_with(b"\n") {
+            self.buffer.pop();
+            if self.buffer.ends_with(b"\r") {
+                self.buffer.pop();
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads the next record: one line, or several lines of one pretty-printed document.
+    fn next_record(&mut self) -> Option<Result<(Value, u64), TraceError>> {
+        loop {
+            match self.read_line() {
+                Err(error) => return Some(Err(error)),
+                Ok(false) => return None,
+                Ok(true) => {}
+            }
+            let start = self.line;
+            let text = match std::str::from_utf8(&self.buffer) {
+                Ok(text) => text.trim(),
+                Err(error) => {
+                    return Some(Err(TraceError { line: start, message: format!("line is not UTF-8 text ({error})") }));
+                }
+            };
+            if text.is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Value>(text) {
+                Ok(value) => return Some(Ok((value, start))),
+                Err(error) if error.is_eof() && text.ends_with(['{', '[', ',', ':']) => {
+                    return Some(self.read_document(text.to_owned(), start));
+                }
+                Err(error) => {
+                    return Some(Err(TraceError { line: start, message: format!("invalid JSON: {error}") }));
+                }
+            }
+        }
+    }
+
+    /// Accumulates lines until they form one JSON document.
+    fn read_document(&mut self, first: String, start: u64) -> Result<(Value, u64), TraceError> {
+        let mut document = first;
+        loop {
+            match self.read_line()? {
+                false => {
+                    return Err(TraceError {
+                        line: start,
+                        message: "the JSON document starting here is not closed before the end of the file".to_owned(),
+                    });
+                }
+                true => {
+                    let text = std::str::from_utf8(&self.buffer).map_err(|error| TraceError {
+                        line: self.line,
+                        message: format!("line is not UTF-8 text ({error})"),
+                    })?;
+                    document.push('\n');
+                    document.push_str(text);
+                    if document.len() > MAX_RECORD_BYTES {
+                        return Err(TraceError {
+                            line: start,
+                            message: format!("record is longer than {MAX_RECORD_BYTES} bytes"),
+                        });
+                    }
+                    match serde_json::from_str::<Value>(&document) {
+                        Ok(value) => return Ok((value, start)),
+                        Err(error) if error.is_eof() => continue,
+                        Err(error) => {
+                            return Err(TraceError {
+                                line: start,
+                                message: format!("invalid JSON in the document starting here: {error}"),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn ingest(&mut self, record: Value, line: u64) -> Result<(), TraceError> {
+        if self.adapter.is_none() {
+            let format = TraceFormat::detect(&record).ok_or_else(|| TraceError {
+                line,
+                message: "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL)".to_owned(),
+            })?;
+            self.adapter = Some(format.adapter());
+        }
+        let adapter = self.adapter.as_mut().expect("set above");
+        self.scratch.clear();
+        let result = match record {
+            Value::Array(items) => {
+                let mut result = Ok(());
+                for item in items {
+                    if let Err(message) = adapter.ingest(item, line, &mut self.scratch) {
+                        result = Err(message);
+                        break;
+                    }
+                }
+                result
+            }
+            record => adapter.ingest(record, line, &mut self.scratch),
+        };
+        match result {
+            Ok(()) => {
+                for mut event in self.scratch.drain(..) {
+                    self.seq += 1;
+                    event.seq = self.seq;
+                    self.pending.push_back(event);
+                }
+                Ok(())
+            }
+            Err(message) => {
+                self.scratch.clear();
+                Err(TraceError { line, message: format!("{} record: {message}", adapter.format()) })
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for TraceReader<R> {
+    type Item = Result<CanonicalEvent, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.done {
+                return None;
+            }
+            match self.next_record() {
+                None => {
+                    self.done = true;
+                    return None;
+                }
+                Some(Err(error)) => return Some(Err(error)),
+                Some(Ok((record, line))) => {
+                    if let Err(error) = self.ingest(record, line) {
+                        return Some(Err(error));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The Unix epoch, used when a record carries no time (Claude Code hooks never do).
+pub(crate) fn no_time() -> DateTime<Utc> {
+    DateTime::<Utc>::UNIX_EPOCH
+}
+
+/// Parses an RFC 3339 timestamp field; `Ok(None)` when absent.
+pub(crate) fn rfc3339(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<DateTime<Utc>>, String> {
+    match record.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => DateTime::parse_from_rfc3339(text)
+            .map(|t| Some(t.with_timezone(&Utc)))
+            .map_err(|error| format!("`{key}` \"{text}\" is not an RFC 3339 time ({error})")),
+        Some(other) => Err(format!("`{key}` must be an RFC 3339 string, found {other}")),
+    }
+}
+
+/// An optional string field; a non-string value is an error.
+pub(crate) fn opt_str(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match record.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(Value::Number(number)) => Ok(Some(number.to_string())),
+        Some(other) => Err(format!("`{key}` must be a string, found {}", kind_of(other))),
+    }
+}
+
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;

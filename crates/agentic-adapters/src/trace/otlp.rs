@@ -1,0 +1,393 @@
+//! OTLP/JSON traces (`{"resourceSpans": [...]}`, one export per line or one pretty document)
+//! with the OpenTelemetry GenAI conventions.
+//!
+//! Each span gives a start and an end event, chosen by `gen_ai.operation.name` (or the
+//! first word of the span name): `execute_tool` and `retrieval` → `tool_call_*` (step name
+//! `gen_ai.tool.name`, `data.input` = parsed `gen_ai.tool.call.arguments`, `data.output` =
+//! `gen_ai.tool.call.result`); `invoke_agent`/`create_agent` → `agent_invoke_*` (step name
+//! `gen_ai.agent.name`); `chat`, `text_completion`, `generate_content`, `embeddings` →
+//! `llm_request`/`llm_response`; anything else (including `invoke_workflow`) →
+//! `step_start`/`step_end`. Ids are normalised to lowercase hex (base64 from protobuf-JSON
+//! exporters is decoded). `status.code` 2 gives status `error` with `status.message`.
+//! Within one export, events are ordered by time (parents start before children and end
+//! after them). Span attributes are copied into `attributes`; resource attributes go under
+//! `x.otlp.resource.*`; the raw span is kept on both events.
+
+use agentic_core::event::{EventError, EventSource, SpanContext};
+use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::{TraceAdapter, TraceFormat, kind_of, no_time};
+
+/// Reads OTLP/JSON trace exports.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OtlpJsonAdapter;
+
+struct Pending {
+    time: i128,
+    start: bool,
+    depth: usize,
+    order: usize,
+    event: CanonicalEvent,
+}
+
+impl TraceAdapter for OtlpJsonAdapter {
+    fn format(&self) -> TraceFormat {
+        TraceFormat::OtlpJson
+    }
+
+    fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String> {
+        let Value::Object(mut object) = record else {
+            return Err(format!("expected a JSON object, found {}", kind_of(&record)));
+        };
+        let resource_spans = match object.remove("resourceSpans") {
+            Some(Value::Array(items)) => items,
+            Some(other) => return Err(format!("`resourceSpans` must be a list, found {}", kind_of(&other))),
+            None => return Err("missing `resourceSpans`".to_owned()),
+        };
+        let mut spans: Vec<(Map<String, Value>, Map<String, Value>)> = Vec::new();
+        for (resource_idx, resource_span) in resource_spans.into_iter().enumerate() {
+            let Value::Object(mut resource_span) = resource_span else {
+                return Err(format!("`resourceSpans[{resource_idx}]` must be an object"));
+            };
+            let mut resource_attributes = Map::new();
+            if let Some(Value::Object(resource)) = resource_span.get("resource") {
+                for (key, value) in attributes(resource.get("attributes"))? {
+                    resource_attributes.insert(format!("x.otlp.resource.{key}"), value);
+                }
+            }
+            let scope_spans = match resource_span.remove("scopeSpans") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items,
+                Some(other) => {
+                    return Err(format!(
+                        "`resourceSpans[{resource_idx}].scopeSpans` must be a list, found {}",
+                        kind_of(&other)
+                    ));
+                }
+            };
+            for scope_span in scope_spans {
+                let Value::Object(mut scope_span) = scope_span else {
+                    return Err(format!("`resourceSpans[{resource_idx}].scopeSpans` items must be objects"));
+                };
+                match scope_span.remove("spans") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Array(items)) => {
+                        for span in items {
+                            let Value::Object(span) = span else {
+                                return Err("every span must be an object".to_owned());
+                            };
+                            spans.push((span, resource_attributes.clone()));
+                        }
+                    }
+                    Some(other) => return Err(format!("`spans` must be a list, found {}", kind_of(&other))),
+                }
+            }
+        }
+        let mut parsed = Vec::with_capacity(spans.len());
+        for (idx, (span, resource_attributes)) in spans.into_iter().enumerate() {
+            parsed.push(parse_span(span, resource_attributes, idx, line)?);
+        }
+        // Depth of each span within this export, for ordering ties.
+        let parents: std::collections::HashMap<&str, Option<&str>> =
+            parsed.iter().filter_map(|p| p.span_id.as_deref().map(|id| (id, p.parent_span_id.as_deref()))).collect();
+        let depths: Vec<usize> = parsed
+            .iter()
+            .map(|p| {
+                let mut depth = 0;
+                let mut parent = p.parent_span_id.as_deref();
+                while let Some(parent_id) = parent {
+                    match parents.get(parent_id) {
+                        Some(next) if depth <= parents.len() => {
+                            depth += 1;
+                            parent = *next;
+                        }
+                        _ => break,
+                    }
+                }
+                depth
+            })
+            .collect();
+        let mut pending = Vec::with_capacity(parsed.len() * 2);
+        for (idx, span) in parsed.into_iter().enumerate() {
+            let depth = depths[idx];
+            pending.push(Pending { time: span.start_nanos, start: true, depth, order: idx, event: span.start });
+            pending.push(Pending { time: span.end_nanos, start: false, depth, order: idx, event: span.end });
+        }
+        // Same time: ends before starts; starts outer first; ends inner first.
+        pending.sort_by(|a, b| {
+            a.time.cmp(&b.time).then(a.start.cmp(&b.start)).then_with(|| {
+                if a.start { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }.then(a.order.cmp(&b.order))
+            })
+        });
+        out.extend(pending.into_iter().map(|p| p.event));
+        Ok(())
+    }
+}
+
+struct ParsedSpan {
+    span_id: Option<String>,
+    parent_span_id: Option<String>,
+    start_nanos: i128,
+    end_nanos: i128,
+    start: CanonicalEvent,
+    end: CanonicalEvent,
+}
+
+fn parse_span(
+    span: Map<String, Value>,
+    resource_attributes: Map<String, Value>,
+    idx: usize,
+    line: u64,
+) -> Result<ParsedSpan, String> {
+    let name = match span.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        Some(other) => return Err(format!("span {idx}: `name` must be a string, found {}", kind_of(other))),
+        None => return Err(format!("span {idx}: missing `name`")),
+    };
+    let span_id = id_field(&span, "spanId", 8)?;
+    if span_id.is_none() {
+        return Err(format!("span {idx} (`{name}`): missing `spanId`"));
+    }
+    let trace_id = id_field(&span, "traceId", 16)?;
+    let parent_span_id = id_field(&span, "parentSpanId", 8)?;
+    let start_nanos = nanos(&span, "startTimeUnixNano")?;
+    let end_nanos = nanos(&span, "endTimeUnixNano")?.or(start_nanos);
+    let mut attrs = attributes(span.get("attributes"))?;
+    let operation = attrs
+        .get("gen_ai.operation.name")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| name.split_whitespace().next().unwrap_or_default().to_owned());
+    let rest_of_name = name.split_once(' ').map(|(_, rest)| rest.to_owned());
+    let (start_type, end_type, step_name) = match operation.as_str() {
+        "execute_tool" | "retrieval" => (
+            EventType::ToolCallStart,
+            EventType::ToolCallEnd,
+            attrs.get("gen_ai.tool.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name),
+        ),
+        "invoke_agent" | "create_agent" => (
+            EventType::AgentInvokeStart,
+            EventType::AgentInvokeEnd,
+            attrs.get("gen_ai.agent.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name),
+        ),
+        "chat" | "text_completion" | "generate_content" | "embeddings" => {
+            (EventType::LlmRequest, EventType::LlmResponse, Some(name.clone()))
+        }
+        _ => (EventType::StepStart, EventType::StepEnd, Some(name.clone())),
+    };
+    let mut data = Map::new();
+    if let Some(arguments) = attrs.get("gen_ai.tool.call.arguments") {
+        let input = match arguments {
+            Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| arguments.clone()),
+            other => other.clone(),
+        };
+        data.insert("input".to_owned(), input);
+    }
+    let mut end_data = data.clone();
+    if let Some(result) = attrs.get("gen_ai.tool.call.result") {
+        end_data.insert("output".to_owned(), result.clone());
+    }
+    let (status, error) = match span.get("status") {
+        Some(Value::Object(status)) => {
+            let code = status.get("code").and_then(|c| c.as_i64().or_else(|| c.as_str().map(status_code)));
+            let message = status.get("message").and_then(Value::as_str).unwrap_or_default();
+            if code == Some(2) {
+                let message = if message.is_empty() { "span status ERROR".to_owned() } else { message.to_owned() };
+                (
+                    EventStatus::Error,
+                    Some(EventError {
+                        class: ErrorClass::User,
+                        message,
+                        error_type: attrs.get("error.type").and_then(Value::as_str).map(str::to_owned),
+                        retryable: false,
+                    }),
+                )
+            } else {
+                (EventStatus::Ok, None)
+            }
+        }
+        _ => (EventStatus::Ok, None),
+    };
+    attrs.extend(resource_attributes);
+    attrs.insert("x.otlp.span_name".to_owned(), Value::String(name.clone()));
+    let context = SpanContext { trace_id, span_id: span_id.clone(), parent_span_id: parent_span_id.clone() };
+    let raw = Value::Object(span);
+    let source = EventSource {
+        format: TraceFormat::OtlpJson.name().to_owned(),
+        native_id: span_id.clone(),
+        native_type: Some(operation),
+        line: Some(line),
+        raw: Some(raw),
+    };
+    let mut start = CanonicalEvent::new(start_type, to_time(start_nanos));
+    start.step_name = step_name.clone();
+    start.data = if data.is_empty() { Value::Null } else { Value::Object(data) };
+    start.span = Some(context.clone());
+    start.attributes = attrs.clone();
+    start.source = Some(source.clone());
+    let mut end = CanonicalEvent::new(end_type, to_time(end_nanos));
+    end.step_name = step_name;
+    end.data = if end_data.is_empty() { Value::Null } else { Value::Object(end_data) };
+    end.span = Some(context);
+    end.attributes = attrs;
+    end.status = Some(status);
+    end.error = error;
+    end.source = Some(source);
+    Ok(ParsedSpan {
+        span_id,
+        parent_span_id,
+        start_nanos: start_nanos.unwrap_or(0),
+        end_nanos: end_nanos.unwrap_or(0),
+        start,
+        end,
+    })
+}
+
+fn status_code(text: &str) -> i64 {
+    match text {
+        "STATUS_CODE_OK" => 1,
+        "STATUS_CODE_ERROR" => 2,
+        other => other.parse().unwrap_or(0),
+    }
+}
+
+fn to_time(nanos: Option<i128>) -> DateTime<Utc> {
+    match nanos {
+        Some(nanos) => {
+            let secs = nanos.div_euclid(1_000_000_000);
+            let sub = nanos.rem_euclid(1_000_000_000) as u32;
+            i64::try_from(secs).ok().and_then(|secs| DateTime::from_timestamp(secs, sub)).unwrap_or_else(no_time)
+        }
+        None => no_time(),
+    }
+}
+
+fn nanos(span: &Map<String, Value>, key: &str) -> Result<Option<i128>, String> {
+    match span.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => text
+            .parse::<i128>()
+            .map(Some)
+            .map_err(|_| format!("`{key}` \"{text}\" is not a whole number of nanoseconds")),
+        Some(Value::Number(number)) => number
+            .as_u64()
+            .map(|n| Some(i128::from(n)))
+            .ok_or_else(|| format!("`{key}` {number} is not a whole number of nanoseconds")),
+        Some(other) => Err(format!("`{key}` must be a string of nanoseconds, found {}", kind_of(other))),
+    }
+}
+
+/// An id field as lowercase hex: hex is kept, base64 of `bytes` bytes is decoded, anything
+/// else is kept as written (never lost).
+fn id_field(span: &Map<String, Value>, key: &str, bytes: usize) -> Result<Option<String>, String> {
+    match span.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.is_empty() => Ok(None),
+        Some(Value::String(text)) => Ok(Some(normalize_id(text, bytes))),
+        Some(other) => Err(format!("`{key}` must be a string, found {}", kind_of(other))),
+    }
+}
+
+/// Normalises an OTLP id to lowercase hex.
+pub(crate) fn normalize_id(text: &str, bytes: usize) -> String {
+    if text.len() == bytes * 2 && text.chars().all(|c| c.is_ascii_hexdigit()) {
+        return text.to_ascii_lowercase();
+    }
+    match decode_base64(text) {
+        Some(decoded) if decoded.len() == bytes => decoded.iter().map(|b| format!("{b:02x}")).collect(),
+        _ => text.to_owned(),
+    }
+}
+
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut buffer = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let value = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        buffer = (buffer << 6) | u32::from(value);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// OTLP `[{key, value: {stringValue|intValue|...}}]` into a JSON map.
+fn attributes(list: Option<&Value>) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    let items = match list {
+        None | Some(Value::Null) => return Ok(out),
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(format!("`attributes` must be a list, found {}", kind_of(other))),
+    };
+    for item in items {
+        let Some(key) = item.get("key").and_then(Value::as_str) else {
+            return Err("every attribute needs a string `key`".to_owned());
+        };
+        out.insert(key.to_owned(), any_value(item.get("value").unwrap_or(&Value::Null)));
+    }
+    Ok(out)
+}
+
+fn any_value(value: &Value) -> Value {
+    let Value::Object(object) = value else { return value.clone() };
+    if let Some(v) = object.get("stringValue") {
+        return v.clone();
+    }
+    if let Some(v) = object.get("boolValue") {
+        return v.clone();
+    }
+    if let Some(v) = object.get("intValue") {
+        return match v {
+            Value::String(text) => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| v.clone()),
+            other => other.clone(),
+        };
+    }
+    if let Some(v) = object.get("doubleValue") {
+        return v.clone();
+    }
+    if let Some(v) = object.get("bytesValue") {
+        return v.clone();
+    }
+    if let Some(Value::Object(array)) = object.get("arrayValue") {
+        let values = array.get("values").and_then(Value::as_array).map(|items| items.iter().map(any_value).collect());
+        return Value::Array(values.unwrap_or_default());
+    }
+    if let Some(Value::Object(kvlist)) = object.get("kvlistValue") {
+        let mut map = Map::new();
+        for item in kvlist.get("values").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(key) = item.get("key").and_then(Value::as_str) {
+                map.insert(key.to_owned(), any_value(item.get("value").unwrap_or(&Value::Null)));
+            }
+        }
+        return Value::Object(map);
+    }
+    Value::Null
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_normalise_from_hex_and_base64() {
+        assert_eq!(normalize_id("4BF92F3577B34DA6A3CE929D0E0E4736", 16), "4bf92f3577b34da6a3ce929d0e0e4736");
+        // base64 of the bytes 00 f0 67 aa 0b a9 02 b7.
+        assert_eq!(normalize_id("APBnqgupArc=", 8), "00f067aa0ba902b7");
+        assert_eq!(normalize_id("not an id!", 8), "not an id!");
+    }
+}

@@ -1,0 +1,235 @@
+//! Tests of trace ingest: one golden trace per format, malformed input, and fuzzing.
+
+use agentic_core::{EventStatus, EventType};
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn read(text: &str, format: Option<TraceFormat>) -> Vec<Result<CanonicalEvent, TraceError>> {
+    TraceReader::new(text.as_bytes(), format).collect()
+}
+
+fn events(text: &str) -> Vec<CanonicalEvent> {
+    read(text, None).into_iter().map(|r| r.expect("valid trace")).collect()
+}
+
+#[test]
+fn tooltrace_seed_lines_become_post_only_tool_calls() {
+    let text = r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Task","span_type":"parent","trace_id":"abc123"}
+{"timestamp":"2026-02-19T10:00:05Z","tool_name":"Read","span_type":"child","parent_trace_id":"abc123","args":{"file_path":"skills/skill.md"}}
+"#;
+    let got = events(text);
+    assert_eq!(got.len(), 2);
+    let (task, read) = (&got[0], &got[1]);
+    assert_eq!((task.seq, read.seq), (1, 2));
+    assert_eq!(task.event_type, EventType::ToolCallEnd);
+    assert_eq!(task.step_name.as_deref(), Some("Task"));
+    assert_eq!(task.span.as_ref().unwrap().span_id.as_deref(), Some("abc123"));
+    assert_eq!(task.attributes["x.tooltrace.span_type"], json!("parent"));
+    assert_eq!(task.attributes["x.time.clock"], json!("post_only"));
+    assert_eq!(read.span.as_ref().unwrap().parent_span_id.as_deref(), Some("abc123"));
+    assert_eq!(read.data["input"]["file_path"], json!("skills/skill.md"));
+    assert_eq!(read.timestamp.to_rfc3339(), "2026-02-19T10:00:05+00:00");
+    let source = read.source.as_ref().unwrap();
+    assert_eq!((source.format.as_str(), source.line), ("tooltrace", Some(2)));
+    assert_eq!(source.raw.as_ref().unwrap()["args"], json!({"file_path": "skills/skill.md"}));
+}
+
+#[test]
+fn tooltrace_v2_phases_pair_and_fail() {
+    let text = r#"{"schema":"tooltrace/2","phase":"pre","timestamp":"2026-02-19T10:00:00Z","tool_name":"Bash","tool_use_id":"toolu_1","session_id":"s1","args":{"command":"false"}}
+{"schema":"tooltrace/2","phase":"post_failure","timestamp":"2026-02-19T10:00:01Z","tool_name":"Bash","tool_use_id":"toolu_1","session_id":"s1","error":"exit 1"}
+"#;
+    let got = events(text);
+    assert_eq!(got[0].event_type, EventType::ToolCallStart);
+    assert_eq!(got[1].event_type, EventType::ToolCallEnd);
+    assert_eq!(got[1].status, Some(EventStatus::Error));
+    assert_eq!(got[1].error.as_ref().unwrap().message, "exit 1");
+    assert_eq!(got[1].span.as_ref().unwrap().span_id.as_deref(), Some("toolu_1"));
+    assert_eq!(got[1].span.as_ref().unwrap().trace_id.as_deref(), Some("s1"));
+}
+
+#[test]
+fn claude_hook_records_map_to_calls_and_agents() {
+    let text = r#"{"session_id":"abc123","transcript_path":"/h/t.jsonl","cwd":"/p","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"/p/a.rs","content":"x"},"tool_use_id":"toolu_01"}
+{"session_id":"abc123","cwd":"/p","hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"/p/a.rs","content":"x"},"tool_response":{"filePath":"/p/a.rs","success":true},"tool_use_id":"toolu_01"}
+{"session_id":"abc123","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"code-reviewer"}
+{"session_id":"abc123","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf build"},"tool_use_id":"toolu_02","agent_id":"ag_1","agent_type":"code-reviewer"}
+{"session_id":"abc123","hook_event_name":"PostToolUseFailure","tool_name":"Bash","tool_input":{"command":"rm -rf build"},"tool_use_id":"toolu_02","error":"permission denied","agent_id":"ag_1"}
+{"session_id":"abc123","hook_event_name":"PostToolUseFailure","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_03","error":"interrupted","is_interrupt":true}
+{"session_id":"abc123","hook_event_name":"SubagentStop","agent_id":"ag_1","agent_type":"code-reviewer"}
+{"session_id":"abc123","hook_event_name":"Stop"}
+"#;
+    let got = events(text);
+    let types: Vec<EventType> = got.iter().map(|e| e.event_type).collect();
+    use EventType::*;
+    assert_eq!(
+        types,
+        vec![
+            ToolCallStart,
+            ToolCallEnd,
+            AgentInvokeStart,
+            ToolCallStart,
+            ToolCallEnd,
+            ToolCallEnd,
+            AgentInvokeEnd,
+            Custom
+        ]
+    );
+    assert_eq!(got[1].status, Some(EventStatus::Ok));
+    assert_eq!(got[1].data["output"]["success"], json!(true));
+    assert_eq!(got[2].step_name.as_deref(), Some("code-reviewer"));
+    assert_eq!(got[2].span.as_ref().unwrap().span_id.as_deref(), Some("ag_1"));
+    assert_eq!(got[3].span.as_ref().unwrap().parent_span_id.as_deref(), Some("ag_1"));
+    assert_eq!(got[4].status, Some(EventStatus::Error));
+    assert_eq!(got[5].status, Some(EventStatus::Cancelled));
+    assert_eq!(got[7].data["kind"], json!("Stop"));
+    assert_eq!(got[0].attributes["x.time.clock"], json!("absent"));
+    assert_eq!(got[0].source.as_ref().unwrap().native_type.as_deref(), Some("PreToolUse"));
+}
+
+const OTLP: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"agent"}}]},
+  "scopeSpans":[{"scope":{"name":"agent_framework","version":"1.x"},
+   "spans":[
+    {"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","parentSpanId":"a1b2c3d4e5f60718","name":"execute_tool get_weather","kind":1,
+     "startTimeUnixNano":"1718000000000000000","endTimeUnixNano":"1718000001200000000",
+     "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},
+                   {"key":"gen_ai.tool.name","value":{"stringValue":"get_weather"}},
+                   {"key":"gen_ai.tool.call.id","value":{"stringValue":"call_VSPy"}},
+                   {"key":"gen_ai.tool.call.arguments","value":{"stringValue":"{\"location\":\"Paris\"}"}}],
+     "status":{"code":2,"message":"boom"}},
+    {"traceId":"S/kvNXezTaajzpKdDg5HNg==","spanId":"obLD1OX2Bxg=","name":"invoke_agent weather-bot","kind":1,
+     "startTimeUnixNano":"1717999999000000000","endTimeUnixNano":"1718000002000000000",
+     "attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"invoke_agent"}},
+                   {"key":"gen_ai.agent.name","value":{"stringValue":"weather-bot"}},
+                   {"key":"gen_ai.usage.input_tokens","value":{"intValue":"12"}}]}
+   ]}]}]}
+"#;
+
+#[test]
+fn otlp_spans_become_ordered_start_and_end_events() {
+    let got = events(OTLP);
+    let summary: Vec<(EventType, Option<&str>)> = got.iter().map(|e| (e.event_type, e.step_name.as_deref())).collect();
+    use EventType::*;
+    assert_eq!(
+        summary,
+        vec![
+            (AgentInvokeStart, Some("weather-bot")),
+            (ToolCallStart, Some("get_weather")),
+            (ToolCallEnd, Some("get_weather")),
+            (AgentInvokeEnd, Some("weather-bot")),
+        ]
+    );
+    let agent_span = got[0].span.as_ref().unwrap();
+    // Base64 ids decode to the same hex as the tool span's parent.
+    assert_eq!(agent_span.trace_id.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+    assert_eq!(agent_span.span_id.as_deref(), Some("a1b2c3d4e5f60718"));
+    assert_eq!(got[1].span.as_ref().unwrap().parent_span_id.as_deref(), Some("a1b2c3d4e5f60718"));
+    assert_eq!(got[1].data["input"], json!({"location": "Paris"}));
+    assert_eq!(got[2].status, Some(EventStatus::Error));
+    assert_eq!(got[2].error.as_ref().unwrap().message, "boom");
+    assert_eq!(got[0].attributes["gen_ai.usage.input_tokens"], json!(12));
+    assert_eq!(got[0].attributes["x.otlp.resource.service.name"], json!("agent"));
+    assert_eq!(got[1].timestamp.timestamp(), 1_718_000_000);
+    assert!(got.iter().all(|e| e.source.as_ref().unwrap().line == Some(1)));
+    assert_eq!(got[1].source.as_ref().unwrap().raw.as_ref().unwrap()["name"], json!("execute_tool get_weather"));
+}
+
+#[test]
+fn pretty_printed_documents_span_lines() {
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(OTLP).unwrap()).unwrap();
+    let text = format!("{pretty}\n{}\n", OTLP.replace('\n', ""));
+    let got = read(&text, None);
+    assert_eq!(got.len(), 8, "{got:?}");
+    let second = got[4].as_ref().unwrap();
+    assert_eq!(second.source.as_ref().unwrap().line, Some(pretty.lines().count() as u64 + 1));
+}
+
+#[test]
+fn malformed_records_name_their_line_and_reading_continues() {
+    let text = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Read\"}\n\
+                {\"timestamp\":\"2026-02-19T10:00:0\n\
+                \n\
+                {\"timestamp\":\"yesterday\",\"tool_name\":\"Read\"}\n\
+                {\"tool_name\":42}\n\
+                [1,2]\n\
+                {\"timestamp\":\"2026-02-19T10:00:09Z\",\"tool_name\":\"Bash\",\"span_type\":\"sibling\"}\n\
+                {\"timestamp\":\"2026-02-19T10:00:10Z\",\"tool_name\":\"Bash\"}\n";
+    let got = read(text, None);
+    let lines: Vec<Result<u64, u64>> = got
+        .iter()
+        .map(|r| match r {
+            Ok(event) => Ok(event.source.as_ref().unwrap().line.unwrap()),
+            Err(error) => Err(error.line),
+        })
+        .collect();
+    assert_eq!(lines, vec![Ok(1), Err(2), Err(4), Err(5), Err(6), Err(7), Ok(8)]);
+    let messages: Vec<String> = got.iter().filter_map(|r| r.as_ref().err()).map(ToString::to_string).collect();
+    assert!(messages[0].starts_with("line 2: invalid JSON"), "{messages:?}");
+    assert!(messages[1].contains("`timestamp` \"yesterday\" is not an RFC 3339 time"), "{messages:?}");
+    assert!(messages[2].contains("`tool_name` must be a non-empty string"), "{messages:?}");
+    assert_eq!(got.iter().filter_map(|r| r.as_ref().ok()).map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+}
+
+#[test]
+fn unknown_formats_and_bytes_are_errors() {
+    let got = read("{\"hello\":1}\n", None);
+    assert!(got[0].as_ref().unwrap_err().message.contains("cannot tell the trace format"));
+    let got: Vec<_> = TraceReader::new(&b"\xff\xfe{}\n"[..], None).collect();
+    assert!(got[0].as_ref().unwrap_err().message.contains("not UTF-8"));
+    let got = read("{\"resourceSpans\": 3}\n", Some(TraceFormat::OtlpJson));
+    assert!(got[0].as_ref().unwrap_err().message.contains("`resourceSpans` must be a list"));
+    let got = read("{\n\"resourceSpans\": [\n", None);
+    assert!(got[0].as_ref().unwrap_err().message.contains("not closed"));
+}
+
+#[test]
+fn forced_format_reads_records_of_that_format_only() {
+    let got = read(OTLP, Some(TraceFormat::Tooltrace));
+    assert!(got[0].as_ref().unwrap_err().message.contains("missing `tool_name`"));
+    assert_eq!(TraceFormat::from_name("otlp"), Some(TraceFormat::OtlpJson));
+    assert_eq!(TraceFormat::from_name("nope"), None);
+}
+
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("{".to_owned()),
+        Just("}".to_owned()),
+        Just("[".to_owned()),
+        Just("\"tool_name\":".to_owned()),
+        Just("\"hook_event_name\":\"PostToolUse\",".to_owned()),
+        Just("\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[".to_owned()),
+        Just("{\"name\":\"execute_tool x\",\"spanId\":\"AAAAAAAAAAA=\",\"startTimeUnixNano\":\"-5\"}".to_owned()),
+        Just("\"timestamp\":\"2026-02-19T10:00:00Z\",".to_owned()),
+        Just("\"args\":{\"a\":[1,2,{}]},".to_owned()),
+        Just("\"span_type\":\"parent\",".to_owned()),
+        Just("null".to_owned()),
+        Just("\n".to_owned()),
+        Just(",".to_owned()),
+        "[ -~]{0,12}".prop_map(|s| s),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512), forced in 0usize..4) {
+        let format = TraceFormat::ALL.get(forced).copied();
+        let count = TraceReader::new(&bytes[..], format).take(10_000).count();
+        prop_assert!(count <= 10_000);
+    }
+
+    #[test]
+    fn random_record_lines_never_panic(parts in proptest::collection::vec(fragment(), 0..40), forced in 0usize..4) {
+        let text: String = parts.concat();
+        let format = TraceFormat::ALL.get(forced).copied();
+        for result in TraceReader::new(text.as_bytes(), format).take(10_000) {
+            if let Ok(event) = result {
+                prop_assert!(event.seq > 0);
+                prop_assert!(event.source.is_some());
+            }
+        }
+    }
+}
