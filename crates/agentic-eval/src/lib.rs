@@ -10,13 +10,19 @@
 //! **Architecture Invariant:** a failed hard gate always yields `passed = false` and grade F;
 //! no weighted score overrides it. A gate that was not evaluated counts as failed.
 
+mod cases;
+mod compare;
 mod evaluate;
 mod formula;
 mod gates;
 mod grade;
 mod profile;
+mod promote;
+mod report;
 mod rubric;
 
+pub use cases::*;
+pub use compare::*;
 pub use evaluate::{EvaluationPayload, RunEvaluation, evaluate_run, request_for};
 pub use formula::{
     Formula, FormulaError, FormulaRegistry, OutOfRange, PairwiseCounts, RELIABILITY_K, RELIABILITY_PRIOR, RawScore,
@@ -31,9 +37,10 @@ pub use profile::{
     CORRECTNESS_FLOOR, DEFAULT_PROFILE, ProfileRegistry, SAFETY_FLOOR, ScoringProfile, builtin_profiles,
     default_likert_anchors,
 };
+pub use promote::*;
+pub use report::*;
 pub use rubric::{
     ResolvedRubric, RubricCriterion, RubricDefinition, RubricError, RubricFile, RubricLoad, RubricSource,
     RubricSources, lint_rubric, load_rubric, looks_like_rubric, resolve_rubric, validate_criteria,
 };
 
-pub mod compliance;
