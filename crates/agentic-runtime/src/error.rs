@@ -24,11 +24,16 @@ pub enum RuntimeError {
         /// The PATH the step process would have searched.
         path: String,
     },
-    /// `argv[0]` exists but cannot be executed.
-    #[error("program `{program}` cannot be executed (permission denied); check that it is an executable file")]
+    /// `argv[0]` or the working directory is not accessible.
+    #[error(
+        "program `{program}` could not be started in `{workdir}`: permission denied; check that the program is an \
+         executable file and that the step's user can reach both"
+    )]
     ProgramNotExecutable {
         /// The program as written in `argv[0]`.
         program: String,
+        /// The working directory of the step.
+        workdir: PathBuf,
     },
     /// The request is malformed (for example a NUL byte or a working directory outside the workspace).
     #[error("invalid command request: {reason}")]

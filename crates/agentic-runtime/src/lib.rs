@@ -64,7 +64,7 @@ pub use report::{Protection, ProtectionReport, ProtectionStatus};
 pub use request::{
     DEFAULT_ENV_ALLOW, DEFAULT_OUTPUT_LIMIT_BYTES, ExecutionRequest, FALLBACK_PATH, MemoryLimitKind, ResourceLimits,
 };
-pub use sandbox::{HostCapabilities, host_capabilities};
+pub use sandbox::{HostCapabilities, RunAs, host_capabilities};
 pub use subprocess::{DEFAULT_KILL_GRACE, SubprocessRuntime};
 pub use workspace::{Artifact, MAX_ARTIFACTS, Workspace};
 

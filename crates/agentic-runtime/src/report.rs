@@ -52,6 +52,8 @@ impl Protection {
 pub struct ProtectionReport {
     /// The runtime that ran the step (`subprocess`).
     pub runtime: String,
+    /// The user the step runs as: an unprivileged one, or root.
+    pub user: Protection,
     /// A fresh workspace directory as working directory, `HOME` and `TMPDIR`.
     pub workspace: Protection,
     /// Own session and process group; the whole group is killed on timeout, cancel and exit.
@@ -88,8 +90,9 @@ pub struct ProtectionReport {
 
 impl ProtectionReport {
     /// Every protection with its field name, in a stable order.
-    pub fn entries(&self) -> [(&'static str, &Protection); 16] {
+    pub fn entries(&self) -> [(&'static str, &Protection); 17] {
         [
+            ("user", &self.user),
             ("workspace", &self.workspace),
             ("process_group", &self.process_group),
             ("parent_death_signal", &self.parent_death_signal),

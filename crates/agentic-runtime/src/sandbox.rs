@@ -5,12 +5,13 @@
 //! the parent before `fork`; the child only makes system calls on prepared data, because after
 //! `fork` in a multi-threaded process only async-signal-safe work is allowed.
 
+use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use landlock::{
@@ -102,13 +103,30 @@ pub fn host_capabilities() -> &'static HostCapabilities {
 fn probe_host() -> HostCapabilities {
     let euid = nix::unistd::geteuid().as_raw();
     let egid = nix::unistd::getegid().as_raw();
-    let user_namespace = probe(ChildSetup {
-        namespaces: Some(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET),
-        id_maps: Some(IdMaps::identity(euid, egid)),
-        ..ChildSetup::probe()
-    });
-    let network_namespace = probe(ChildSetup { namespaces: Some(CloneFlags::CLONE_NEWNET), ..ChildSetup::probe() });
+    let user_namespace = probe_user_namespace(None, euid, egid);
+    let network_namespace =
+        probe(None, ChildSetup { namespaces: Some(CloneFlags::CLONE_NEWNET), ..ChildSetup::probe() });
     HostCapabilities { euid, egid, user_namespace, network_namespace, landlock_abi: probe_landlock() }
+}
+
+/// Probes a user namespace (with a network namespace inside) for a process running as
+/// `uid`/`gid`; `run_as` says whether the probe first switches to that identity.
+fn probe_user_namespace(run_as: Option<RunAs>, uid: u32, gid: u32) -> Result<(), String> {
+    probe(
+        run_as,
+        ChildSetup {
+            namespaces: Some(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET),
+            id_maps: Some(IdMaps::identity(uid, gid)),
+            ..ChildSetup::probe()
+        },
+    )
+}
+
+/// Whether a process switched to `run_as` can create a user namespace (probed once per identity).
+pub(crate) fn user_namespace_as(run_as: RunAs) -> Result<(), String> {
+    static PROBES: Mutex<BTreeMap<RunAs, Result<(), String>>> = Mutex::new(BTreeMap::new());
+    let mut probes = PROBES.lock().unwrap_or_else(PoisonError::into_inner);
+    probes.entry(run_as).or_insert_with(|| probe_user_namespace(Some(run_as), run_as.uid, run_as.gid)).clone()
 }
 
 fn abi_number(abi: ABI) -> u8 {
@@ -137,10 +155,13 @@ fn probe_landlock() -> Result<u8, String> {
 }
 
 /// Runs a probe child that applies `setup` and then fails on purpose before `exec`.
-fn probe(setup: ChildSetup) -> Result<(), String> {
+fn probe(run_as: Option<RunAs>, setup: ChildSetup) -> Result<(), String> {
     let mut command = std::process::Command::new("/bin/sh");
     command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
     command.stderr(std::process::Stdio::null());
+    if let Some(run_as) = run_as {
+        command.uid(run_as.uid).gid(run_as.gid);
+    }
     match spawn_with_setup(command, setup) {
         Ok(mut child) => {
             let _ = child.kill();
@@ -255,6 +276,9 @@ impl ChildSetup {
             nix::sched::unshare(flags).map_err(|errno| (Stage::Namespaces, errno))?;
         }
         if let Some(maps) = &self.id_maps {
+            // A process that switched from root is not dumpable, which makes its own /proc files
+            // root-owned; `execve` recomputes the flag anyway.
+            nix::sys::prctl::set_dumpable(true).map_err(|errno| (Stage::IdMaps, errno))?;
             match write_proc_file(c"/proc/self/setgroups", b"deny") {
                 Ok(()) | Err(Errno::ENOENT) => {}
                 Err(errno) => return Err((Stage::IdMaps, errno)),
@@ -280,9 +304,24 @@ fn write_proc_file(path: &CStr, contents: &[u8]) -> Result<(), Errno> {
     if written == contents.len() { Ok(()) } else { Err(Errno::EIO) }
 }
 
+/// An unprivileged identity the step runs as when the engine runs as root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RunAs {
+    /// The user id.
+    pub uid: u32,
+    /// The group id (supplementary groups are dropped).
+    pub gid: u32,
+}
+
+impl RunAs {
+    /// The conventional `nobody` user and `nogroup` group (65534).
+    pub const NOBODY: Self = Self { uid: 65534, gid: 65534 };
+}
+
 /// Runtime-wide sandbox options (not per request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SandboxOptions {
+    pub(crate) run_as: Option<RunAs>,
     pub(crate) user_namespace: bool,
     pub(crate) landlock: bool,
     pub(crate) kill_grace: Duration,
@@ -300,6 +339,36 @@ pub(crate) struct SandboxPlan {
 
 const MIB: u64 = 1024 * 1024;
 
+/// The identity a step runs as, and what the host allows for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StepIdentity {
+    /// The user id of the step process (on the host).
+    pub(crate) uid: u32,
+    /// The group id of the step process (on the host).
+    pub(crate) gid: u32,
+    /// `true` when the engine switches to this identity (`run_as`).
+    pub(crate) switched: bool,
+    /// Whether a process with this identity can create a user namespace.
+    pub(crate) user_namespace: Result<(), String>,
+}
+
+impl StepIdentity {
+    /// The identity for `options` on this host (probes a `run_as` identity once).
+    pub(crate) fn resolve(capabilities: &HostCapabilities, options: SandboxOptions) -> Self {
+        match options.run_as {
+            Some(run_as) if capabilities.euid == 0 => {
+                Self { uid: run_as.uid, gid: run_as.gid, switched: true, user_namespace: user_namespace_as(run_as) }
+            }
+            _ => Self {
+                uid: capabilities.euid,
+                gid: capabilities.egid,
+                switched: false,
+                user_namespace: capabilities.user_namespace.clone(),
+            },
+        }
+    }
+}
+
 /// Decides what to apply for `request` on a host with `capabilities`, and reports it.
 ///
 /// `current_hard_limit` returns the engine's own hard limit of a resource (requests above it are
@@ -307,17 +376,28 @@ const MIB: u64 = 1024 * 1024;
 pub(crate) fn plan(
     request: &ExecutionRequest,
     capabilities: &HostCapabilities,
+    identity: &StepIdentity,
     options: SandboxOptions,
     workspace_root: &Path,
     environment_detail: String,
     current_hard_limit: &dyn Fn(Resource) -> Option<u64>,
 ) -> (SandboxPlan, ProtectionReport) {
     let deny_network = !request.network;
-    let is_root = capabilities.euid == 0;
+    let is_root = identity.uid == 0;
+    let user = if identity.switched {
+        Protection::applied(format!(
+            "runs as uid {} gid {} (switched from root; supplementary groups dropped)",
+            identity.uid, identity.gid
+        ))
+    } else if is_root {
+        Protection::not_requested("runs as root (uid 0); set `run_as` on the runtime to switch to an unprivileged user")
+    } else {
+        Protection::applied(format!("runs as the engine's unprivileged uid {} gid {}", identity.uid, identity.gid))
+    };
 
     // Namespaces.
     let (namespaces, map_ids, user_namespace, network_namespace) = match (
-        &capabilities.user_namespace,
+        &identity.user_namespace,
         options.user_namespace,
     ) {
         (Ok(()), true) => {
@@ -338,7 +418,7 @@ pub(crate) fn plan(
                 true,
                 Protection::applied(format!(
                     "uid {} and gid {} mapped to themselves; no capabilities on the host, so limits cannot be raised",
-                    capabilities.euid, capabilities.egid
+                    identity.uid, identity.gid
                 )),
                 network,
             )
@@ -354,6 +434,14 @@ pub(crate) fn plan(
             };
             let (flags, network) = if !deny_network {
                 (None, Protection::not_requested("the step asked for `network: true`"))
+            } else if identity.switched {
+                (
+                    None,
+                    Protection::not_available(format!(
+                        "without a user namespace a network namespace needs root, and the step runs as uid {}",
+                        identity.uid
+                    )),
+                )
             } else {
                 match &capabilities.network_namespace {
                     Ok(()) => (
@@ -404,13 +492,14 @@ pub(crate) fn plan(
         None => Protection::not_requested("no `memory_mb`"),
     };
     let process_limit = match limits.max_processes {
-        Some(count) if is_root && !in_user_namespace => Protection::not_available(format!(
-            "{count} processes asked, but root ignores RLIMIT_NPROC and no user namespace is available"
+        Some(count) if is_root => Protection::not_available(format!(
+            "{count} processes asked, but the kernel exempts uid 0 from RLIMIT_NPROC (even in a user namespace); \
+             set `run_as` on the runtime to switch to an unprivileged user"
         )),
         Some(count) => {
             let (soft, _) = limit(Resource::RLIMIT_NPROC, count, count);
-            let scope = if in_user_namespace { "in the user namespace" } else { "of this user on the whole machine" };
-            Protection::applied(format!("RLIMIT_NPROC {soft} (counts processes {scope})"))
+            let scope = if in_user_namespace { "in its user namespace" } else { "on the whole machine" };
+            Protection::applied(format!("RLIMIT_NPROC {soft} (counts the processes of uid {} {scope})", identity.uid))
         }
         None => Protection::not_requested("no `max_processes`"),
     };
@@ -476,6 +565,7 @@ pub(crate) fn plan(
     };
     let report = ProtectionReport {
         runtime: "subprocess".to_owned(),
+        user,
         workspace: Protection::applied(format!("fresh directory `{}` (mode 0700)", workspace_root.display())),
         process_group: Protection::applied(
             "own session and process group; the group gets SIGKILL when the program ends, times out or is cancelled",
@@ -512,7 +602,7 @@ pub(crate) fn own_hard_limit(resource: Resource) -> Option<u64> {
 /// When the Landlock ruleset cannot be built, Landlock is dropped and the report says why.
 pub(crate) fn prepare(
     plan: &SandboxPlan,
-    capabilities: &HostCapabilities,
+    identity: &StepIdentity,
     workspace_root: &Path,
     report: &mut ProtectionReport,
 ) -> ChildSetup {
@@ -533,7 +623,7 @@ pub(crate) fn prepare(
         parent_pid: nix::unistd::getpid(),
         new_session: true,
         namespaces: plan.namespaces,
-        id_maps: plan.map_ids.then(|| IdMaps::identity(capabilities.euid, capabilities.egid)),
+        id_maps: plan.map_ids.then(|| IdMaps::identity(identity.uid, identity.gid)),
         rlimits: plan.rlimits.clone(),
         landlock,
         stage_fd: None,

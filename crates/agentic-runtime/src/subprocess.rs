@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,7 +29,7 @@ use crate::IsolatedTaskRuntime;
 use crate::error::{Result, RuntimeError};
 use crate::outcome::{CapturedOutput, ExecutionOutcome, ResourceUsage, Termination};
 use crate::request::{DEFAULT_ENV_ALLOW, ExecutionRequest, FALLBACK_PATH, ResourceLimits};
-use crate::sandbox::{self, HostCapabilities, SandboxOptions, Stage};
+use crate::sandbox::{self, HostCapabilities, RunAs, SandboxOptions, Stage, StepIdentity};
 use crate::workspace::{Artifact, Workspace};
 
 /// Default time between `SIGTERM` and `SIGKILL` when a timeout ends a run.
@@ -58,7 +59,12 @@ impl SubprocessRuntime {
     pub fn new() -> Self {
         Self {
             base_dir: std::env::temp_dir(),
-            options: SandboxOptions { user_namespace: true, landlock: true, kill_grace: DEFAULT_KILL_GRACE },
+            options: SandboxOptions {
+                run_as: None,
+                user_namespace: true,
+                landlock: true,
+                kill_grace: DEFAULT_KILL_GRACE,
+            },
         }
     }
 
@@ -71,6 +77,15 @@ impl SubprocessRuntime {
     /// Sets the time between `SIGTERM` and `SIGKILL` on timeout.
     pub fn with_kill_grace(mut self, grace: Duration) -> Self {
         self.options.kill_grace = grace;
+        self
+    }
+
+    /// When the engine runs as root, runs every step as this unprivileged user instead (the
+    /// workspace is handed to it). This makes `max_processes` enforceable (the kernel exempts
+    /// uid 0) and file permissions meaningful; the step then cannot read root-only paths such as
+    /// toolchains installed under `/root`. Ignored when the engine is not root.
+    pub fn with_run_as(mut self, run_as: RunAs) -> Self {
+        self.options.run_as = Some(run_as);
         self
     }
 
@@ -101,8 +116,9 @@ impl IsolatedTaskRuntime for SubprocessRuntime {
     async fn setup(&self) -> Result<Workspace> {
         let base_dir = self.base_dir.clone();
         // Probe the host now, so the first `execute` does not pay for it.
-        let _ = sandbox::host_capabilities();
-        tokio::task::spawn_blocking(move || Workspace::create(&base_dir)).await.map_err(|error| {
+        let identity = StepIdentity::resolve(sandbox::host_capabilities(), self.options);
+        let owner = identity.switched.then_some((identity.uid, identity.gid));
+        tokio::task::spawn_blocking(move || Workspace::create(&base_dir, owner)).await.map_err(|error| {
             RuntimeError::Workspace { path: self.base_dir.clone(), action: "create", source: io::Error::other(error) }
         })?
     }
@@ -191,9 +207,17 @@ async fn execute(
     let cwd = workspace.resolve_workdir(request.workdir.as_deref())?;
     let (env, environment_detail) = build_environment(request, workspace);
     let capabilities = sandbox::host_capabilities();
-    let (plan, mut report) =
-        sandbox::plan(request, capabilities, options, &workspace.root, environment_detail, &sandbox::own_hard_limit);
-    let setup = sandbox::prepare(&plan, capabilities, &workspace.root, &mut report);
+    let identity = StepIdentity::resolve(capabilities, options);
+    let (plan, mut report) = sandbox::plan(
+        request,
+        capabilities,
+        &identity,
+        options,
+        &workspace.root,
+        environment_detail,
+        &sandbox::own_hard_limit,
+    );
+    let setup = sandbox::prepare(&plan, &identity, &workspace.root, &mut report);
 
     let mut command = std::process::Command::new(&program);
     command
@@ -204,11 +228,15 @@ async fn execute(
         .stdin(if request.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if identity.switched {
+        // std drops the supplementary groups, then sets the gid and the uid, before our setup runs.
+        command.uid(identity.uid).gid(identity.gid);
+    }
     let started = Instant::now();
     // Spawn on this (async) thread, not a blocking-pool thread: the death signal fires when the
     // spawning thread exits, and runtime worker threads live as long as the runtime.
     let mut child = sandbox::spawn_with_setup(command, setup).map_err(|(stage, error)| {
-        spawn_error(&program, env.get("PATH").map(|path| path.to_string_lossy().into_owned()), stage, error)
+        spawn_error(&program, &cwd, env.get("PATH").map(|path| path.to_string_lossy().into_owned()), stage, error)
     })?;
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let group = Arc::new(ProcessGroup { leader: pid, reaped: Mutex::new(false) });
@@ -259,7 +287,13 @@ async fn execute(
     })
 }
 
-fn spawn_error(program: &str, path: Option<String>, stage: Option<Stage>, error: io::Error) -> RuntimeError {
+fn spawn_error(
+    program: &str,
+    workdir: &std::path::Path,
+    path: Option<String>,
+    stage: Option<Stage>,
+    error: io::Error,
+) -> RuntimeError {
     if let Some(stage) = stage {
         return RuntimeError::Sandbox { stage: stage.name(), source: error };
     }
@@ -267,7 +301,9 @@ fn spawn_error(program: &str, path: Option<String>, stage: Option<Stage>, error:
         io::ErrorKind::NotFound => {
             RuntimeError::ProgramNotFound { program: program.to_owned(), path: path.unwrap_or_default() }
         }
-        io::ErrorKind::PermissionDenied => RuntimeError::ProgramNotExecutable { program: program.to_owned() },
+        io::ErrorKind::PermissionDenied => {
+            RuntimeError::ProgramNotExecutable { program: program.to_owned(), workdir: workdir.to_owned() }
+        }
         _ => RuntimeError::Spawn { program: program.to_owned(), source: error },
     }
 }

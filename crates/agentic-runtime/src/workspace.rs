@@ -41,8 +41,8 @@ impl Workspace {
         self.root.join("tmp")
     }
 
-    /// Creates a fresh workspace under `base`.
-    pub(crate) fn create(base: &Path) -> Result<Self> {
+    /// Creates a fresh workspace under `base`, handed to `owner` (uid, gid) when given.
+    pub(crate) fn create(base: &Path, owner: Option<(u32, u32)>) -> Result<Self> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let id = format!("agentic-ws-{}-{}-{nanos:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
@@ -63,6 +63,15 @@ impl Workspace {
                 action: "create",
                 source,
             })?;
+        }
+        if let Some((uid, gid)) = owner {
+            for dir in [workspace.root.clone(), workspace.work_dir(), workspace.home_dir(), workspace.tmp_dir()] {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|source| RuntimeError::Workspace {
+                    path: dir.clone(),
+                    action: "chown",
+                    source,
+                })?;
+            }
         }
         Ok(workspace)
     }
