@@ -103,6 +103,28 @@ pub fn request_for(
         pass_threshold: pass_threshold.or(rubric.pass_threshold),
         rubric_id: Some(rubric.rubric_id.clone()),
         rubric_version: Some(rubric.version.clone()),
+        formulas: Vec::new(),
+    }
+}
+
+/// Parses a JSON (or YAML) input document of type `T`, checking it against `T`'s schema first
+/// so every problem is reported with its field, line and column. `file` labels diagnostics.
+pub fn parse_input<T: JsonSchema + serde::de::DeserializeOwned>(
+    text: &str,
+    kind: &'static str,
+    file: &str,
+) -> Result<T, Vec<agentic_core::Diagnostic>> {
+    let loader = agentic_core::document::DocumentLoader::new::<T>(kind);
+    let loaded = loader.load::<T>(text);
+    match loaded.value {
+        Some(value) if loaded.diagnostics.is_empty() => Ok(value),
+        _ => {
+            let mut diagnostics = loaded.diagnostics;
+            for diagnostic in &mut diagnostics {
+                diagnostic.file = Some(file.to_owned());
+            }
+            Err(diagnostics)
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::formula::{
-    FormulaError, FormulaRegistry, RELIABILITY_K, RELIABILITY_PRIOR, RawScore, adjust_for_sample_size,
+    FormulaError, FormulaRegistry, RELIABILITY_K, RELIABILITY_PRIOR, RawScore, UserFormula, adjust_for_sample_size,
 };
 use crate::gates::REQUIRED_GATES;
 
@@ -142,6 +142,9 @@ pub struct ScoreRequest {
     /// The rubric version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric_version: Option<String>,
+    /// Formulas the criteria may use besides the registry's (a linear map of a raw range).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub formulas: Vec<UserFormula>,
 }
 
 /// One scored criterion in the result payload.
@@ -365,6 +368,19 @@ pub(crate) fn score_inner(
     if !pass_threshold.is_finite() || !(0.0..=100.0).contains(&pass_threshold) {
         return Err(ScoreError::invalid("pass_threshold", format!("`{pass_threshold}` must be a number in 0..100")));
     }
+    let extended;
+    let registry = if request.formulas.is_empty() {
+        registry
+    } else {
+        let mut with_user = registry.clone();
+        for (index, formula) in request.formulas.iter().enumerate() {
+            with_user
+                .register(formula.clone())
+                .map_err(|error| ScoreError::invalid(format!("formulas[{index}]"), error.to_string()))?;
+        }
+        extended = with_user;
+        &extended
+    };
     if request.criteria.is_empty() && !allow_empty {
         return Err(ScoreError::invalid("criteria", "no criteria; give at least one criterion with a positive weight"));
     }

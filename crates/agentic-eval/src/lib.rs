@@ -23,7 +23,7 @@ mod rubric;
 
 pub use cases::*;
 pub use compare::*;
-pub use evaluate::{EvaluationPayload, RunEvaluation, evaluate_run, request_for};
+pub use evaluate::{EvaluationPayload, RunEvaluation, evaluate_run, parse_input, request_for};
 pub use formula::{
     Formula, FormulaError, FormulaRegistry, OutOfRange, PairwiseCounts, RELIABILITY_K, RELIABILITY_PRIOR, RawScore,
     TestCounts, UserFormula, adjust_for_sample_size,

@@ -174,6 +174,29 @@ pub struct PromotionReport {
     pub candidate_severe_rate: f64,
 }
 
+/// A file of evaluation results (the output of `agentic score`, collected): a JSON array, or
+/// an object with a `results` array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ResultSet {
+    /// `[result, ...]`.
+    List(Vec<EvaluationResult>),
+    /// `{"results": [result, ...]}`.
+    Wrapped {
+        /// The results.
+        results: Vec<EvaluationResult>,
+    },
+}
+
+impl ResultSet {
+    /// The results.
+    pub fn into_results(self) -> Vec<EvaluationResult> {
+        match self {
+            ResultSet::List(results) | ResultSet::Wrapped { results } => results,
+        }
+    }
+}
+
 struct Side {
     samples: usize,
     weighted_mean: f64,

@@ -23,12 +23,21 @@ struct Cli {
 enum Command {
     /// Check workflow files (and, later, rubrics and checkpoint specs) for problems.
     Lint(commands::lint::LintArgs),
+    /// Grade one evaluation (gates + criteria) and print the result payload as JSON.
+    Score(commands::score::ScoreArgs),
+    /// Compare two suite runs; exit 1 on regression.
+    Compare(commands::compare::CompareArgs),
+    /// Check the promotion policy for a candidate against a baseline; exit 1 when blocked.
+    Promote(commands::promote::PromoteArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Lint(args) => commands::lint::run(args),
+        Command::Score(args) => commands::score::run(args),
+        Command::Compare(args) => commands::compare::run(args),
+        Command::Promote(args) => commands::promote::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -112,6 +112,9 @@ fn lint_file(file: &str) -> FileReport {
             };
         }
     };
+    if agentic_eval::looks_like_rubric(&text) {
+        return FileReport { file: file.to_owned(), diagnostics: agentic_eval::lint_rubric(&text, file), unreadable: None };
+    }
     let load = load_workflow(&text, file);
     FileReport { file: file.to_owned(), diagnostics: load.diagnostics, unreadable: None }
 }

@@ -2,3 +2,6 @@
 //! returns the process exit code.
 
 pub(crate) mod lint;
+pub(crate) mod compare;
+pub(crate) mod promote;
+pub(crate) mod score;

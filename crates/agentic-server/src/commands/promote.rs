@@ -1,0 +1,101 @@
+//! `agentic promote --baseline B --candidate C`: the promotion policy (`docs/scoring.md`,
+//! "Promotion policy").
+//!
+//! Each file holds evaluation results (the output of `agentic score`, collected as a JSON
+//! array or `{"results": [...]}`). Prints the promotion report as JSON (or text with
+//! `--format text`). Exit 0 when the candidate may be promoted, 1 when promotion is blocked,
+//! 2 for invalid input.
+
+use std::process::ExitCode;
+
+use agentic_eval::{EvaluationResult, PromotionPolicy, PromotionVerdict, ResultSet, check_promotion, parse_input};
+use clap::Args;
+
+use super::compare::Format;
+use super::score::{invalid, read_input};
+
+#[derive(Debug, Args)]
+pub(crate) struct PromoteArgs {
+    /// Evaluation results of the current (baseline) version.
+    #[arg(long)]
+    baseline: String,
+    /// Evaluation results of the candidate version.
+    #[arg(long)]
+    candidate: String,
+    /// Non-inferiority margin on the normalized 0..1 scale.
+    #[arg(long, default_value_t = 0.02)]
+    delta: f64,
+    /// Results each side needs.
+    #[arg(long, default_value_t = 10)]
+    min_samples: usize,
+    /// Largest tolerated growth of a gate failure rate or floor miss rate (0..1).
+    #[arg(long, default_value_t = 0.02)]
+    max_rate_increase: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    format: Format,
+}
+
+fn load(file: &str) -> Result<Vec<EvaluationResult>, ExitCode> {
+    let text = read_input(file).map_err(|message| invalid([format!("error: {message}")]))?;
+    let set: ResultSet = parse_input(&text, "evaluation results", file)
+        .map_err(|diagnostics| invalid(diagnostics.iter().map(ToString::to_string)))?;
+    Ok(set.into_results())
+}
+
+pub(crate) fn run(args: PromoteArgs) -> anyhow::Result<ExitCode> {
+    for (flag, value) in [("--delta", args.delta), ("--max-rate-increase", args.max_rate_increase)] {
+        if !value.is_finite() || !(0.0..=1.0).contains(&value) {
+            return Ok(invalid([format!("error: {flag} `{value}` must be a number in 0..1")]));
+        }
+    }
+    let baseline = match load(&args.baseline) {
+        Ok(results) => results,
+        Err(code) => return Ok(code),
+    };
+    let candidate = match load(&args.candidate) {
+        Ok(results) => results,
+        Err(code) => return Ok(code),
+    };
+    let policy = PromotionPolicy {
+        delta: args.delta,
+        min_samples: args.min_samples,
+        max_rate_increase: args.max_rate_increase,
+        ..PromotionPolicy::default()
+    };
+    let report = check_promotion(&baseline, &candidate, &policy);
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Text => {
+            println!(
+                "baseline: {} results, mean weighted score {:.2}; candidate: {} results, mean {:.2}",
+                report.baseline_samples,
+                report.baseline_weighted_mean,
+                report.candidate_samples,
+                report.candidate_weighted_mean
+            );
+            for criterion in &report.criteria {
+                println!(
+                    "  {:<24} {:?} delta {} {}",
+                    criterion.name,
+                    criterion.trend,
+                    criterion.delta.map_or("-".to_owned(), |d| format!("{d:+.4}")),
+                    if criterion.non_inferior && !criterion.floor_regressed { "ok" } else { "BLOCKS" }
+                );
+            }
+            match report.verdict {
+                PromotionVerdict::Promote => println!("verdict: promote"),
+                PromotionVerdict::Block => {
+                    println!("verdict: block");
+                    for reason in &report.reasons {
+                        println!("  - {reason}");
+                    }
+                }
+            }
+        }
+    }
+    Ok(match report.verdict {
+        PromotionVerdict::Promote => ExitCode::SUCCESS,
+        PromotionVerdict::Block => ExitCode::from(1),
+    })
+}

@@ -1,0 +1,61 @@
+//! `agentic score FILE|-`: grade one evaluation with the deterministic algorithm of
+//! `docs/scoring.md`.
+//!
+//! Reads `{"hard_gates": {...}, "criteria": [...], "pass_threshold"?}` (JSON or YAML; `-` is
+//! standard input) and prints the result payload as JSON on stdout. Exit 0 when passed, 1 when
+//! not passed, 2 for invalid input (stderr names the field and what is wrong).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use agentic_eval::{FormulaRegistry, ScoreRequest, parse_input, score};
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub(crate) struct ScoreArgs {
+    /// The score request file, or `-` for standard input.
+    file: String,
+    /// Print compact JSON on one line.
+    #[arg(long)]
+    compact: bool,
+}
+
+/// Reads a file, or standard input for `-`; the error names the file.
+pub(crate) fn read_input(file: &str) -> Result<String, String> {
+    if file == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|error| format!("<stdin>: cannot read: {error}"))?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(file).map_err(|error| format!("{file}: cannot read: {error}"))
+    }
+}
+
+/// Prints diagnostics or a message to stderr and returns exit code 2.
+pub(crate) fn invalid(lines: impl IntoIterator<Item = String>) -> ExitCode {
+    for line in lines {
+        eprintln!("{line}");
+    }
+    ExitCode::from(2)
+}
+
+pub(crate) fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
+    let label = if args.file == "-" { "<stdin>" } else { args.file.as_str() };
+    let text = match read_input(&args.file) {
+        Ok(text) => text,
+        Err(message) => return Ok(invalid([format!("error: {message}")])),
+    };
+    let request: ScoreRequest = match parse_input(&text, "score request", label) {
+        Ok(request) => request,
+        Err(diagnostics) => return Ok(invalid(diagnostics.iter().map(ToString::to_string))),
+    };
+    let result = match score(&request, &FormulaRegistry::builtin()) {
+        Ok(result) => result,
+        Err(error) => {
+            return Ok(invalid([format!("{label}: error[invalid-input]: field `{}`: {error}", error.field())]));
+        }
+    };
+    let json = if args.compact { serde_json::to_string(&result)? } else { serde_json::to_string_pretty(&result)? };
+    println!("{json}");
+    Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
