@@ -54,6 +54,10 @@ impl IsolatedTaskRuntime for DockerRuntime {
         Err(self.unavailable())
     }
 
+    async fn setup_in(&self, _work_dir: &Path) -> Result<Workspace> {
+        Err(self.unavailable())
+    }
+
     async fn execute(&self, _workspace: &Workspace, _request: &ExecutionRequest) -> Result<ExecutionOutcome> {
         Err(self.unavailable())
     }

@@ -80,6 +80,10 @@ pub trait IsolatedTaskRuntime: Send + Sync + std::fmt::Debug {
     /// Creates a fresh workspace.
     async fn setup(&self) -> Result<Workspace>;
 
+    /// Creates a workspace whose work directory is the existing directory `work_dir` (for
+    /// example the engine's per-run directory). `cleanup` leaves `work_dir` itself alone.
+    async fn setup_in(&self, work_dir: &std::path::Path) -> Result<Workspace>;
+
     /// Runs one process in `workspace`. Cancel-safe: dropping the future kills the process group.
     async fn execute(&self, workspace: &Workspace, request: &ExecutionRequest) -> Result<ExecutionOutcome>;
 

@@ -378,7 +378,7 @@ pub(crate) fn plan(
     capabilities: &HostCapabilities,
     identity: &StepIdentity,
     options: SandboxOptions,
-    workspace_root: &Path,
+    writable_dirs: &[&Path],
     environment_detail: String,
     current_hard_limit: &dyn Fn(Resource) -> Option<u64>,
 ) -> (SandboxPlan, ProtectionReport) {
@@ -539,8 +539,8 @@ pub(crate) fn plan(
         (Ok(abi), true) => {
             let scopes = if *abi >= 6 { "; signals and abstract unix sockets scoped to the sandbox" } else { "" };
             let filesystem = Protection::applied(format!(
-                "ABI {abi}: read and execute everywhere, write only under `{}` and {}{scopes}",
-                workspace_root.display(),
+                "ABI {abi}: read and execute everywhere, write only under {} and {}{scopes}",
+                quoted_paths(writable_dirs),
                 WRITABLE_DEVICES.join(", ")
             ));
             let network = if !deny_network {
@@ -566,7 +566,10 @@ pub(crate) fn plan(
     let report = ProtectionReport {
         runtime: "subprocess".to_owned(),
         user,
-        workspace: Protection::applied(format!("fresh directory `{}` (mode 0700)", workspace_root.display())),
+        workspace: Protection::applied(format!(
+            "fresh private directory; writable: {}; HOME and TMPDIR inside it",
+            quoted_paths(writable_dirs)
+        )),
         process_group: Protection::applied(
             "own session and process group; the group gets SIGKILL when the program ends, times out or is cancelled",
         ),
@@ -589,6 +592,10 @@ pub(crate) fn plan(
     (plan, report)
 }
 
+fn quoted_paths(paths: &[&Path]) -> String {
+    paths.iter().map(|path| format!("`{}`", path.display())).collect::<Vec<_>>().join(", ")
+}
+
 /// The engine's own hard limit of `resource` (`None` for unlimited or unknown).
 pub(crate) fn own_hard_limit(resource: Resource) -> Option<u64> {
     match getrlimit(resource) {
@@ -603,11 +610,11 @@ pub(crate) fn own_hard_limit(resource: Resource) -> Option<u64> {
 pub(crate) fn prepare(
     plan: &SandboxPlan,
     identity: &StepIdentity,
-    workspace_root: &Path,
+    writable_dirs: &[&Path],
     report: &mut ProtectionReport,
 ) -> ChildSetup {
     let landlock = plan.landlock_abi.and_then(|abi| {
-        match landlock_ruleset(abi_from_number(abi), workspace_root, plan.landlock_deny_tcp) {
+        match landlock_ruleset(abi_from_number(abi), writable_dirs, plan.landlock_deny_tcp) {
             Ok(ruleset) => Some(ruleset),
             Err(error) => {
                 report.landlock_filesystem = Protection::not_available(format!("building the ruleset failed: {error}"));
@@ -631,7 +638,7 @@ pub(crate) fn prepare(
     }
 }
 
-fn landlock_ruleset(abi: ABI, writable: &Path, deny_tcp: bool) -> Result<RulesetCreated, landlock::RulesetError> {
+fn landlock_ruleset(abi: ABI, writable: &[&Path], deny_tcp: bool) -> Result<RulesetCreated, landlock::RulesetError> {
     let mut ruleset =
         Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(AccessFs::from_all(abi))?;
     if deny_tcp {
@@ -643,6 +650,6 @@ fn landlock_ruleset(abi: ABI, writable: &Path, deny_tcp: bool) -> Result<Ruleset
     ruleset
         .create()?
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))?
-        .add_rules(path_beneath_rules([writable], AccessFs::from_all(abi)))?
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))?
         .add_rules(path_beneath_rules(WRITABLE_DEVICES, AccessFs::from_all(abi)))
 }

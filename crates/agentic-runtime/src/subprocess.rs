@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -28,6 +28,7 @@ use agentic_core::workflow::RuntimeKind;
 use crate::IsolatedTaskRuntime;
 use crate::error::{Result, RuntimeError};
 use crate::outcome::{CapturedOutput, ExecutionOutcome, ResourceUsage, Termination};
+use crate::report::ProtectionReport;
 use crate::request::{DEFAULT_ENV_ALLOW, ExecutionRequest, FALLBACK_PATH, ResourceLimits};
 use crate::sandbox::{self, HostCapabilities, RunAs, SandboxOptions, Stage, StepIdentity};
 use crate::workspace::{Artifact, Workspace};
@@ -101,6 +102,40 @@ impl SubprocessRuntime {
         self
     }
 
+    async fn create_workspace(&self, work_dir: Option<PathBuf>) -> Result<Workspace> {
+        let base_dir = self.base_dir.clone();
+        // Probe the host now, so the first `execute` does not pay for it.
+        let identity = StepIdentity::resolve(sandbox::host_capabilities(), self.options);
+        let owner = identity.switched.then_some((identity.uid, identity.gid));
+        tokio::task::spawn_blocking(move || Workspace::create(&base_dir, work_dir.as_deref(), owner)).await.map_err(
+            |error| RuntimeError::Workspace {
+                path: self.base_dir.clone(),
+                action: "create",
+                source: io::Error::other(error),
+            },
+        )?
+    }
+
+    /// The protections `request` would get in `workspace`, without running anything.
+    ///
+    /// The same planning as `execute`; the report of a real run can only differ when building the
+    /// Landlock ruleset fails at spawn time (then it says so).
+    pub fn planned_protections(&self, workspace: &Workspace, request: &ExecutionRequest) -> ProtectionReport {
+        let capabilities = sandbox::host_capabilities();
+        let identity = StepIdentity::resolve(capabilities, self.options);
+        let (_, environment_detail) = build_environment(request, workspace, workspace.work_dir());
+        let (_, report) = sandbox::plan(
+            request,
+            capabilities,
+            &identity,
+            self.options,
+            &workspace.writable_dirs(),
+            environment_detail,
+            &sandbox::own_hard_limit,
+        );
+        report
+    }
+
     /// What this host allows (probed once per process, then cached).
     pub fn host_capabilities() -> &'static HostCapabilities {
         sandbox::host_capabilities()
@@ -114,13 +149,11 @@ impl IsolatedTaskRuntime for SubprocessRuntime {
     }
 
     async fn setup(&self) -> Result<Workspace> {
-        let base_dir = self.base_dir.clone();
-        // Probe the host now, so the first `execute` does not pay for it.
-        let identity = StepIdentity::resolve(sandbox::host_capabilities(), self.options);
-        let owner = identity.switched.then_some((identity.uid, identity.gid));
-        tokio::task::spawn_blocking(move || Workspace::create(&base_dir, owner)).await.map_err(|error| {
-            RuntimeError::Workspace { path: self.base_dir.clone(), action: "create", source: io::Error::other(error) }
-        })?
+        self.create_workspace(None).await
+    }
+
+    async fn setup_in(&self, work_dir: &Path) -> Result<Workspace> {
+        self.create_workspace(Some(work_dir.to_path_buf())).await
     }
 
     async fn execute(&self, workspace: &Workspace, request: &ExecutionRequest) -> Result<ExecutionOutcome> {
@@ -129,7 +162,7 @@ impl IsolatedTaskRuntime for SubprocessRuntime {
 
     async fn collect_artifacts(&self, workspace: &Workspace) -> Result<Vec<Artifact>> {
         let workspace = workspace.clone();
-        let root = workspace.root.clone();
+        let root = workspace.root().to_path_buf();
         tokio::task::spawn_blocking(move || workspace.list_artifacts())
             .await
             .map_err(|error| RuntimeError::Workspace { path: root, action: "list", source: io::Error::other(error) })?
@@ -137,7 +170,7 @@ impl IsolatedTaskRuntime for SubprocessRuntime {
 
     async fn cleanup(&self, workspace: &Workspace) -> Result<()> {
         let workspace = workspace.clone();
-        let root = workspace.root.clone();
+        let root = workspace.root().to_path_buf();
         tokio::task::spawn_blocking(move || workspace.remove()).await.map_err(|error| RuntimeError::Workspace {
             path: root,
             action: "remove",
@@ -170,7 +203,11 @@ fn validate(request: &ExecutionRequest) -> Result<String> {
 }
 
 /// The step's environment: the allow-list from the caller, `HOME`, `TMPDIR`, then the step's variables.
-fn build_environment(request: &ExecutionRequest, workspace: &Workspace) -> (BTreeMap<String, OsString>, String) {
+fn build_environment(
+    request: &ExecutionRequest,
+    workspace: &Workspace,
+    cwd: &Path,
+) -> (BTreeMap<String, OsString>, String) {
     let mut env = BTreeMap::new();
     let mut passed = Vec::new();
     let allowed = DEFAULT_ENV_ALLOW.iter().map(|name| (*name).to_owned()).chain(request.env_allow.iter().cloned());
@@ -186,12 +223,13 @@ fn build_environment(request: &ExecutionRequest, workspace: &Workspace) -> (BTre
     env.entry("PATH".to_owned()).or_insert_with(|| OsString::from(FALLBACK_PATH));
     env.insert("HOME".to_owned(), workspace.home_dir().into_os_string());
     env.insert("TMPDIR".to_owned(), workspace.tmp_dir().into_os_string());
+    env.insert("PWD".to_owned(), cwd.as_os_str().to_owned());
     for (name, value) in &request.env {
         env.insert(name.clone(), OsString::from(value));
     }
     let step_names: Vec<&str> = request.env.keys().map(String::as_str).collect();
     let detail = format!(
-        "cleared; passed through: [{}]; set: [HOME, TMPDIR]; step variables: [{}]",
+        "cleared; passed through: [{}]; set: [HOME, TMPDIR, PWD]; step variables: [{}]",
         passed.join(", "),
         step_names.join(", ")
     );
@@ -205,7 +243,7 @@ async fn execute(
 ) -> Result<ExecutionOutcome> {
     let program = validate(request)?;
     let cwd = workspace.resolve_workdir(request.workdir.as_deref())?;
-    let (env, environment_detail) = build_environment(request, workspace);
+    let (env, environment_detail) = build_environment(request, workspace, &cwd);
     let capabilities = sandbox::host_capabilities();
     let identity = StepIdentity::resolve(capabilities, options);
     let (plan, mut report) = sandbox::plan(
@@ -213,11 +251,11 @@ async fn execute(
         capabilities,
         &identity,
         options,
-        &workspace.root,
+        &workspace.writable_dirs(),
         environment_detail,
         &sandbox::own_hard_limit,
     );
-    let setup = sandbox::prepare(&plan, &identity, &workspace.root, &mut report);
+    let setup = sandbox::prepare(&plan, &identity, &workspace.writable_dirs(), &mut report);
 
     let mut command = std::process::Command::new(&program);
     command

@@ -12,23 +12,43 @@ use crate::error::{Result, RuntimeError};
 /// Most files [`collect_artifacts`](crate::IsolatedTaskRuntime::collect_artifacts) lists.
 pub const MAX_ARTIFACTS: usize = 10_000;
 
-/// A fresh, private (mode 0700) directory tree for one task.
+/// The directories one task runs in.
 ///
-/// Layout: `root/work` (the working directory and the place artifacts are collected from),
-/// `root/home` (`HOME`) and `root/tmp` (`TMPDIR`). Only `root` is writable under Landlock.
-/// Remove it with [`cleanup`](crate::IsolatedTaskRuntime::cleanup); dropping it removes nothing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A workspace made by [`setup`](crate::IsolatedTaskRuntime::setup) is a fresh, private
+/// (mode 0700) tree: `root/work` (the working directory, where artifacts are collected from),
+/// `root/home` (`HOME`) and `root/tmp` (`TMPDIR`). One made by
+/// [`setup_in`](crate::IsolatedTaskRuntime::setup_in) uses an existing directory as the work
+/// directory and a fresh `root` for `home` and `tmp` only.
+///
+/// Under Landlock only the work directory and `root` are writable.
+/// [`cleanup`](crate::IsolatedTaskRuntime::cleanup) removes `root` (never an adopted work
+/// directory); dropping a workspace removes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Workspace {
-    /// A unique name, also the last component of `root`.
-    pub id: String,
-    /// The workspace root.
-    pub root: PathBuf,
+    id: String,
+    root: PathBuf,
+    work_dir: PathBuf,
 }
 
 impl Workspace {
+    /// A unique name, also the last component of `root`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The directory the runtime created and `cleanup` removes.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// The working directory of the task, where artifacts are collected from.
-    pub fn work_dir(&self) -> PathBuf {
-        self.root.join("work")
+    pub fn work_dir(&self) -> &Path {
+        &self.work_dir
+    }
+
+    /// `true` when the work directory is an existing directory the caller owns (`setup_in`).
+    pub fn is_adopted(&self) -> bool {
+        !self.work_dir.starts_with(&self.root)
     }
 
     /// `HOME` of the task.
@@ -41,9 +61,31 @@ impl Workspace {
         self.root.join("tmp")
     }
 
+    /// The directories the task may write to under Landlock.
+    pub fn writable_dirs(&self) -> Vec<&Path> {
+        if self.is_adopted() { vec![&self.work_dir, &self.root] } else { vec![&self.root] }
+    }
+
     /// Creates a fresh workspace under `base`, handed to `owner` (uid, gid) when given.
-    pub(crate) fn create(base: &Path, owner: Option<(u32, u32)>) -> Result<Self> {
+    /// With `work_dir`, that existing directory becomes the work directory.
+    pub(crate) fn create(base: &Path, work_dir: Option<&Path>, owner: Option<(u32, u32)>) -> Result<Self> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let adopted = match work_dir {
+            Some(dir) => {
+                let canonical = dir.canonicalize().map_err(|source| RuntimeError::Workspace {
+                    path: dir.to_path_buf(),
+                    action: "open",
+                    source,
+                })?;
+                if !canonical.is_dir() {
+                    return Err(RuntimeError::InvalidRequest {
+                        reason: format!("work directory `{}` is not a directory", dir.display()),
+                    });
+                }
+                Some(canonical)
+            }
+            None => None,
+        };
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let id = format!("agentic-ws-{}-{}-{nanos:08x}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
         let root = base.join(&id);
@@ -56,17 +98,26 @@ impl Workspace {
             action: "create",
             source,
         })?;
-        let workspace = Self { id, root };
-        for dir in [workspace.work_dir(), workspace.home_dir(), workspace.tmp_dir()] {
-            builder.create(&dir).map_err(|source| RuntimeError::Workspace {
+        let work_dir = adopted.clone().unwrap_or_else(|| root.join("work"));
+        let workspace = Self { id, root, work_dir };
+        let mut created = vec![workspace.home_dir(), workspace.tmp_dir()];
+        if adopted.is_none() {
+            created.push(workspace.work_dir.clone());
+        }
+        for dir in &created {
+            builder.create(dir).map_err(|source| RuntimeError::Workspace {
                 path: dir.clone(),
                 action: "create",
                 source,
             })?;
         }
         if let Some((uid, gid)) = owner {
-            for dir in [workspace.root.clone(), workspace.work_dir(), workspace.home_dir(), workspace.tmp_dir()] {
-                std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|source| RuntimeError::Workspace {
+            created.push(workspace.root.clone());
+            if adopted.is_some() {
+                created.push(workspace.work_dir.clone());
+            }
+            for dir in &created {
+                std::os::unix::fs::chown(dir, Some(uid), Some(gid)).map_err(|source| RuntimeError::Workspace {
                     path: dir.clone(),
                     action: "chown",
                     source,
@@ -87,8 +138,16 @@ impl Workspace {
 
     /// Resolves a working directory given relative to `work_dir`, refusing anything that escapes it.
     pub(crate) fn resolve_workdir(&self, workdir: Option<&Path>) -> Result<PathBuf> {
+        if !self.work_dir.is_dir() {
+            return Err(RuntimeError::InvalidRequest {
+                reason: format!(
+                    "workspace work directory `{}` is gone; was the workspace cleaned up? call `setup` again",
+                    self.work_dir.display()
+                ),
+            });
+        }
         let Some(relative) = workdir else {
-            return Ok(self.work_dir());
+            return Ok(self.work_dir.clone());
         };
         let escapes = relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
         if escapes {
@@ -99,7 +158,7 @@ impl Workspace {
                 ),
             });
         }
-        let path = self.work_dir().join(relative);
+        let path = self.work_dir.join(relative);
         if !path.is_dir() {
             return Err(RuntimeError::InvalidRequest {
                 reason: format!(
@@ -113,7 +172,7 @@ impl Workspace {
 
     /// Lists the regular files under `work_dir` (symbolic links are not followed).
     pub(crate) fn list_artifacts(&self) -> Result<Vec<Artifact>> {
-        let work_dir = self.work_dir();
+        let work_dir = self.work_dir.clone();
         let mut artifacts = Vec::new();
         let mut pending = vec![work_dir.clone()];
         while let Some(dir) = pending.pop() {

@@ -45,14 +45,14 @@ async fn test_subprocess_runtime_cleanup() {
     let runtime = runtime();
     let (outcome, workspace) = run(&runtime, sh("mkdir -p out/deep && echo data > out/deep/result.txt")).await;
     assert!(outcome.success(), "{outcome:?}");
-    assert!(workspace.root.is_dir());
+    assert!(workspace.root().is_dir());
     let artifacts = runtime.collect_artifacts(&workspace).await.unwrap();
     assert_eq!(artifacts.len(), 1);
     assert_eq!(artifacts[0].relative_path, std::path::Path::new("out/deep/result.txt"));
     assert_eq!(artifacts[0].size_bytes, 5);
 
     runtime.cleanup(&workspace).await.unwrap();
-    assert!(!workspace.root.exists(), "{} still exists after cleanup", workspace.root.display());
+    assert!(!workspace.root().exists(), "{} still exists after cleanup", workspace.root().display());
     // Cleanup is idempotent.
     runtime.cleanup(&workspace).await.unwrap();
 }
@@ -92,4 +92,68 @@ async fn test_runtime_factory_docker_opt_in() {
     // This build has no Docker client: the choice is honoured, and setup says it cannot work.
     let error = runtime.setup().await.unwrap_err();
     assert!(error.to_string().contains("no Docker client"), "{error}");
+}
+
+#[tokio::test]
+async fn setup_in_adopts_an_existing_directory_and_cleanup_keeps_it() {
+    let run_dir = std::env::temp_dir().join(format!("agentic-run-dir-test-{}", std::process::id()));
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(run_dir.join("input.txt"), "from the engine\n").unwrap();
+    let runtime = runtime();
+    let workspace = runtime.setup_in(&run_dir).await.unwrap();
+    assert!(workspace.is_adopted());
+    assert_eq!(workspace.work_dir(), run_dir.canonicalize().unwrap());
+    let outcome = runtime.execute(&workspace, &sh("cat input.txt; echo step > output.txt; echo $HOME")).await.unwrap();
+    assert!(outcome.success(), "{outcome:?}");
+    assert_eq!(outcome.stdout.text, format!("from the engine\n{}\n", workspace.home_dir().display()));
+    let names: Vec<_> = runtime
+        .collect_artifacts(&workspace)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|artifact| artifact.relative_path.display().to_string())
+        .collect();
+    assert_eq!(names, ["input.txt", "output.txt"]);
+
+    runtime.cleanup(&workspace).await.unwrap();
+    assert!(!workspace.root().exists());
+    assert_eq!(std::fs::read_to_string(run_dir.join("output.txt")).unwrap(), "step\n");
+    std::fs::remove_dir_all(&run_dir).unwrap();
+
+    // A workspace that is gone gives a clear error, not a confusing spawn failure.
+    let error = runtime.execute(&workspace, &sh("true")).await.unwrap_err();
+    assert!(error.to_string().contains("is gone"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_executions_keep_their_outputs_apart() {
+    let runtime = std::sync::Arc::new(runtime());
+    let mut handles = Vec::new();
+    for index in 0..6 {
+        let runtime = std::sync::Arc::clone(&runtime);
+        handles.push(tokio::spawn(async move {
+            let workspace = runtime.setup().await.unwrap();
+            let script = format!("i=0; while [ $i -lt 200 ]; do echo run{index}; i=$((i+1)); done");
+            let outcome = runtime.execute(&workspace, &sh(&script)).await.unwrap();
+            runtime.cleanup(&workspace).await.unwrap();
+            (index, outcome)
+        }));
+    }
+    for handle in handles {
+        let (index, outcome) = handle.await.unwrap();
+        assert!(outcome.success(), "{outcome:?}");
+        assert_eq!(outcome.stdout.text, format!("run{index}\n").repeat(200));
+    }
+}
+
+#[tokio::test]
+async fn common_device_writes_work_in_the_sandbox() {
+    let runtime = runtime();
+    let script =
+        "echo out > /dev/stdout; echo err > /dev/stderr; echo gone > /dev/null; head -c 4 /dev/urandom | wc -c";
+    let (outcome, workspace) = run(&runtime, sh(script)).await;
+    assert!(outcome.success(), "{outcome:?}");
+    assert_eq!(outcome.stdout.text, "out\n4\n");
+    assert_eq!(outcome.stderr.text, "err\n");
+    runtime.cleanup(&workspace).await.unwrap();
 }

@@ -146,10 +146,10 @@ async fn environment_is_cleared_to_the_allow_list() {
     let (outcome, workspace) = run(&runtime, ExecutionRequest::new(["env"]).with_env("STEP_VAR", "step value")).await;
     assert!(outcome.success(), "{outcome:?}");
     let names = environment_names(&outcome.stdout.text);
-    for required in ["HOME", "PATH", "STEP_VAR", "TMPDIR"] {
+    for required in ["HOME", "PATH", "PWD", "STEP_VAR", "TMPDIR"] {
         assert!(names.contains(&required), "{required} missing from {names:?}");
     }
-    let allowed = ["HOME", "LANG", "LC_ALL", "LC_CTYPE", "PATH", "STEP_VAR", "TMPDIR", "TZ"];
+    let allowed = ["HOME", "LANG", "LC_ALL", "LC_CTYPE", "PATH", "PWD", "STEP_VAR", "TMPDIR", "TZ"];
     for name in &names {
         assert!(allowed.contains(name), "`{name}` is not on the allow-list but the step sees it");
     }
@@ -196,7 +196,7 @@ async fn cpu_time_limit_kills_a_busy_loop() {
     );
     assert!(!outcome.timed_out);
     let cpu_ms = outcome.usage.user_cpu_ms + outcome.usage.system_cpu_ms;
-    assert!(cpu_ms >= 900, "only {cpu_ms} ms of CPU before the kill");
+    assert!(cpu_ms >= 500, "only {cpu_ms} ms of CPU before the kill: {outcome:?}");
     runtime.cleanup(&workspace).await.unwrap();
 }
 
