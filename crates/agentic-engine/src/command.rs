@@ -5,7 +5,7 @@
 //! it printed. The sandboxed implementation comes from `agentic-runtime`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentic_core::workflow::RuntimeSpec;
@@ -90,4 +90,7 @@ pub trait CommandRunner: Send + Sync {
     /// Runs `spec`. Must kill the whole process group on timeout and when `cancel` fires,
     /// and must leave no process behind when it returns.
     async fn run(&self, spec: CommandSpec, cancel: CancelToken) -> Result<CommandOutput, CommandError>;
+
+    /// Releases what the runner set up for `workdir` (called once when a run ends).
+    async fn finish(&self, _workdir: &Path) {}
 }

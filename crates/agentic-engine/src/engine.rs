@@ -344,6 +344,7 @@ impl Engine {
             run_json["events"] = json!(bus.last_seq());
             let _ = run_dir.write_json("run.json", &run_json);
         }
+        self.commands.finish(&workspace).await;
         if temporary_workspace {
             let _ = std::fs::remove_dir_all(&workspace);
         }

@@ -24,6 +24,7 @@ mod events;
 mod local;
 mod run;
 mod rundir;
+mod sandbox;
 mod strategy;
 
 pub use cancel::CancelToken;
@@ -37,6 +38,7 @@ pub use evaluate::{
 pub use events::EventBus;
 pub use local::LocalRunner;
 pub use rundir::{AttemptArtifacts, RunDir, list_attempts};
+pub use sandbox::SandboxRunner;
 pub use strategy::{
     AttemptInput, AttemptSummary, DagOnce, ExecutionStrategy, IterativeRepair, RunHandle, StopReason, StrategyOutcome,
     strategy_for,

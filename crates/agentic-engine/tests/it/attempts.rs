@@ -12,7 +12,7 @@ strategy: {kind: iterative_repair, max_attempts: 3}
 steps:
   - name: check
     kind: command
-    argv: [sh, -c, "echo try >> ../tries; n=$(wc -l < ../tries); echo out $n; [ $n -ge 2 ]"]
+    argv: [sh, -c, "echo try >> tries; n=$(wc -l < tries); echo out $n; [ $n -ge 2 ]"]
 "#;
 
 async fn flaky_run() -> (PathBuf, tempfile::TempDir) {

@@ -354,3 +354,26 @@ steps:
     assert_eq!(std::fs::read_to_string(run_dir.join("logs/say.stderr")).unwrap(), "err\n");
     assert!(run_dir.join("result.json").is_file());
 }
+
+#[tokio::test]
+async fn local_runner_also_kills_the_group_on_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let flow = workflow(
+        r#"
+name: slow
+steps:
+  - name: sleeper
+    kind: command
+    argv: [sh, -c, "sleep 30 & echo $! > child.pid; sleep 30"]
+    timeout_s: 0.5
+"#,
+    );
+    let engine = agentic_engine::Engine::new(Arc::new(agentic_engine::LocalRunner));
+    let started = Instant::now();
+    let outcome =
+        run(&engine, &flow, RunRequest { workspace: Some(dir.path().to_owned()), ..RunRequest::default() }).await;
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert_eq!(outcome.result.step("sleeper").unwrap().status, StepStatus::TimedOut);
+    let child: i32 = std::fs::read_to_string(dir.path().join("child.pid")).unwrap().trim().parse().unwrap();
+    assert!(wait_gone(child).await, "background child {child} survived the timeout");
+}

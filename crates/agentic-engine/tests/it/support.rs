@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use agentic_adapters::{AgentSettings, CassetteEntry, ChatRequest, ChatResponse, ProviderAgent, ReplayProvider};
 use agentic_core::{CanonicalEvent, ValidatedWorkflow, load_workflow};
-use agentic_engine::{Engine, EngineSettings, LocalRunner, RunOutcome, RunRequest};
+use agentic_engine::{Engine, EngineSettings, RunOutcome, RunRequest, SandboxRunner};
 use serde_json::{Map, Value};
 
 /// Loads a workflow, failing the test with its diagnostics when it does not validate.
@@ -18,9 +18,10 @@ pub(crate) fn workflow(yaml: &str) -> Arc<ValidatedWorkflow> {
     }
 }
 
-/// An engine with the local command runner and the built-in tools.
+/// An engine with the sandboxed subprocess runtime and the built-in tools.
 pub(crate) fn engine() -> Engine {
-    Engine::new(Arc::new(LocalRunner)).with_settings(EngineSettings { max_parallel: 8, allow_experimental: true })
+    Engine::new(Arc::new(SandboxRunner::subprocess()))
+        .with_settings(EngineSettings { max_parallel: 8, allow_experimental: true })
 }
 
 /// An engine whose agent answers from `entries` through the replay provider.
