@@ -174,27 +174,27 @@ pub struct PromotionReport {
     pub candidate_severe_rate: f64,
 }
 
-/// A file of evaluation results (the output of `agentic score`, collected): a JSON array, or
-/// an object with a `results` array.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ResultSet {
-    /// `[result, ...]`.
-    List(Vec<EvaluationResult>),
-    /// `{"results": [result, ...]}`.
-    Wrapped {
-        /// The results.
-        results: Vec<EvaluationResult>,
-    },
-}
-
-impl ResultSet {
-    /// The results.
-    pub fn into_results(self) -> Vec<EvaluationResult> {
-        match self {
-            ResultSet::List(results) | ResultSet::Wrapped { results } => results,
-        }
-    }
+/// Parses a file of evaluation results (a JSON array, or `{"results": [...]}`); the error
+/// names the item and the field.
+pub fn parse_result_set(text: &str) -> Result<Vec<EvaluationResult>, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|error| format!("not valid JSON: {error}"))?;
+    let (items, prefix) = match value {
+        serde_json::Value::Array(items) => (items, ""),
+        serde_json::Value::Object(mut map) => match map.remove("results") {
+            Some(serde_json::Value::Array(items)) => (items, "results"),
+            _ => return Err("expected a JSON array of results, or an object with a `results` array".to_owned()),
+        },
+        _ => return Err("expected a JSON array of results, or an object with a `results` array".to_owned()),
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(idx, item)| {
+            serde_json::from_value(item).map_err(|error| {
+                format!("`{prefix}[{idx}]`: {error}; each item is the JSON printed by `agentic score`")
+            })
+        })
+        .collect()
 }
 
 struct Side {

@@ -6,10 +6,14 @@
 
 use std::process::ExitCode;
 
-use agentic_eval::{CompareThresholds, RunComparison, SuiteRun, SuiteSummary, compare_runs, evaluate_suite, parse_input};
+use agentic_eval::{
+    CompareThresholds, RunComparison, SuiteRun, SuiteSummary, compare_runs, evaluate_suite, parse_input,
+};
 use clap::{Args, ValueEnum};
 
-use super::score::{invalid, read_input};
+use std::fmt::Write as _;
+
+use super::score::{emit, invalid, read_input};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -48,8 +52,8 @@ pub(crate) struct CompareArgs {
 
 fn load(file: &str) -> Result<SuiteSummary, ExitCode> {
     let text = read_input(file).map_err(|message| invalid([format!("error: {message}")]))?;
-    let run: SuiteRun =
-        parse_input(&text, "suite run", file).map_err(|diagnostics| invalid(diagnostics.iter().map(ToString::to_string)))?;
+    let run: SuiteRun = parse_input(&text, "suite run", file)
+        .map_err(|diagnostics| invalid(diagnostics.iter().map(ToString::to_string)))?;
     evaluate_suite(&run).map_err(|error| invalid([format!("{file}: error[invalid-input]: {error}")]))
 }
 
@@ -74,28 +78,42 @@ pub(crate) fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     };
     let comparison = compare_runs(&base, &candidate, &thresholds);
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&comparison)?),
-        Format::Text => print_text(&comparison),
+        Format::Json => emit(&serde_json::to_string_pretty(&comparison)?)?,
+        Format::Text => emit(&render_text(&comparison)?)?,
     }
     Ok(if comparison.regression_detected { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-fn print_text(comparison: &RunComparison) {
+fn render_text(comparison: &RunComparison) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
     let (base, candidate) = (&comparison.base, &comparison.candidate);
-    println!("baseline  {}: pass rate {:.2}%, mean score {:.2}", base.run_id, base.cases_pass_rate_pct, base.weighted_metrics_score_pct);
-    println!(
+    writeln!(
+        out,
+        "baseline  {}: pass rate {:.2}%, mean score {:.2}",
+        base.run_id, base.cases_pass_rate_pct, base.weighted_metrics_score_pct
+    )?;
+    writeln!(
+        out,
         "candidate {}: pass rate {:.2}%, mean score {:.2}",
         candidate.run_id, candidate.cases_pass_rate_pct, candidate.weighted_metrics_score_pct
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "cases: {} regression(s), {} improvement(s), {} unchanged",
         comparison.case_regressions, comparison.case_improvements, comparison.case_unchanged
-    );
+    )?;
     for case in &comparison.cases {
-        println!("  {:<12} {:?} (delta {})", case.case_id, case.change, case.delta.map_or("-".to_owned(), |d| format!("{d:+.2}")));
+        writeln!(
+            out,
+            "  {:<12} {:?} (delta {})",
+            case.case_id,
+            case.change,
+            case.delta.map_or("-".to_owned(), |d| format!("{d:+.2}"))
+        )?;
     }
     match (&comparison.paired, &comparison.paired_note) {
-        (Some(paired), _) => println!(
+        (Some(paired), _) => writeln!(
+            out,
             "paired difference (candidate - baseline) over {} cases: {:+.2}, {:.0}% CI [{:+.2}, {:+.2}] ({})",
             paired.n,
             paired.mean_difference,
@@ -103,16 +121,17 @@ fn print_text(comparison: &RunComparison) {
             paired.ci_low,
             paired.ci_high,
             paired.verdict
-        ),
-        (None, Some(note)) => println!("paired difference: not computed ({note})"),
+        )?,
+        (None, Some(note)) => writeln!(out, "paired difference: not computed ({note})")?,
         (None, None) => {}
     }
     if comparison.regression_detected {
-        println!("REGRESSION");
+        writeln!(out, "REGRESSION")?;
         for reason in &comparison.regression_reasons {
-            println!("  - {reason}");
+            writeln!(out, "  - {reason}")?;
         }
     } else {
-        println!("no regression");
+        writeln!(out, "no regression")?;
     }
+    Ok(out.trim_end().to_owned())
 }

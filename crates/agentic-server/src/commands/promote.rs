@@ -8,11 +8,13 @@
 
 use std::process::ExitCode;
 
-use agentic_eval::{EvaluationResult, PromotionPolicy, PromotionVerdict, ResultSet, check_promotion, parse_input};
+use agentic_eval::{EvaluationResult, PromotionPolicy, PromotionVerdict, check_promotion, parse_result_set};
 use clap::Args;
 
 use super::compare::Format;
-use super::score::{invalid, read_input};
+use std::fmt::Write as _;
+
+use super::score::{emit, invalid, read_input};
 
 #[derive(Debug, Args)]
 pub(crate) struct PromoteArgs {
@@ -38,9 +40,7 @@ pub(crate) struct PromoteArgs {
 
 fn load(file: &str) -> Result<Vec<EvaluationResult>, ExitCode> {
     let text = read_input(file).map_err(|message| invalid([format!("error: {message}")]))?;
-    let set: ResultSet = parse_input(&text, "evaluation results", file)
-        .map_err(|diagnostics| invalid(diagnostics.iter().map(ToString::to_string)))?;
-    Ok(set.into_results())
+    parse_result_set(&text).map_err(|message| invalid([format!("{file}: error[invalid-input]: {message}")]))
 }
 
 pub(crate) fn run(args: PromoteArgs) -> anyhow::Result<ExitCode> {
@@ -65,33 +65,37 @@ pub(crate) fn run(args: PromoteArgs) -> anyhow::Result<ExitCode> {
     };
     let report = check_promotion(&baseline, &candidate, &policy);
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Json => emit(&serde_json::to_string_pretty(&report)?)?,
         Format::Text => {
-            println!(
+            let mut out = String::new();
+            writeln!(
+                out,
                 "baseline: {} results, mean weighted score {:.2}; candidate: {} results, mean {:.2}",
                 report.baseline_samples,
                 report.baseline_weighted_mean,
                 report.candidate_samples,
                 report.candidate_weighted_mean
-            );
+            )?;
             for criterion in &report.criteria {
-                println!(
+                writeln!(
+                    out,
                     "  {:<24} {:?} delta {} {}",
                     criterion.name,
                     criterion.trend,
                     criterion.delta.map_or("-".to_owned(), |d| format!("{d:+.4}")),
                     if criterion.non_inferior && !criterion.floor_regressed { "ok" } else { "BLOCKS" }
-                );
+                )?;
             }
             match report.verdict {
-                PromotionVerdict::Promote => println!("verdict: promote"),
+                PromotionVerdict::Promote => writeln!(out, "verdict: promote")?,
                 PromotionVerdict::Block => {
-                    println!("verdict: block");
+                    writeln!(out, "verdict: block")?;
                     for reason in &report.reasons {
-                        println!("  - {reason}");
+                        writeln!(out, "  - {reason}")?;
                     }
                 }
             }
+            emit(out.trim_end())?;
         }
     }
     Ok(match report.verdict {

@@ -31,6 +31,16 @@ pub(crate) fn read_input(file: &str) -> Result<String, String> {
     }
 }
 
+/// Writes `text` and a newline to stdout; a closed pipe (`agentic score x | head`) is not an error.
+pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.write_all(b"\n")).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Prints diagnostics or a message to stderr and returns exit code 2.
 pub(crate) fn invalid(lines: impl IntoIterator<Item = String>) -> ExitCode {
     for line in lines {
@@ -56,6 +66,6 @@ pub(crate) fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let json = if args.compact { serde_json::to_string(&result)? } else { serde_json::to_string_pretty(&result)? };
-    println!("{json}");
+    emit(&json)?;
     Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

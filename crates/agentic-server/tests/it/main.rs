@@ -1,6 +1,7 @@
 //! Integration tests of the `agentic` binary: each module runs the real executable.
 
 mod lint;
+mod scoring;
 
 /// The `agentic` binary built for these tests.
 pub(crate) fn agentic() -> std::process::Command {
