@@ -475,7 +475,8 @@ pub(crate) fn plan(
     let cpu_time_limit = match limits.cpu_time_s {
         Some(seconds) => {
             let (soft, hard) = limit(Resource::RLIMIT_CPU, seconds, seconds.saturating_add(1));
-            Protection::applied(format!("RLIMIT_CPU {soft} s (SIGXCPU), hard {hard} s (SIGKILL){advisory}"))
+            let lowered = lowered(seconds, soft);
+            Protection::applied(format!("RLIMIT_CPU {soft} s (SIGXCPU), hard {hard} s (SIGKILL){lowered}{advisory}"))
         }
         None => Protection::not_requested("no `cpu_time_s`"),
     };
@@ -487,7 +488,8 @@ pub(crate) fn plan(
             };
             let bytes = megabytes.saturating_mul(MIB);
             let (soft, _) = limit(resource, bytes, bytes);
-            Protection::applied(format!("{name} {} MiB{advisory}", soft / MIB))
+            let lowered = lowered(bytes, soft);
+            Protection::applied(format!("{name} {} MiB{lowered}{advisory}", soft / MIB))
         }
         None => Protection::not_requested("no `memory_mb`"),
     };
@@ -498,15 +500,20 @@ pub(crate) fn plan(
         )),
         Some(count) => {
             let (soft, _) = limit(Resource::RLIMIT_NPROC, count, count);
+            let lowered = lowered(count, soft);
             let scope = if in_user_namespace { "in its user namespace" } else { "on the whole machine" };
-            Protection::applied(format!("RLIMIT_NPROC {soft} (counts the processes of uid {} {scope})", identity.uid))
+            Protection::applied(format!(
+                "RLIMIT_NPROC {soft} (counts the processes of uid {} {scope}){lowered}",
+                identity.uid
+            ))
         }
         None => Protection::not_requested("no `max_processes`"),
     };
     let open_files_limit = match limits.max_open_files {
         Some(count) => {
             let (soft, _) = limit(Resource::RLIMIT_NOFILE, count, count);
-            Protection::applied(format!("RLIMIT_NOFILE {soft}{advisory}"))
+            let lowered = lowered(count, soft);
+            Protection::applied(format!("RLIMIT_NOFILE {soft}{lowered}{advisory}"))
         }
         None => Protection::not_requested("no `max_open_files`"),
     };
@@ -514,7 +521,8 @@ pub(crate) fn plan(
         Some(megabytes) => {
             let bytes = megabytes.saturating_mul(MIB);
             let (soft, _) = limit(Resource::RLIMIT_FSIZE, bytes, bytes);
-            Protection::applied(format!("RLIMIT_FSIZE {} MiB (SIGXFSZ){advisory}", soft / MIB))
+            let lowered = lowered(bytes, soft);
+            Protection::applied(format!("RLIMIT_FSIZE {} MiB (SIGXFSZ){lowered}{advisory}", soft / MIB))
         }
         None => Protection::not_requested("no file size limit"),
     };
@@ -592,6 +600,11 @@ pub(crate) fn plan(
     (plan, report)
 }
 
+/// A note when a requested limit was lowered to the engine's own hard limit.
+fn lowered(asked: u64, got: u64) -> String {
+    if got < asked { format!(" (asked {asked}, lowered to the engine's own hard limit)") } else { String::new() }
+}
+
 fn quoted_paths(paths: &[&Path]) -> String {
     paths.iter().map(|path| format!("`{}`", path.display())).collect::<Vec<_>>().join(", ")
 }
@@ -652,4 +665,160 @@ fn landlock_ruleset(abi: ABI, writable: &[&Path], deny_tcp: bool) -> Result<Rule
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))?
         .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))?
         .add_rules(path_beneath_rules(WRITABLE_DEVICES, AccessFs::from_all(abi)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::request::ResourceLimits;
+
+    fn options() -> SandboxOptions {
+        SandboxOptions { run_as: None, user_namespace: true, landlock: true, kill_grace: Duration::from_secs(2) }
+    }
+
+    fn request(network: bool) -> ExecutionRequest {
+        let mut request = ExecutionRequest::new(["true"]).with_timeout(Duration::from_secs(30));
+        request.network = network;
+        request.output_limit_bytes = 4096;
+        request.limits = ResourceLimits {
+            cpu_time_s: Some(10),
+            memory_mb: Some(512),
+            max_processes: Some(64),
+            max_open_files: Some(4096),
+            max_file_size_mb: Some(100),
+            ..ResourceLimits::default()
+        };
+        request
+    }
+
+    /// Plans `request` for a host and renders the plan and the report as JSON.
+    fn check(
+        request: &ExecutionRequest,
+        capabilities: &HostCapabilities,
+        options: SandboxOptions,
+    ) -> serde_json::Value {
+        let identity = StepIdentity {
+            uid: capabilities.euid,
+            gid: capabilities.egid,
+            switched: false,
+            user_namespace: capabilities.user_namespace.clone(),
+        };
+        // The engine's own hard limit on open files is 1024, so 4096 is lowered to it.
+        let hard_limit = |resource: Resource| (resource == Resource::RLIMIT_NOFILE).then_some(1024);
+        let writable = [Path::new("/tmp/ws")];
+        let (plan, report) =
+            plan(request, capabilities, &identity, options, &writable, "cleared".to_owned(), &hard_limit);
+        json!({
+            "plan": {
+                "namespaces": format!("{:?}", plan.namespaces),
+                "map_ids": plan.map_ids,
+                "rlimits": plan.rlimits.iter().map(|(resource, soft, hard)| format!("{resource:?} {soft} {hard}")).collect::<Vec<_>>(),
+                "landlock_abi": plan.landlock_abi,
+                "landlock_deny_tcp": plan.landlock_deny_tcp,
+            },
+            "report": report,
+        })
+    }
+
+    #[test]
+    fn root_host_with_every_capability() {
+        let capabilities = HostCapabilities {
+            euid: 0,
+            egid: 0,
+            user_namespace: Ok(()),
+            network_namespace: Ok(()),
+            landlock_abi: Ok(7),
+        };
+        insta::assert_json_snapshot!(check(&request(false), &capabilities, options()));
+    }
+
+    #[test]
+    fn unprivileged_host_without_namespaces_or_landlock() {
+        let capabilities = HostCapabilities {
+            euid: 1000,
+            egid: 1000,
+            user_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
+            network_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
+            landlock_abi: Err("the kernel does not support Landlock (missing)".into()),
+        };
+        insta::assert_json_snapshot!(check(&request(false), &capabilities, options()));
+    }
+
+    #[test]
+    fn root_host_with_old_landlock_and_network_allowed() {
+        let capabilities = HostCapabilities {
+            euid: 0,
+            egid: 0,
+            user_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
+            network_namespace: Ok(()),
+            landlock_abi: Ok(3),
+        };
+        let mut request = request(true);
+        request.limits = ResourceLimits::default();
+        request.timeout = None;
+        insta::assert_json_snapshot!(check(&request, &capabilities, options()));
+        // Without the network, the plain network namespace applies and Landlock has no TCP rules.
+        let report = check(&ExecutionRequest::new(["true"]), &capabilities, options());
+        assert_eq!(report["report"]["network_namespace"]["status"], "applied");
+        assert_eq!(report["report"]["landlock_network"]["status"], "not_available");
+        assert_eq!(report["plan"]["namespaces"], "Some(CloneFlags(CLONE_NEWNET))");
+    }
+
+    #[test]
+    fn switched_off_protections_are_not_requested() {
+        let capabilities = HostCapabilities {
+            euid: 0,
+            egid: 0,
+            user_namespace: Ok(()),
+            network_namespace: Ok(()),
+            landlock_abi: Ok(7),
+        };
+        let options = SandboxOptions { user_namespace: false, landlock: false, ..options() };
+        let report = check(&request(false), &capabilities, options);
+        assert_eq!(report["report"]["user_namespace"]["status"], "not_requested");
+        assert_eq!(report["report"]["landlock_filesystem"]["status"], "not_requested");
+        // The network is still cut with a plain network namespace (root).
+        assert_eq!(report["report"]["network_namespace"]["status"], "applied");
+        assert_eq!(report["plan"]["landlock_abi"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn report_renders_one_line_per_protection() {
+        let capabilities = HostCapabilities {
+            euid: 0,
+            egid: 0,
+            user_namespace: Ok(()),
+            network_namespace: Ok(()),
+            landlock_abi: Ok(7),
+        };
+        let identity = StepIdentity { uid: 0, gid: 0, switched: false, user_namespace: Ok(()) };
+        let (_, report) = plan(
+            &request(false),
+            &capabilities,
+            &identity,
+            options(),
+            &[Path::new("/tmp/ws")],
+            "cleared".to_owned(),
+            &|_| None,
+        );
+        insta::assert_snapshot!(report.render_text());
+    }
+
+    #[test]
+    fn this_host_is_probed_without_panicking() {
+        let capabilities = host_capabilities();
+        // Whatever the host, a failed probe carries a reason.
+        for result in [&capabilities.user_namespace, &capabilities.network_namespace] {
+            if let Err(reason) = result {
+                assert!(!reason.is_empty());
+            }
+        }
+        if let Ok(abi) = capabilities.landlock_abi {
+            assert!((1..=abi_number(LANDLOCK_MAX_ABI)).contains(&abi));
+        }
+    }
 }

@@ -304,8 +304,8 @@ async fn execute(
         waited
     };
     let (stdout, stderr, (), (waited, timed_out)) = tokio::join!(
-        capture(stdout, limit, exited.clone()),
-        capture(stderr, limit, exited),
+        capture(stdout, limit, exited.clone(), OUTPUT_DRAIN),
+        capture(stderr, limit, exited, OUTPUT_DRAIN),
         feed(stdin, request.stdin.as_deref()),
         supervise,
     );
@@ -375,6 +375,7 @@ async fn capture<R: AsyncRead + Unpin>(
     reader: Option<R>,
     limit: u64,
     mut exited: watch::Receiver<bool>,
+    drain: Duration,
 ) -> CapturedOutput {
     let Some(mut reader) = reader else {
         return CapturedOutput::default();
@@ -386,7 +387,7 @@ async fn capture<R: AsyncRead + Unpin>(
     let mut incomplete = false;
     let deadline = async {
         let _ = exited.wait_for(|exited| *exited).await;
-        tokio::time::sleep(OUTPUT_DRAIN).await;
+        tokio::time::sleep(drain).await;
     };
     tokio::pin!(deadline);
     loop {
@@ -527,4 +528,74 @@ fn reap_with_usage(pid: Pid) -> io::Result<(i32, ResourceUsage)> {
             max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify_raw(raw_status: i32, timed_out: bool, cpu_limit: Option<u64>, cpu_ms: u64) -> Termination {
+        let limits = ResourceLimits { cpu_time_s: cpu_limit, ..ResourceLimits::default() };
+        let usage = ResourceUsage { user_cpu_ms: cpu_ms, ..ResourceUsage::default() };
+        classify(Pid::from_raw(1), raw_status, timed_out, &limits, usage).0
+    }
+
+    #[test]
+    fn exits_and_signals_are_classified() {
+        assert_eq!(classify_raw(0, false, None, 0), Termination::Exited { code: 0 });
+        assert_eq!(classify_raw(3 << 8, false, None, 0), Termination::Exited { code: 3 });
+        assert_eq!(classify_raw(libc::SIGTERM, true, None, 0), Termination::TimedOut);
+        assert_eq!(classify_raw(libc::SIGXCPU, false, Some(1), 1000), Termination::CpuLimit { signal: libc::SIGXCPU });
+        // SIGKILL at the hard CPU limit is the CPU limit; SIGKILL well below it is not.
+        assert_eq!(classify_raw(libc::SIGKILL, false, Some(1), 2000), Termination::CpuLimit { signal: libc::SIGKILL });
+        assert_eq!(
+            classify_raw(libc::SIGKILL, false, Some(10), 50),
+            Termination::Signaled { signal: libc::SIGKILL, name: "SIGKILL".into() }
+        );
+        assert_eq!(classify_raw(libc::SIGXFSZ, false, None, 0), Termination::FileSizeLimit);
+        // A core-dump bit does not change the class.
+        assert_eq!(
+            classify_raw(libc::SIGSEGV | 0x80, false, None, 0),
+            Termination::Signaled { signal: libc::SIGSEGV, name: "SIGSEGV".into() }
+        );
+    }
+
+    #[tokio::test]
+    async fn capture_keeps_the_limit_and_counts_the_rest() {
+        let (mut writer, reader) = tokio::io::duplex(64);
+        let (_sender, exited) = watch::channel(false);
+        let writing = async move {
+            writer.write_all(b"0123456789").await.unwrap();
+            drop(writer);
+        };
+        let (captured, ()) = tokio::join!(capture(Some(reader), 4, exited, Duration::from_secs(60)), writing);
+        assert_eq!(captured.text, "0123");
+        assert_eq!(captured.total_bytes, 10);
+        assert!(captured.truncated);
+        assert!(!captured.incomplete);
+    }
+
+    #[tokio::test]
+    async fn capture_stops_after_the_drain_when_the_pipe_stays_open() {
+        let (mut writer, reader) = tokio::io::duplex(64);
+        writer.write_all(b"tail").await.unwrap();
+        let (sender, exited) = watch::channel(false);
+        sender.send(true).unwrap();
+        let captured = capture(Some(reader), 100, exited, Duration::from_millis(20)).await;
+        assert_eq!(captured.text, "tail");
+        assert!(captured.incomplete);
+        assert!(!captured.truncated);
+        drop(writer);
+    }
+
+    #[test]
+    fn bad_requests_are_refused_with_the_reason() {
+        let error = validate(&ExecutionRequest::new(["echo", "a\0b"])).unwrap_err();
+        assert!(error.to_string().contains("NUL"), "{error}");
+        let error = validate(&ExecutionRequest::new(["echo"]).with_env("A=B", "x")).unwrap_err();
+        assert!(error.to_string().contains("`A=B`"), "{error}");
+        let error = validate(&ExecutionRequest::new([""])).unwrap_err();
+        assert!(matches!(error, RuntimeError::EmptyArgv), "{error}");
+        assert_eq!(validate(&ExecutionRequest::new(["echo", "ok"])).unwrap(), "echo");
+    }
 }
