@@ -1,0 +1,4 @@
+//! Integration tests of agentic-eval: published schemas, property tests and fixtures.
+
+mod properties;
+mod schema;
