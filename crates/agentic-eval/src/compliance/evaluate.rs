@@ -181,12 +181,12 @@ fn resolve(
         CompiledCheck::State(condition) => {
             let outcome = condition.evaluate(&evidence.values);
             let state = if outcome.holds { ResultState::Pass } else { ResultState::Fail };
-            Ok((state, if outcome.holds { 1.0 } else { 0.0 }, capitalize(&outcome.explanation)))
+            Ok((state, if outcome.holds { 1.0 } else { 0.0 }, sentence(&outcome.explanation)))
         }
         CompiledCheck::Sequence(rule_idx) => {
             let outcome = &evidence.trace.as_ref().expect("checked above").outcomes[*rule_idx];
             let state = if outcome.passed { ResultState::Pass } else { ResultState::Fail };
-            Ok((state, if outcome.passed { 1.0 } else { 0.0 }, capitalize(&outcome.notes)))
+            Ok((state, if outcome.passed { 1.0 } else { 0.0 }, sentence(&outcome.notes)))
         }
         CompiledCheck::Semantic => {
             let mut listed = Map::new();
@@ -258,12 +258,6 @@ fn block_if_constrained(
     (state, earned, notes)
 }
 
-fn capitalize(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => {
-            first.to_uppercase().chain(chars).collect::<String>() + if text.ends_with('.') { "" } else { "." }
-        }
-        None => String::new(),
-    }
+fn sentence(text: &str) -> String {
+    if text.is_empty() || text.ends_with('.') { text.to_owned() } else { format!("{text}.") }
 }

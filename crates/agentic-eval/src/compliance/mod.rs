@@ -35,3 +35,39 @@ pub use spec::{
     lint_against_previous, load_spec,
 };
 pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, VerdictResult};
+
+/// The published JSON Schemas: `(path under the workspace root, schema)`.
+pub fn published_schemas() -> Vec<(&'static str, serde_json::Value)> {
+    use agentic_core::document::schema_for;
+    vec![
+        ("docs/schema/checkpoint-spec.schema.json", schema_for::<CheckpointSpec>()),
+        ("docs/schema/compliance-report.schema.json", schema_for::<ComplianceReport>()),
+    ]
+}
+
+#[cfg(test)]
+mod schema_tests {
+    /// The committed schemas match the types. Regenerate with
+    /// `UPDATE_SCHEMAS=1 cargo test -p agentic-eval compliance::schema_tests`.
+    #[test]
+    fn published_schemas_are_fresh() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+        let mut stale = Vec::new();
+        for (path, schema) in super::published_schemas() {
+            let fresh = serde_json::to_string_pretty(&schema).expect("schemas serialize") + "\n";
+            let target = root.join(path);
+            if std::fs::read_to_string(&target).ok().as_deref() != Some(fresh.as_str()) {
+                if update {
+                    std::fs::write(&target, &fresh).expect("writing the schema");
+                } else {
+                    stale.push(path);
+                }
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "stale schemas: {stale:?}; run `UPDATE_SCHEMAS=1 cargo test -p agentic-eval compliance::schema_tests` and commit them"
+        );
+    }
+}

@@ -477,7 +477,7 @@ struct Location {
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.line {
-            Some(line) => write!(f, "line {line}"),
+            Some(line) => write!(f, "line {line} (event {})", self.seq),
             None => write!(f, "event {}", self.seq),
         }
     }
@@ -918,9 +918,12 @@ mod tests {
     fn notes_cite_trace_lines() {
         let rules = vec![rule(json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Bash"}}}))];
         let outcome = SequenceEngine::run(rules, skill_trace(), 2);
-        assert_eq!(outcome.outcomes[0].notes, "first Bash at line 1 comes before first Read at line 2");
+        assert_eq!(
+            outcome.outcomes[0].notes,
+            "first Bash at line 1 (event 1) comes before first Read at line 2 (event 2)"
+        );
         assert_eq!(outcome.excerpt.len(), 2);
-        assert!(outcome.excerpt[1].starts_with("line 5: Bash"), "{:?}", outcome.excerpt);
+        assert!(outcome.excerpt[1].starts_with("line 5 (event 5): Bash"), "{:?}", outcome.excerpt);
         assert_eq!((outcome.events, outcome.calls), (5, 5));
     }
 
