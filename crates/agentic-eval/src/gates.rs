@@ -387,3 +387,80 @@ fn optional_gate(gate: &str, inputs: &GateInputs<'_>) -> Result<(), String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn facts() -> GateFacts {
+        GateFacts::default()
+    }
+
+    fn optional(gate: &str, facts: &GateFacts) -> (bool, Option<String>) {
+        let requested = vec![gate.to_owned()];
+        let result =
+            compute_hard_gates(&GateInputs { facts: Some(facts), requested: &requested, ..GateInputs::default() });
+        (result.gates[gate], result.reasons.get(gate).cloned())
+    }
+
+    #[test]
+    fn swe_gates_follow_the_thresholds() {
+        let mut with_tests = facts();
+        with_tests.swe_tests = Some(SweTests {
+            fail_to_pass: TestCounts { passed: 3, total: 3 },
+            pass_to_pass: TestCounts { passed: 95, total: 100 },
+        });
+        assert_eq!(optional(TESTS_FAIL_TO_PASS_ALL_GREEN, &with_tests), (true, None));
+        assert_eq!(optional(TESTS_PASS_TO_PASS_THRESHOLD_MET, &with_tests), (true, None));
+        with_tests.swe_tests = Some(SweTests {
+            fail_to_pass: TestCounts { passed: 2, total: 3 },
+            pass_to_pass: TestCounts { passed: 94, total: 100 },
+        });
+        let (ok, reason) = optional(TESTS_FAIL_TO_PASS_ALL_GREEN, &with_tests);
+        assert!(!ok && reason.unwrap().contains("2/3"));
+        let (ok, reason) = optional(TESTS_PASS_TO_PASS_THRESHOLD_MET, &with_tests);
+        assert!(!ok && reason.unwrap().contains("0.95"));
+        let (ok, reason) = optional(TESTS_FAIL_TO_PASS_ALL_GREEN, &facts());
+        assert!(!ok && reason.unwrap().starts_with("not proven"));
+    }
+
+    #[test]
+    fn citations_and_tool_calls() {
+        let mut evidence = facts();
+        evidence.citations = Some(CitationCounts { claims: 4, cited: 3 });
+        let (ok, reason) = optional(CITATIONS_PRESENT_FOR_CLAIMS, &evidence);
+        assert!(!ok && reason.unwrap().contains("1 of 4"));
+        let schema = json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
+        evidence.tool_calls = Some(vec![ToolCallRecord {
+            tool: "weather".to_owned(),
+            arguments: json!({"city": "Oslo"}),
+            schema: schema.clone(),
+        }]);
+        assert_eq!(optional(TOOL_CALL_SCHEMA_VALID, &evidence), (true, None));
+        evidence.tool_calls =
+            Some(vec![ToolCallRecord { tool: "weather".to_owned(), arguments: json!({"town": "Oslo"}), schema }]);
+        let (ok, reason) = optional(TOOL_CALL_SCHEMA_VALID, &evidence);
+        assert!(!ok && reason.unwrap().contains("`weather`"));
+    }
+
+    #[test]
+    fn reported_gates_and_unknown_gates() {
+        let mut evidence = facts();
+        evidence.reported.insert("sandbox_policy_respected".to_owned(), true);
+        assert_eq!(optional("sandbox_policy_respected", &evidence), (true, None));
+        let (ok, reason) = optional("patch_applies", &evidence);
+        assert!(!ok);
+        assert!(reason.unwrap().contains("report its verdict in `facts.reported`"));
+    }
+
+    #[test]
+    fn nothing_proven_without_evidence() {
+        let result = compute_hard_gates(&GateInputs::default());
+        assert_eq!(result.gates.len(), REQUIRED_GATES.len());
+        assert!(!result.all_passed());
+        assert_eq!(result.failures().len(), 5);
+        assert!(result.reasons.values().all(|reason| reason.starts_with("not proven")));
+    }
+}

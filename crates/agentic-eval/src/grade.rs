@@ -667,3 +667,114 @@ pub fn rank(a: &RankingFacts, b: &RankingFacts) -> (Ordering, TieBreak) {
     }
     (b.weighted_score.total_cmp(&a.weighted_score), TieBreak::Tie)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gates::REQUIRED_GATES;
+
+    fn request(scores: &[(f64, f64)]) -> ScoreRequest {
+        ScoreRequest {
+            hard_gates: REQUIRED_GATES.iter().map(|g| ((*g).to_owned(), true)).collect(),
+            criteria: scores
+                .iter()
+                .enumerate()
+                .map(|(idx, (raw, weight))| CriterionInput {
+                    name: format!("c{idx}"),
+                    raw_score: RawScore::Number(*raw),
+                    formula_id: "zero_one".to_owned(),
+                    weight: *weight,
+                    critical_floor: None,
+                    params: None,
+                    sample_count: None,
+                })
+                .collect(),
+            ..ScoreRequest::default()
+        }
+    }
+
+    fn grade_of(score_0_1: f64) -> Grade {
+        score(&request(&[(score_0_1, 1.0)]), &FormulaRegistry::builtin()).unwrap().grade
+    }
+
+    #[test]
+    fn bands_have_inclusive_lower_bounds() {
+        assert_eq!(grade_of(0.90), Grade::A);
+        assert_eq!(grade_of(0.8999), Grade::B);
+        assert_eq!(grade_of(0.80), Grade::B);
+        assert_eq!(grade_of(0.70), Grade::C);
+        assert_eq!(grade_of(0.60), Grade::D);
+        assert_eq!(grade_of(0.5999), Grade::F);
+        assert_eq!(grade_of(0.89996), Grade::A, "rounded to 2 decimals first: 89.996 -> 90.00");
+    }
+
+    #[test]
+    fn weights_need_not_sum_to_one_but_must_be_positive_overall() {
+        let result = score(&request(&[(1.0, 3.0), (0.0, 1.0)]), &FormulaRegistry::builtin()).unwrap();
+        assert_eq!(result.weighted_score, 75.0);
+        let zero = score(&request(&[(1.0, 0.0)]), &FormulaRegistry::builtin()).unwrap_err();
+        assert!(zero.to_string().contains("sum to 0"), "{zero}");
+        let negative = score(&request(&[(1.0, -1.0)]), &FormulaRegistry::builtin()).unwrap_err();
+        assert_eq!(negative.field(), "criteria[0].weight");
+    }
+
+    #[test]
+    fn pass_threshold_is_inclusive_and_configurable() {
+        let mut at = request(&[(0.7, 1.0)]);
+        assert!(score(&at, &FormulaRegistry::builtin()).unwrap().passed);
+        at.pass_threshold = Some(71.0);
+        let result = score(&at, &FormulaRegistry::builtin()).unwrap();
+        assert!(!result.passed);
+        assert_eq!(result.reason, Reason::BelowPassThreshold);
+        at.pass_threshold = Some(120.0);
+        assert_eq!(score(&at, &FormulaRegistry::builtin()).unwrap_err().field(), "pass_threshold");
+    }
+
+    #[test]
+    fn explanation_says_why() {
+        let mut capped = request(&[(0.95, 1.0), (0.75, 1.0)]);
+        capped.criteria[1].critical_floor = Some(FloorSpec::Normalized(0.8));
+        capped.criteria[0].critical_floor = Some(FloorSpec::Normalized(0.9));
+        let result = score(&capped, &FormulaRegistry::builtin()).unwrap();
+        assert_eq!(result.grade, Grade::D);
+        let text = result.explanation.join("\n");
+        assert!(text.contains("band B"), "{text}");
+        assert!(text.contains("critical floor missed: `c1`"), "{text}");
+        assert!(text.contains("`c0` passes its floor 0.90 near the boundary"), "{text}");
+        assert!(text.contains("grade lowered from B to D"), "{text}");
+    }
+
+    #[test]
+    fn tie_breakers_apply_within_one_point() {
+        let a =
+            RankingFacts { weighted_score: 85.0, hard_gate_failures: 0, correctness: Some(0.8), ..Default::default() };
+        let b =
+            RankingFacts { weighted_score: 85.6, hard_gate_failures: 1, correctness: Some(0.9), ..Default::default() };
+        assert_eq!(rank(&a, &b), (Ordering::Less, TieBreak::HardGateFailures));
+        let b = RankingFacts { hard_gate_failures: 0, ..b };
+        assert_eq!(rank(&a, &b), (Ordering::Greater, TieBreak::Correctness));
+        let c = RankingFacts { weighted_score: 86.0, ..a };
+        assert_eq!(rank(&a, &c), (Ordering::Greater, TieBreak::WeightedScore));
+        let fast = RankingFacts { p95_latency_ms: Some(900.0), ..a };
+        let slow = RankingFacts { p95_latency_ms: Some(1500.0), ..a };
+        assert_eq!(rank(&fast, &slow), (Ordering::Less, TieBreak::Latency));
+        let cheap = RankingFacts { cost: Some(0.1), ..a };
+        let costly = RankingFacts { cost: Some(0.2), ..a };
+        assert_eq!(rank(&cheap, &costly), (Ordering::Less, TieBreak::Cost));
+        assert_eq!(rank(&a, &a).1, TieBreak::Tie);
+    }
+
+    #[test]
+    fn test_criterion_result_stores_both_scores() {
+        let mut likert = request(&[(0.0, 1.0)]);
+        likert.criteria[0].raw_score = RawScore::Number(4.0);
+        likert.criteria[0].formula_id = "likert_1_5".to_owned();
+        likert.criteria[0].sample_count = Some(5);
+        let result = score(&likert, &FormulaRegistry::builtin()).unwrap();
+        let criterion = &result.criteria[0];
+        assert_eq!(criterion.raw_score, RawScore::Number(4.0));
+        assert_eq!(criterion.normalized_score, 0.75);
+        assert!((criterion.adjusted_score - (5.0 * 0.75 + 10.0) / 25.0).abs() < 1e-12);
+        assert_eq!(criterion.formula_id, "likert_1_5");
+    }
+}

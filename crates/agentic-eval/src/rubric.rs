@@ -612,3 +612,63 @@ fn build(
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = include_str!("../../../examples/rubrics/fullstack_generation_v1.yaml");
+    const BROKEN: &str = include_str!("../test_data/rubrics/err/ambiguous_floor.yaml");
+
+    #[test]
+    fn example_rubric_loads_with_user_formula() {
+        let load = load_rubric(EXAMPLE, "r.yaml", &FormulaRegistry::builtin());
+        assert!(load.diagnostics.is_empty(), "{:?}", load.diagnostics);
+        let rubric = load.rubric.unwrap();
+        assert_eq!(rubric.rubric_id, "fullstack_generation_v1");
+        assert_eq!(rubric.version, "1");
+        assert_eq!(rubric.criteria.len(), 5);
+        assert_eq!(rubric.criterion("completeness").unwrap().formula_id, "likert_1_5", "inferred from scale [1, 5]");
+        assert!(load.registry.get("percent").is_ok());
+        assert!(looks_like_rubric(EXAMPLE));
+        assert!(!looks_like_rubric("name: wf\nsteps: []\n"));
+    }
+
+    #[test]
+    fn raw_floor_converts_and_ambiguous_floor_is_rejected() {
+        let load = load_rubric(EXAMPLE, "r.yaml", &FormulaRegistry::builtin());
+        let correctness = load.rubric.unwrap().criteria.remove(0);
+        let floor = normalized_floor(
+            &correctness.critical_floor.unwrap(),
+            &correctness.formula_id,
+            None,
+            &FormulaRegistry::builtin(),
+        )
+        .unwrap();
+        assert_eq!(floor, 0.5, "{{raw: 3}} on 1..5");
+        let diagnostics = lint_rubric(BROKEN, "broken.yaml");
+        let ambiguous = diagnostics.iter().find(|d| d.code == "ambiguous-floor").unwrap();
+        assert_eq!(ambiguous.position, Some(Position { line: 8, column: 21 }));
+        assert_eq!(ambiguous.file.as_deref(), Some("broken.yaml"));
+    }
+
+    #[test]
+    fn structural_errors_keep_positions_and_semantic_checks_still_run() {
+        let text = "rubric_id: r\nversion: 1\ncriteria:\n  - name: a\n    wieght: 1\n    formula_id: zero_one\n";
+        let diagnostics = lint_rubric(text, "r.yaml");
+        let unknown = diagnostics.iter().find(|d| d.code == "unknown-key").unwrap();
+        assert_eq!(unknown.position.unwrap().line, 5);
+        assert_eq!(unknown.hint.as_deref(), Some("did you mean `weight`?"));
+        assert!(diagnostics.iter().any(|d| d.code == "missing-weight"), "{diagnostics:?}");
+    }
+
+    #[test]
+    fn scale_and_formula_must_agree() {
+        let text =
+            "rubric_id: r\nversion: 1\ncriteria:\n  - {name: a, scale: [0, 10], formula_id: likert_1_5, weight: 1}\n";
+        let diagnostics = lint_rubric(text, "r.yaml");
+        assert!(diagnostics.iter().any(|d| d.code == "scale-mismatch"), "{diagnostics:?}");
+        let text = "rubric_id: r\nversion: 1\ncriteria: []\n";
+        assert!(lint_rubric(text, "r.yaml").iter().any(|d| d.code == "no-criteria"));
+    }
+}
