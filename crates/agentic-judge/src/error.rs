@@ -47,6 +47,9 @@ pub enum JudgeError {
     /// The model client could not be built.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The scoring engine refused the hybrid score request.
+    #[error("hybrid scoring failed: {0}")]
+    Scoring(#[from] agentic_eval::ScoreError),
     /// The verdict cache failed.
     #[error("judge cache `{path}`: {message}; delete the file to start a fresh cache")]
     Cache {

@@ -13,7 +13,7 @@
 //! This crate is **not** a model client: it talks to models through the providers of
 //! `agentic-adapters` ([`agentic_adapters::OpenAiCompatible`], [`agentic_adapters::Anthropic`]).
 //! It does **not** normalize or grade: it fills raw criterion scores, and `agentic-eval`'s
-//! scoring engine normalizes them and applies gates and grades.
+//! scoring engine normalizes them and applies gates and grades ([`hybrid_score`]).
 
 mod cache;
 mod calibrate;
@@ -21,6 +21,7 @@ mod confidence;
 mod config;
 mod error;
 mod golden;
+mod hybrid;
 mod judge;
 mod prompt;
 mod reply;
@@ -40,6 +41,7 @@ pub use config::{
 };
 pub use error::JudgeError;
 pub use golden::{Baseline, GoldenCase, GoldenSet};
+pub use hybrid::{HybridInput, HybridResult, JUDGE_VERDICT_COMPLETE, JudgedCriterion, LayerSummary, hybrid_score};
 pub use judge::{Judge, JudgeBuilder, JudgeCase, PairCase, VERBOSITY_PADDING};
 pub use prompt::{Anchor, JudgeCriterion, PromptTemplate, USER_SEPARATOR, default_anchors, rubric_hash, sha256_hex};
 pub use reply::{

@@ -3,5 +3,6 @@
 //! fails, hangs, or behaves like a biased judge.
 
 mod calibration;
+mod hybrid;
 mod protocol;
 mod support;
