@@ -23,6 +23,10 @@ struct Cli {
 enum Command {
     /// Check workflow files (and, later, rubrics and checkpoint specs) for problems.
     Lint(commands::lint::LintArgs),
+    /// Score a run's checkpoint compliance from its trace and evidence.
+    Check(commands::check::CheckArgs),
+    /// Collect evidence JSON for `agentic check` (git facts).
+    Evidence(commands::evidence::EvidenceArgs),
     /// Grade one evaluation (gates + criteria) and print the result payload as JSON.
     Score(commands::score::ScoreArgs),
     /// Compare two suite runs; exit 1 on regression.
@@ -35,6 +39,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Lint(args) => commands::lint::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Evidence(args) => commands::evidence::run(args),
         Command::Score(args) => commands::score::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::Promote(args) => commands::promote::run(args),

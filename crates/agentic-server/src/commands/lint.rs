@@ -26,6 +26,9 @@ pub(crate) struct LintArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Checkpoint specs: the previous version, to flag removed, renumbered or reused ids.
+    #[arg(long, value_name = "OLD.yaml")]
+    previous: Option<String>,
 }
 
 /// The result of linting one file.
@@ -38,7 +41,7 @@ struct FileReport {
 pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     for file in &args.files {
-        reports.push(lint_file(file));
+        reports.push(lint_file(file, args.previous.as_deref()));
     }
     let unreadable = reports.iter().any(|report| report.unreadable.is_some());
     let errors: usize = reports.iter().map(|report| report.diagnostics.iter().filter(|d| d.is_error()).count()).sum();
@@ -92,7 +95,7 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn lint_file(file: &str) -> FileReport {
+fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
     let text = match std::fs::read(file) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -114,6 +117,12 @@ fn lint_file(file: &str) -> FileReport {
     };
     if agentic_eval::looks_like_rubric(&text) {
         return FileReport { file: file.to_owned(), diagnostics: agentic_eval::lint_rubric(&text, file), unreadable: None };
+    }
+    if super::check::looks_like_checkpoint_spec(&text) {
+        return match super::check::lint_spec_file(&text, file, previous) {
+            Ok(diagnostics) => FileReport { file: file.to_owned(), diagnostics, unreadable: None },
+            Err(reason) => FileReport { file: file.to_owned(), diagnostics: Vec::new(), unreadable: Some(reason) },
+        };
     }
     let load = load_workflow(&text, file);
     FileReport { file: file.to_owned(), diagnostics: load.diagnostics, unreadable: None }

@@ -1,5 +1,6 @@
 //! Integration tests of the `agentic` binary: each module runs the real executable.
 
+mod check;
 mod lint;
 mod scoring;
 

@@ -1,0 +1,279 @@
+//! `agentic check SPEC`: checkpoint compliance of one run, from its trace and evidence.
+//!
+//! Reads the checkpoint spec (lint errors stop the check), merges the evidence JSON files,
+//! streams the trace once through the tier-2 rules, asks the tier-3 evaluator (recorded
+//! verdicts from `--tier3-verdicts`), and prints a summary. `--json` writes the report
+//! (`docs/schema/compliance-report.schema.json`), `--markdown` a report for people,
+//! `--baseline` compares with an older JSON report.
+//!
+//! Exit codes: 0 when compliance is at or above `--threshold` (and, with
+//! `--fail-on-regression`, nothing regressed), 1 below it (or nothing was scorable), 2 on
+//! bad input (unreadable files, spec errors, a malformed trace with `--malformed fail`, a
+//! missing or invalid tier-3 verdict).
+
+use std::fs::File;
+use std::io::BufReader;
+use std::process::ExitCode;
+
+use agentic_adapters::trace::{TraceFormat, TraceReader};
+use agentic_core::Diagnostic;
+use agentic_core::yaml::parse_yaml;
+use agentic_eval::compliance::spec::{CheckpointSpec, Tier};
+use agentic_eval::compliance::{
+    CheckOptions, CompiledSpec, ComplianceReport, EvidenceSet, ReplayEvaluator, SequenceEngine, Tier3Error,
+    Tier3Evaluator, Tier3Request, Tier3Verdict, compare_reports, evaluate, lint_against_previous, load_spec,
+    render_markdown, render_summary,
+};
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value};
+
+/// The trace format option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TraceFormatArg {
+    /// Detect from the first record.
+    Auto,
+    /// The seed's tool-trace JSONL.
+    Tooltrace,
+    /// Claude Code hook records.
+    ClaudeHook,
+    /// OTLP/JSON traces.
+    OtlpJson,
+}
+
+/// What to do with a malformed trace record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Malformed {
+    /// Report it (with its line) on stderr and go on.
+    Skip,
+    /// Stop with exit code 2.
+    Fail,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The checkpoint spec (`checkpoints/<workflow>.yaml`).
+    spec: String,
+    /// The trace of the run (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON).
+    #[arg(long)]
+    trace: Option<String>,
+    /// Evidence JSON (an object whose keys are evidence sources); repeat to merge several.
+    #[arg(long)]
+    evidence: Vec<String>,
+    /// The trace format.
+    #[arg(long, value_enum, default_value_t = TraceFormatArg::Auto)]
+    trace_format: TraceFormatArg,
+    /// Skip malformed trace records (reported with their line) or stop at the first.
+    #[arg(long, value_enum, default_value_t = Malformed::Skip)]
+    malformed: Malformed,
+    /// Write the JSON report here.
+    #[arg(long)]
+    json: Option<String>,
+    /// Write the Markdown report here.
+    #[arg(long)]
+    markdown: Option<String>,
+    /// An earlier JSON report to compare with.
+    #[arg(long)]
+    baseline: Option<String>,
+    /// Exit 1 when any checkpoint regressed against `--baseline`.
+    #[arg(long, requires = "baseline")]
+    fail_on_regression: bool,
+    /// Recorded tier-3 verdicts (JSON keyed by checkpoint id).
+    #[arg(long)]
+    tier3_verdicts: Option<String>,
+    /// Run tier 3 this many times and report the spread of the compliance score.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    eval_runs: u32,
+    /// The lowest passing compliance score, in percent.
+    #[arg(long, default_value_t = 85.0)]
+    threshold: f64,
+    /// Fixes `evaluated_at` (RFC 3339) instead of the current time, for reproducible reports.
+    #[arg(long)]
+    evaluated_at: Option<String>,
+}
+
+pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    if !(0.0..=100.0).contains(&args.threshold) {
+        bail!("`--threshold` {} is not a percentage; use a number from 0 to 100", args.threshold);
+    }
+    let spec = read_spec(&args.spec)?;
+    let evidence = read_evidence(&args.evidence)?;
+    let trace = match &args.trace {
+        Some(path) => Some(run_trace(&spec, path, args.trace_format, args.malformed)?),
+        None => None,
+    };
+    let mut evaluator: Box<dyn Tier3Evaluator> = match &args.tier3_verdicts {
+        Some(path) => {
+            let text = read_text(path)?;
+            Box::new(ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?)
+        }
+        None => Box::new(NoVerdicts),
+    };
+    let evaluated_at = match &args.evaluated_at {
+        Some(stamp) => {
+            chrono::DateTime::parse_from_rfc3339(stamp)
+                .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?;
+            stamp.clone()
+        }
+        None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    };
+    let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };
+    let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, evaluator.as_mut(), &options)?;
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let text = read_text(path)?;
+            let baseline: ComplianceReport = serde_json::from_str(&text).with_context(|| {
+                format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
+            })?;
+            Some(baseline)
+        }
+        None => None,
+    };
+    let comparison = baseline.as_ref().map(|baseline| compare_reports(baseline, &report));
+    print!("{}", render_summary(&report, comparison.as_ref()));
+    if let Some(path) = &args.json {
+        let mut text = serde_json::to_string_pretty(&report)?;
+        text.push('\n');
+        std::fs::write(path, text).with_context(|| format!("writing `{path}`"))?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, render_markdown(&report, comparison.as_ref()))
+            .with_context(|| format!("writing `{path}`"))?;
+    }
+    let regressions = comparison.as_ref().map_or(0, |c| c.regressions().count());
+    let verdict = match report.scores.compliance_percent {
+        None => {
+            println!("FAIL: no checkpoint was scorable (all NOT_APPLICABLE or BLOCKED)");
+            ExitCode::from(1)
+        }
+        Some(score) if score < args.threshold => {
+            println!("FAIL: compliance {score:.2}% is below the threshold {:.2}%", args.threshold);
+            ExitCode::from(1)
+        }
+        Some(_) if args.fail_on_regression && regressions > 0 => {
+            println!("FAIL: {regressions} checkpoint(s) regressed against the baseline");
+            ExitCode::from(1)
+        }
+        Some(score) => {
+            println!("PASS: compliance {score:.2}% meets the threshold {:.2}%", args.threshold);
+            ExitCode::SUCCESS
+        }
+    };
+    Ok(verdict)
+}
+
+/// Tier 3 without `--tier3-verdicts`: every tier-3 checkpoint is an input error.
+struct NoVerdicts;
+
+impl Tier3Evaluator for NoVerdicts {
+    fn evaluate(&mut self, request: &Tier3Request<'_>) -> Result<Tier3Verdict, Tier3Error> {
+        Err(Tier3Error::Evaluator {
+            checkpoint: request.checkpoint.id.clone(),
+            reason: "no tier-3 evaluator is configured; pass `--tier3-verdicts FILE` with recorded verdicts".to_owned(),
+        })
+    }
+}
+
+fn read_text(path: &str) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{path}`"))?;
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("`{path}` is not UTF-8 text"))
+}
+
+fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {
+    let text = read_text(path)?;
+    let load = load_spec(&text, path);
+    let errors = load.diagnostics.iter().filter(|d| d.is_error()).count();
+    for diagnostic in &load.diagnostics {
+        eprintln!("{diagnostic}");
+    }
+    match load.spec {
+        Some(spec) if errors == 0 => Ok(spec),
+        _ => bail!(format!(
+            "checkpoint spec `{path}` has {errors} error(s); fix them (run `agentic lint {path}`) and check again"
+        )),
+    }
+}
+
+fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
+    let mut merged = Map::new();
+    for path in paths {
+        let text = read_text(path)?;
+        let value: Value =
+            serde_json::from_str(&text).with_context(|| format!("evidence file `{path}` is not valid JSON"))?;
+        let Value::Object(object) = value else {
+            bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
+        };
+        for (key, value) in object {
+            if merged.contains_key(&key) {
+                eprintln!("warning: evidence source `{key}` from `{path}` replaces an earlier one");
+            }
+            merged.insert(key, value);
+        }
+    }
+    Ok(merged)
+}
+
+fn run_trace(
+    spec: &CompiledSpec,
+    path: &str,
+    format: TraceFormatArg,
+    malformed: Malformed,
+) -> anyhow::Result<agentic_eval::compliance::TraceOutcome> {
+    let file = File::open(path).with_context(|| format!("cannot read trace `{path}`"))?;
+    let format = match format {
+        TraceFormatArg::Auto => None,
+        TraceFormatArg::Tooltrace => Some(TraceFormat::Tooltrace),
+        TraceFormatArg::ClaudeHook => Some(TraceFormat::ClaudeHook),
+        TraceFormatArg::OtlpJson => Some(TraceFormat::OtlpJson),
+    };
+    let reader = TraceReader::new(BufReader::with_capacity(1 << 20, file), format);
+    let has_tier3 = spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic);
+    let mut engine = SequenceEngine::new(spec.rules.clone(), if has_tier3 { 40 } else { 0 });
+    let mut skipped = 0u64;
+    for item in reader {
+        match item {
+            Ok(event) => engine.feed(&event),
+            Err(error) => match malformed {
+                Malformed::Fail => {
+                    bail!(format!(
+                        "{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records"
+                    ))
+                }
+                Malformed::Skip => {
+                    skipped += 1;
+                    if skipped <= 20 {
+                        eprintln!("warning: {path}:{error} (skipped)");
+                    }
+                }
+            },
+        }
+    }
+    if skipped > 20 {
+        eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
+    }
+    Ok(engine.finish())
+}
+
+/// True when YAML text is a checkpoint spec (its top level has `checkpoints`).
+pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
+    parse_yaml(text).is_ok_and(|document| document.value.get("checkpoints").is_some())
+}
+
+/// Lints a checkpoint spec, and with `previous` its ids against the previous version.
+pub(crate) fn lint_spec_file(text: &str, file: &str, previous: Option<&str>) -> Result<Vec<Diagnostic>, String> {
+    let mut diagnostics = load_spec(text, file).diagnostics;
+    if let Some(previous_path) = previous {
+        let old_text = std::fs::read_to_string(previous_path)
+            .map_err(|error| format!("cannot read previous spec `{previous_path}`: {error}"))?;
+        let old: CheckpointSpec = parse_yaml(&old_text)
+            .ok()
+            .and_then(|document| serde_json::from_value(document.value).ok())
+            .ok_or_else(|| format!("previous spec `{previous_path}` is not a valid checkpoint spec; lint it first"))?;
+        if let Ok(document) = parse_yaml(text)
+            && let Ok(current) = serde_json::from_value::<CheckpointSpec>(document.value.clone())
+        {
+            diagnostics.extend(lint_against_previous(&old, &current, file, &document.source_map));
+        }
+    }
+    Ok(diagnostics)
+}

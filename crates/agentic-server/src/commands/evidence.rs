@@ -1,0 +1,165 @@
+//! `agentic evidence git [REPO]`: collect git facts into evidence JSON for `agentic check`.
+//!
+//! Runs the `git` binary (explicit arguments, `LC_ALL=C`, no prompts) and prints
+//! `{"git": {...}}` with `is_repository`, `head`, `current_branch` (null when detached),
+//! `detached`, `branches`, `remote_branches`, `tags`, `recent_commits` (sha, parents,
+//! is_merge, author, email, date, subject), `dirty` and the `changes` counts (staged,
+//! unstaged, untracked). `--merge FILE` adds the sources of other evidence files (for
+//! example an issue tracker export) into the same object; `--out FILE` writes it.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Args)]
+pub(crate) struct EvidenceArgs {
+    #[command(subcommand)]
+    source: EvidenceSource,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvidenceSource {
+    /// Branches, current branch, recent commits, tags and dirty state of a git repository.
+    Git(GitArgs),
+}
+
+#[derive(Debug, Args)]
+struct GitArgs {
+    /// The repository (default: the current directory).
+    #[arg(default_value = ".")]
+    repo: String,
+    /// How many recent commits to list.
+    #[arg(long, default_value_t = 20)]
+    max_commits: u32,
+    /// Other evidence JSON files whose sources are merged into the output.
+    #[arg(long)]
+    merge: Vec<String>,
+    /// Write the evidence here instead of stdout.
+    #[arg(long)]
+    out: Option<String>,
+}
+
+pub(crate) fn run(args: EvidenceArgs) -> anyhow::Result<ExitCode> {
+    match args.source {
+        EvidenceSource::Git(git) => run_git(git),
+    }
+}
+
+fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
+    let repo = Path::new(&args.repo);
+    if !repo.is_dir() {
+        bail!("`{}` is not a directory; pass the path of a git repository", args.repo);
+    }
+    let mut evidence = Map::new();
+    for path in &args.merge {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read `{path}`"))?;
+        let value: Value = serde_json::from_str(&text).with_context(|| format!("`{path}` is not valid JSON"))?;
+        let Value::Object(object) = value else { bail!("`{path}` must hold a JSON object of evidence sources") };
+        evidence.extend(object);
+    }
+    evidence.insert("git".to_owned(), collect_git(repo, args.max_commits)?);
+    let mut text = serde_json::to_string_pretty(&Value::Object(evidence))?;
+    text.push('\n');
+    match &args.out {
+        Some(path) => std::fs::write(path, text).with_context(|| format!("writing `{path}`"))?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `git -C repo ARGS`; `Ok(None)` when git exits non-zero.
+fn git(repo: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .context("cannot run `git`; install git or put it on PATH")?;
+    if !output.status.success() {
+        return Ok(None);
+    }
+    Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+}
+
+fn lines(text: Option<String>) -> Vec<Value> {
+    text.unwrap_or_default().lines().filter(|l| !l.is_empty()).map(|l| Value::String(l.to_owned())).collect()
+}
+
+fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
+    let inside = git(repo, &["rev-parse", "--is-inside-work-tree"])?;
+    if inside.as_deref().map(str::trim) != Some("true") {
+        bail!("`{}` is not inside a git work tree; run `git init` or pass the repository path", repo.display());
+    }
+    let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"])?.map(|s| s.trim().to_owned());
+    let current_branch = git(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"])?.map(|s| s.trim().to_owned());
+    let branches = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/heads"])?);
+    let remote_branches = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/remotes"])?);
+    let tags = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/tags"])?);
+    let mut commits = Vec::new();
+    if head.is_some() {
+        let limit = format!("-n{max_commits}");
+        let log = git(repo, &["log", &limit, "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"])?.unwrap_or_default();
+        for record in log.split('\x1e') {
+            let record = record.trim_start_matches('\n');
+            if record.is_empty() {
+                continue;
+            }
+            let fields: Vec<&str> = record.split('\x1f').collect();
+            if fields.len() < 6 {
+                continue;
+            }
+            let parents: Vec<&str> = fields[1].split_whitespace().collect();
+            commits.push(json!({
+                "sha": fields[0],
+                "parents": parents,
+                "is_merge": parents.len() > 1,
+                "author": fields[2],
+                "email": fields[3],
+                "date": fields[4],
+                "subject": fields[5],
+            }));
+        }
+    }
+    let status = git(repo, &["status", "--porcelain=v1", "-z", "--untracked-files=all"])?.unwrap_or_default();
+    let (mut staged, mut unstaged, mut untracked) = (0u64, 0u64, 0u64);
+    let mut entries = status.split('\0').filter(|e| !e.is_empty());
+    while let Some(entry) = entries.next() {
+        let bytes = entry.as_bytes();
+        if bytes.len() < 3 {
+            continue;
+        }
+        let (index, worktree) = (bytes[0], bytes[1]);
+        if index == b'?' {
+            untracked += 1;
+            continue;
+        }
+        if index != b' ' {
+            staged += 1;
+        }
+        if worktree != b' ' {
+            unstaged += 1;
+        }
+        if index == b'R' || index == b'C' {
+            // Renames and copies are followed by the original path.
+            entries.next();
+        }
+    }
+    Ok(json!({
+        "is_repository": true,
+        "head": head,
+        "current_branch": current_branch,
+        "detached": head.is_some() && current_branch.is_none(),
+        "branches": branches,
+        "remote_branches": remote_branches,
+        "tags": tags,
+        "recent_commits": commits,
+        "dirty": staged + unstaged + untracked > 0,
+        "changes": {"staged": staged, "unstaged": unstaged, "untracked": untracked},
+    }))
+}

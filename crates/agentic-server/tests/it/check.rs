@@ -1,0 +1,420 @@
+//! `agentic check`, `agentic evidence git` and checkpoint-spec lint, on the real binary.
+//!
+//! The expected numbers below were worked out by hand from the example files (see the
+//! comments); the snapshots pin the whole JSON report with `evaluated_at` redacted.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use crate::{agentic, project_root};
+
+fn example(name: &str) -> String {
+    format!("examples/checkpoints/{name}")
+}
+
+struct Check {
+    output: Output,
+    report: Value,
+    markdown: String,
+}
+
+impl Check {
+    fn code(&self) -> i32 {
+        self.output.status.code().expect("exited")
+    }
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    fn results(&self) -> Vec<(String, String, f64)> {
+        self.report["checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["id"].as_str().unwrap().to_owned(),
+                    c["result"].as_str().unwrap().to_owned(),
+                    c["earned_weight"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    }
+    fn dropout(&self) -> Vec<Option<f64>> {
+        (1..=4).map(|q| self.report["position_dropout_analysis"][format!("quartile_{q}")].as_f64()).collect()
+    }
+    fn redacted(&self) -> Value {
+        let mut report = self.report.clone();
+        report["evaluated_at"] = json!("[evaluated_at]");
+        report
+    }
+}
+
+/// Runs `agentic check` with the JSON and Markdown reports written to a temp dir.
+fn check(args: &[&str]) -> Check {
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("report.json");
+    let markdown_path = dir.path().join("report.md");
+    let output = agentic()
+        .arg("check")
+        .args(args)
+        .arg("--json")
+        .arg(&json_path)
+        .arg("--markdown")
+        .arg(&markdown_path)
+        .output()
+        .expect("agentic runs");
+    let report = std::fs::read_to_string(&json_path)
+        .ok()
+        .map(|text| serde_json::from_str(&text).expect("the report is JSON"))
+        .unwrap_or(Value::Null);
+    let markdown = std::fs::read_to_string(&markdown_path).unwrap_or_default();
+    Check { output, report, markdown }
+}
+
+fn full_example(name: &str, trace: &str) -> Vec<String> {
+    vec![
+        example(&format!("{name}.yaml")),
+        "--trace".into(),
+        example(trace),
+        "--evidence".into(),
+        example(&format!("{name}.evidence.json")),
+        "--tier3-verdicts".into(),
+        example(&format!("{name}.tier3.json")),
+    ]
+}
+
+fn run_example(name: &str, trace: &str, extra: &[&str]) -> Check {
+    let mut args = full_example(name, trace);
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    check(&args)
+}
+
+fn owned(rows: &[(&str, &str, f64)]) -> Vec<(String, String, f64)> {
+    rows.iter().map(|(id, state, weight)| ((*id).to_owned(), (*state).to_owned(), *weight)).collect()
+}
+
+#[test]
+fn feature_workflow_tooltrace_scores_match_the_hand_computation() {
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    // Scorable: P1-01 1, P1-02 1, P2-01 1, P2-02 0, P3-01 0.7, P4-01 0 -> 3.7 / 6 = 61.67.
+    // P3-02 fails while ENV-01 is active (pr.draft) -> BLOCKED; P4-02 lacks `release_notes` -> N/A.
+    assert_eq!(run.code(), 1, "{}{}", run.stdout(), run.stderr());
+    assert_eq!(
+        run.results(),
+        owned(&[
+            ("P1-01", "PASS", 1.0),
+            ("P1-02", "PASS", 1.0),
+            ("P2-01", "PASS", 1.0),
+            ("P2-02", "FAIL", 0.0),
+            ("P3-01", "PARTIAL", 0.7),
+            ("P3-02", "BLOCKED", 0.0),
+            ("P4-01", "FAIL", 0.0),
+            ("P4-02", "NOT_APPLICABLE", 0.0),
+        ])
+    );
+    assert_eq!(
+        run.report["scores"],
+        json!({"compliance_percent": 61.67, "spec_health_percent": 87.5, "rating": "Poor"})
+    );
+    assert_eq!(
+        run.report["summary"],
+        json!({"total_checkpoints": 8, "passed": 3, "partial": 1, "failed": 2, "na": 1, "blocked": 1})
+    );
+    // N = 8: quartile = ceil(p / 2). Q1 {P1-01, P1-02} 2/2; Q2 {P2-01, P2-02} 1/2;
+    // Q3 {P3-01 0.7, P3-02 blocked} 0.7/1; Q4 {P4-01 0, P4-02 n/a} 0/1.
+    assert_eq!(run.dropout(), vec![Some(100.0), Some(50.0), Some(70.0), Some(0.0)]);
+    assert_eq!(
+        run.report["evaluator_audit"],
+        json!({"undocumented_passes": 0, "undocumented_fails": 0, "tier_3_checkpoints_count": 1, "tier_3_without_evidence_citation": 0})
+    );
+    assert!(run.stdout().contains("FAIL: compliance 61.67% is below the threshold 85.00%"), "{}", run.stdout());
+    insta::assert_json_snapshot!("feature_workflow_report", run.redacted());
+    insta::assert_snapshot!(
+        "feature_workflow_markdown",
+        run.markdown.replace(run.report["evaluated_at"].as_str().unwrap(), "[evaluated_at]")
+    );
+}
+
+#[test]
+fn code_review_claude_hook_scores_match_the_hand_computation() {
+    let run = run_example("code-review", "code-review.trace.claude_hook.jsonl", &[]);
+    // Scorable: R1-01 1, R1-02 0 (rm -rf inside the reviewer), R1-03 1, R2-01 0.5 (Mode B) -> 2.5 / 4.
+    // R2-02 fails on a fork PR (ENV-01 active) -> BLOCKED; R2-03's `applies_when` fails -> N/A.
+    assert_eq!(run.code(), 1, "{}{}", run.stdout(), run.stderr());
+    assert_eq!(
+        run.results(),
+        owned(&[
+            ("R1-01", "PASS", 1.0),
+            ("R1-02", "FAIL", 0.0),
+            ("R1-03", "PASS", 1.0),
+            ("R2-01", "PARTIAL", 0.5),
+            ("R2-02", "BLOCKED", 0.0),
+            ("R2-03", "NOT_APPLICABLE", 0.0),
+        ])
+    );
+    // Spec health (6 - 1) / 6 = 83.33.
+    assert_eq!(
+        run.report["scores"],
+        json!({"compliance_percent": 62.5, "spec_health_percent": 83.33, "rating": "Poor"})
+    );
+    // N = 6: quartile = ceil(4p / 6): Q1 {1}, Q2 {2, 3}, Q3 {4}, Q4 {5 blocked, 6 n/a}.
+    assert_eq!(run.dropout(), vec![Some(100.0), Some(50.0), Some(50.0), None]);
+    assert_eq!(run.report["evaluator_audit"]["tier_3_without_evidence_citation"], json!(1));
+    assert_eq!(run.report["evaluator_audit"]["tier_3_checkpoints_count"], json!(2));
+    insta::assert_json_snapshot!("code_review_report", run.redacted());
+}
+
+#[test]
+fn weather_agent_otlp_scores_match_the_hand_computation() {
+    let run = run_example("weather-agent", "weather-agent.trace.otlp_json.json", &[]);
+    // Scorable: W1-01 1, W1-02 1, W1-03 0 (send_email under weather-bot), W2-01 0 -> 2 / 4 = 50.
+    assert_eq!(run.code(), 1, "{}{}", run.stdout(), run.stderr());
+    assert_eq!(
+        run.results(),
+        owned(&[
+            ("W1-01", "PASS", 1.0),
+            ("W1-02", "PASS", 1.0),
+            ("W1-03", "FAIL", 0.0),
+            ("W2-01", "FAIL", 0.0),
+            ("W2-02", "NOT_APPLICABLE", 0.0),
+        ])
+    );
+    assert_eq!(
+        run.report["scores"],
+        json!({"compliance_percent": 50.0, "spec_health_percent": 100.0, "rating": "Poor"})
+    );
+    // N = 5: quartile = ceil(4p / 5): Q1 {1}, Q2 {2}, Q3 {3}, Q4 {4, 5 n/a}.
+    assert_eq!(run.dropout(), vec![Some(100.0), Some(100.0), Some(0.0), Some(0.0)]);
+    // The FAIL verdict has no notes: an undocumented fail.
+    assert_eq!(run.report["evaluator_audit"]["undocumented_fails"], json!(1));
+    insta::assert_json_snapshot!("weather_agent_report", run.redacted());
+}
+
+#[test]
+fn the_threshold_decides_the_exit_code() {
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "60"]);
+    assert_eq!(run.code(), 0, "{}", run.stdout());
+    assert!(run.stdout().contains("PASS: compliance 61.67% meets the threshold 60.00%"));
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "101"]);
+    assert_eq!(run.code(), 2);
+}
+
+#[test]
+fn without_a_trace_tier_two_is_not_applicable() {
+    let run = check(&[
+        &example("feature-workflow.yaml"),
+        "--evidence",
+        &example("feature-workflow.evidence.json"),
+        "--tier3-verdicts",
+        &example("feature-workflow.tier3.json"),
+    ]);
+    // P2-01 and P2-02 become N/A: 1 + 1 + 0.7 + 0 over 4 = 67.5; Q2 has nothing scorable.
+    let states: Vec<(String, String, f64)> =
+        run.results().into_iter().filter(|(id, _, _)| id.starts_with("P2")).collect();
+    assert_eq!(states, owned(&[("P2-01", "NOT_APPLICABLE", 0.0), ("P2-02", "NOT_APPLICABLE", 0.0)]));
+    assert_eq!(run.report["scores"]["compliance_percent"], json!(67.5));
+    assert_eq!(run.dropout(), vec![Some(100.0), None, Some(70.0), Some(0.0)]);
+    assert!(run.report["checkpoints"][2]["notes"].as_str().unwrap().contains("no trace was given"));
+}
+
+#[test]
+fn eval_runs_report_the_spread_of_tier_three() {
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--eval-runs", "3"]);
+    // P3-01 is PARTIAL 0.7, PASS, PARTIAL 0.3 over the runs: 3.7/6, 4.0/6, 3.3/6 =
+    // 61.667, 66.667, 55.0; mean 61.11; sample variance 68.5185 / 2 = 34.2593 > 10: LOW.
+    assert_eq!(
+        run.report["tier_3_confidence"],
+        json!({"protocol_enabled": true, "runs": 3, "score_range": [55.0, 66.67], "mean": 61.11, "variance": 34.2593, "status": "LOW_CONFIDENCE"})
+    );
+    // The report's checkpoints are those of the first run.
+    assert_eq!(run.report["scores"]["compliance_percent"], json!(61.67));
+    let single = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    assert_eq!(
+        single.report["tier_3_confidence"],
+        json!({"protocol_enabled": false, "runs": 1, "score_range": [61.67, 61.67], "mean": 61.67, "variance": 0.0, "status": "SINGLE_RUN"})
+    );
+}
+
+#[test]
+fn baseline_comparison_shows_regressions() {
+    let dir = tempfile::tempdir().unwrap();
+    let verdicts = dir.path().join("pass.json");
+    std::fs::write(
+        &verdicts,
+        r#"{"P3-01": {"result": "PASS", "notes": "all three sections", "evidence_citation": "pr_body"}}"#,
+    )
+    .unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let status = agentic()
+        .arg("check")
+        .args(&full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl")[..5])
+        .arg("--tier3-verdicts")
+        .arg(&verdicts)
+        .arg("--json")
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(1));
+    let baseline_path = baseline.to_str().unwrap();
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--baseline", baseline_path]);
+    // Baseline 4 / 6 = 66.67; now 3.7 / 6 = 61.67.
+    let stdout = run.stdout();
+    assert!(stdout.contains("against baseline: compliance 66.67% -> 61.67% (-5.00), 1 regression(s)"), "{stdout}");
+    assert!(stdout.contains("REGRESSION P3-01: PASS (1) -> PARTIAL (0.7)"), "{stdout}");
+    assert!(run.markdown.contains("## Against the baseline"));
+    let strict = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--baseline", baseline_path, "--threshold", "0", "--fail-on-regression"],
+    );
+    assert_eq!(strict.code(), 1);
+    assert!(strict.stdout().contains("FAIL: 1 checkpoint(s) regressed against the baseline"));
+}
+
+#[test]
+fn a_missing_tier_three_verdict_is_a_loud_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let verdicts = dir.path().join("empty.json");
+    std::fs::write(&verdicts, "{}").unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args.truncate(5);
+    let output = agentic().arg("check").args(&args).arg("--tier3-verdicts").arg(&verdicts).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no recorded tier-3 verdict for checkpoint `P3-01`"), "{stderr}");
+    let output = agentic().arg("check").args(&args).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--tier3-verdicts"));
+}
+
+#[test]
+fn malformed_trace_lines_are_skipped_with_their_line_or_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        std::fs::read_to_string(project_root().join(example("feature-workflow.trace.tooltrace.jsonl"))).unwrap();
+    let mut lines: Vec<&str> = original.lines().collect();
+    lines.insert(2, "{\"timestamp\": \"2026-02-19T10:00:0");
+    let broken = dir.path().join("broken.jsonl");
+    std::fs::write(&broken, lines.join("\n")).unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args[2] = broken.to_str().unwrap().to_owned();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let skipped = check(&args);
+    assert_eq!(skipped.code(), 1);
+    assert!(skipped.stderr().contains("broken.jsonl:line 3: invalid JSON"), "{}", skipped.stderr());
+    assert_eq!(skipped.report["scores"]["compliance_percent"], json!(61.67));
+    let mut fatal_args = args.clone();
+    fatal_args.extend(["--malformed", "fail"]);
+    let fatal = check(&fatal_args);
+    assert_eq!(fatal.code(), 2);
+    assert!(fatal.stderr().contains("line 3"), "{}", fatal.stderr());
+    assert_eq!(fatal.report, Value::Null);
+}
+
+#[test]
+fn a_spec_with_errors_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("bad.yaml");
+    let text = std::fs::read_to_string(project_root().join(example("feature-workflow.yaml")))
+        .unwrap()
+        .replace("affects: [P4-01]", "affects: [P4-1]");
+    std::fs::write(&spec, text).unwrap();
+    let output = agentic().arg("check").arg(&spec).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("error[orphaned-id]: constraint `ENV-02` affects `P4-1`"), "{stderr}");
+    assert!(stderr.contains("did you mean `P4-01`?"), "{stderr}");
+}
+
+#[test]
+fn lint_knows_checkpoint_specs() {
+    let output = agentic()
+        .args(["lint", &example("feature-workflow.yaml"), &example("code-review.yaml"), &example("weather-agent.yaml")])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let text = std::fs::read_to_string(project_root().join(example("feature-workflow.yaml"))).unwrap();
+    std::fs::write(&spec, text.replace("method: content_analysis", "method: api_state")).unwrap();
+    let output = agentic().arg("lint").arg(&spec).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(":76:15: error[tier-method-mismatch]: checkpoint `P3-01` is tier 3 but method `api_state`"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn lint_previous_flags_renumbered_and_reused_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = project_root().join(example("feature-workflow.yaml"));
+    let text = std::fs::read_to_string(&old).unwrap();
+    let new = dir.path().join("new.yaml");
+    std::fs::write(&new, text.replace("id: P2-02", "id: P2-03").replace("Merge the PR into main", "Delete the branch"))
+        .unwrap();
+    let output = agentic().arg("lint").arg(&new).arg("--previous").arg(&old).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("error[id-renumbered]: checkpoint `P2-02` was renumbered to `P2-03`"), "{stdout}");
+    assert!(stdout.contains("error[id-reused]: checkpoint id `P4-01` now means something else"), "{stdout}");
+    let output = agentic().arg("lint").arg(&old).arg("--previous").arg(&old).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
+}
+
+#[test]
+fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo: PathBuf = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("a.txt"), "a").unwrap();
+    git(&repo, &["add", "a.txt"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    git(&repo, &["tag", "v0.1.0"]);
+    git(&repo, &["checkout", "-q", "-b", "feature/login-form"]);
+    std::fs::write(repo.join("b.txt"), "b").unwrap();
+    git(&repo, &["add", "b.txt"]);
+    git(&repo, &["commit", "-q", "-m", "feat: login form"]);
+    std::fs::write(repo.join("a.txt"), "changed").unwrap();
+    std::fs::write(repo.join("new.txt"), "untracked").unwrap();
+    let extra = dir.path().join("issue.json");
+    std::fs::write(&extra, r#"{"issue_tracker_state": {"status": "In Progress"}}"#).unwrap();
+    let output = agentic().args(["evidence", "git"]).arg(&repo).arg("--merge").arg(&extra).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let evidence: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let git_facts = &evidence["git"];
+    assert_eq!(git_facts["current_branch"], json!("feature/login-form"));
+    assert_eq!(git_facts["branches"], json!(["feature/login-form", "main"]));
+    assert_eq!(git_facts["tags"], json!(["v0.1.0"]));
+    assert_eq!(git_facts["dirty"], json!(true));
+    assert_eq!(git_facts["changes"], json!({"staged": 0, "unstaged": 1, "untracked": 1}));
+    let subjects: Vec<&str> =
+        git_facts["recent_commits"].as_array().unwrap().iter().map(|c| c["subject"].as_str().unwrap()).collect();
+    assert_eq!(subjects, vec!["feat: login form", "first"]);
+    assert_eq!(git_facts["recent_commits"][0]["is_merge"], json!(false));
+    assert_eq!(evidence["issue_tracker_state"]["status"], json!("In Progress"));
+    let not_a_repo = agentic().args(["evidence", "git"]).arg(dir.path()).output().unwrap();
+    assert_eq!(not_a_repo.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&not_a_repo.stderr).contains("is not inside a git work tree"));
+}
