@@ -650,7 +650,7 @@ pub(crate) fn compile_condition(
 }
 
 fn first_line(text: &str) -> String {
-    text.lines().filter(|line| !line.trim().is_empty()).last().unwrap_or(text).trim().to_owned()
+    text.lines().rfind(|line| !line.trim().is_empty()).unwrap_or(text).trim().to_owned()
 }
 
 /// Whether some number satisfies every comparison.

@@ -751,18 +751,14 @@ fn step_rule(relation: &Relation, state: &mut RuleState, occurrence: &Occurrence
             }
             *previous_is_a = a.matches(occurrence);
         }
-        (Relation::Never(m), RuleState::Never { first, count }) => {
-            if m.matches(occurrence) {
-                *count += 1;
-                if first.is_none() {
-                    *first = Some(here);
-                }
+        (Relation::Never(m), RuleState::Never { first, count }) if m.matches(occurrence) => {
+            *count += 1;
+            if first.is_none() {
+                *first = Some(here);
             }
         }
-        (Relation::Count(m, _, _), RuleState::Count { count }) => {
-            if m.matches(occurrence) {
-                *count += 1;
-            }
+        (Relation::Count(m, _, _), RuleState::Count { count }) if m.matches(occurrence) => {
+            *count += 1;
         }
         _ => {}
     }
