@@ -127,6 +127,9 @@ pub struct CaseComparison {
     pub case_id: String,
     /// `criterion -> (label, judge score)`.
     pub scores: BTreeMap<String, (i64, Option<f64>)>,
+    /// `criterion -> why the judge errored`, for errored criteria.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, String>,
 }
 
 /// The outcome of a calibration.
@@ -197,13 +200,17 @@ pub fn compare_with_labels(
     for (case, verdict) in set.cases.iter().zip(verdicts) {
         usage.add(&verdict.usage);
         let mut scores = BTreeMap::new();
+        let mut errors = BTreeMap::new();
         for (criterion, label) in &case.labels {
             let score = verdict.score(criterion);
+            if let Some(error) = verdict.criteria.iter().find(|c| &c.name == criterion).and_then(|c| c.error.clone()) {
+                errors.insert(criterion.clone(), error);
+            }
             all.push((*label, score));
             per_criterion.entry(criterion.clone()).or_default().push((*label, score));
             scores.insert(criterion.clone(), (*label, score));
         }
-        cases.push(CaseComparison { case_id: case.id.clone(), scores });
+        cases.push(CaseComparison { case_id: case.id.clone(), scores, errors });
     }
     let overall = agreement(&all);
     let passed = overall.value(metric) >= bar;
@@ -315,12 +322,14 @@ impl CalibrationReport {
                 for (criterion, (label, score)) in &case.scores {
                     let off = score.is_none_or(|s| (s.round() as i64 - label).abs() > 1);
                     if off {
-                        let _ = writeln!(
-                            out,
-                            "  case {} {criterion}: human {label}, judge {}",
-                            case.case_id,
-                            fmt_opt(*score, 1)
-                        );
+                        let _ = write!(out, "  case {} {criterion}: human {label}, judge {}", case.case_id, fmt_opt(*score, 1));
+                        match case.errors.get(criterion) {
+                            Some(error) => {
+                                let short: String = error.chars().take(160).collect();
+                                let _ = writeln!(out, " (errored: {short})");
+                            }
+                            None => out.push('\n'),
+                        }
                     }
                 }
             }

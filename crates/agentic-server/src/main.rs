@@ -21,8 +21,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a workflow (once, or once per dataset sample) and report whether it passed.
+    Run(commands::run::RunArgs),
     /// Check workflow files (and, later, rubrics and checkpoint specs) for problems.
     Lint(commands::lint::LintArgs),
+    /// Calibrate the LLM judge on a golden set, check its drift or its stability.
+    Judge(commands::judge::JudgeArgs),
     /// Score a run's checkpoint compliance from its trace and evidence.
     Check(commands::check::CheckArgs),
     /// Collect evidence JSON for `agentic check` (git facts).
@@ -39,11 +43,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Lint(args) => commands::lint::run(args),
-        Command::Check(args) => commands::check::run(args),
-        Command::Evidence(args) => commands::evidence::run(args),
+        Command::Run(args) => commands::run::run(args),
+        Command::Judge(args) => commands::judge::run(args),
         Command::Score(args) => commands::score::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::Promote(args) => commands::promote::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Evidence(args) => commands::evidence::run(args),
     };
     match outcome {
         Ok(code) => code,

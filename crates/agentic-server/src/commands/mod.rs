@@ -2,8 +2,10 @@
 //! returns the process exit code.
 
 pub(crate) mod check;
-pub(crate) mod evidence;
-pub(crate) mod lint;
 pub(crate) mod compare;
+pub(crate) mod evidence;
+pub(crate) mod judge;
+pub(crate) mod lint;
 pub(crate) mod promote;
+pub(crate) mod run;
 pub(crate) mod score;

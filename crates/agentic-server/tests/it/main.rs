@@ -1,7 +1,9 @@
 //! Integration tests of the `agentic` binary: each module runs the real executable.
 
 mod check;
+mod judge_cli;
 mod lint;
+mod run;
 mod scoring;
 
 /// The `agentic` binary built for these tests.
