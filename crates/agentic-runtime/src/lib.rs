@@ -44,6 +44,44 @@
 //! - Call `execute` from an async task, not from inside `spawn_blocking`: the child gets
 //!   `SIGKILL` when the thread that spawned it exits (`PR_SET_PDEATHSIG`).
 //! - `cleanup` is idempotent; a workspace is not removed on drop.
+//!
+//! # Wiring it into the engine
+//!
+//! A command step maps onto one request: `argv`, `env`, `stdin` and `timeout_s` of the step;
+//! limits, network, allow-list and output cap from the effective `runtime:` block
+//! ([`ExecutionRequest::with_runtime_spec`]). Use [`IsolatedTaskRuntime::setup_in`] to run in the
+//! engine's own run directory, and race `execute` against the cancel signal:
+//!
+//! ```no_run
+//! # async fn demo(
+//! #     runtime: &dyn agentic_runtime::IsolatedTaskRuntime,
+//! #     run_dir: &std::path::Path,
+//! #     step: &agentic_core::Step,
+//! #     spec: &agentic_core::workflow::RuntimeSpec,
+//! #     cancelled: impl std::future::Future<Output = ()>,
+//! # ) -> Result<(), agentic_runtime::RuntimeError> {
+//! use std::time::Duration;
+//! use agentic_runtime::ExecutionRequest;
+//!
+//! let workspace = runtime.setup_in(run_dir).await?;
+//! let mut request = ExecutionRequest::new(step.argv.clone().unwrap_or_default()).with_runtime_spec(spec);
+//! request.env = step.env.iter().map(|(name, value)| (name.clone(), value.clone())).collect();
+//! request.stdin = step.stdin.clone();
+//! request.timeout = step.timeout_s.and_then(|seconds| Duration::try_from_secs_f64(seconds).ok());
+//! tokio::select! {
+//!     outcome = runtime.execute(&workspace, &request) => {
+//!         let outcome = outcome?;
+//!         // Store `outcome.protections` (serde) with the step result.
+//!         let _ = outcome;
+//!     }
+//!     () = cancelled => { /* the dropped future already killed the process group */ }
+//! }
+//! runtime.cleanup(&workspace).await?; // leaves `run_dir` itself alone
+//! # Ok(()) }
+//! ```
+//!
+//! What each protection does, what applies on the development machines and how to read the
+//! report: `docs/runtime.md`.
 
 mod docker;
 mod error;

@@ -41,7 +41,7 @@ pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// The default runtime: each step is a local process in its own session and process group,
-/// in a fresh workspace, with the protections the kernel allows (see [`ProtectionReport`](crate::ProtectionReport)).
+/// in a fresh workspace, with the protections the kernel allows (see [`ProtectionReport`]).
 #[derive(Debug, Clone)]
 pub struct SubprocessRuntime {
     base_dir: PathBuf,
