@@ -46,7 +46,8 @@ async fn timeout_kills_the_whole_group_in_about_a_second() {
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(900), "took {elapsed:?}");
     let grandchild = read_pid(&workspace, "grandchild.pid");
-    assert!(process_is_dead(grandchild), "grandchild {grandchild} survived the timeout");
+    // SIGKILL is delivered asynchronously: allow the kernel a moment to finish the process.
+    assert!(wait_until_dead(grandchild).await, "grandchild {grandchild} survived the timeout");
     assert_eq!(outcome.protections.timeout.status, ProtectionStatus::Applied);
     runtime.cleanup(&workspace).await.unwrap();
 }
@@ -63,7 +64,7 @@ async fn timeout_kills_a_group_that_ignores_sigterm() {
     assert_eq!(outcome.termination, Termination::TimedOut);
     assert_eq!(outcome.signal, Some(libc::SIGKILL));
     let grandchild = read_pid(&workspace, "grandchild.pid");
-    assert!(process_is_dead(grandchild), "grandchild {grandchild} survived SIGKILL");
+    assert!(wait_until_dead(grandchild).await, "grandchild {grandchild} survived SIGKILL");
     runtime.cleanup(&workspace).await.unwrap();
 }
 
