@@ -279,6 +279,11 @@ async fn execute(
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let group = Arc::new(ProcessGroup { leader: pid, reaped: Mutex::new(false) });
     let _kill_on_drop = KillOnDrop(Arc::clone(&group));
+    // Start reaping at once: whatever happens below, the leader is waited for and never left a zombie.
+    let waiter = tokio::task::spawn_blocking({
+        let group = Arc::clone(&group);
+        move || group.wait()
+    });
 
     let stdin = child.stdin.take().map(tokio::process::ChildStdin::from_std).transpose();
     let stdout = child.stdout.take().map(tokio::process::ChildStdout::from_std).transpose();
@@ -288,14 +293,11 @@ async fn execute(
     let (stdin, stdout, stderr) = match (stdin, stdout, stderr) {
         (Ok(stdin), Ok(stdout), Ok(stderr)) => (stdin, stdout, stderr),
         (Err(source), _, _) | (_, Err(source), _) | (_, _, Err(source)) => {
+            // `_kill_on_drop` kills the group; the waiter reaps the leader.
             return Err(RuntimeError::Spawn { program, source });
         }
     };
 
-    let waiter = tokio::task::spawn_blocking({
-        let group = Arc::clone(&group);
-        move || group.wait()
-    });
     let (exited_sender, exited) = watch::channel(false);
     let limit = request.output_limit_bytes;
     let supervise = async {

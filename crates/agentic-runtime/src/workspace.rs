@@ -159,6 +159,19 @@ impl Workspace {
             });
         }
         let path = self.work_dir.join(relative);
+        // A symbolic link must not lead the working directory out of the workspace.
+        let inside = match (path.canonicalize(), self.work_dir.canonicalize()) {
+            (Ok(resolved), Ok(work_dir)) => resolved.starts_with(work_dir),
+            _ => true,
+        };
+        if !inside {
+            return Err(RuntimeError::InvalidRequest {
+                reason: format!(
+                    "working directory `{}` leads outside the workspace through a symbolic link; use a real directory",
+                    relative.display()
+                ),
+            });
+        }
         if !path.is_dir() {
             return Err(RuntimeError::InvalidRequest {
                 reason: format!(

@@ -177,6 +177,11 @@ async fn workdir_outside_the_workspace_is_refused() {
     assert!(matches!(error, RuntimeError::InvalidRequest { .. }), "{error:?}");
     assert!(error.to_string().contains("`../..`"), "{error}");
 
+    std::os::unix::fs::symlink("/etc", workspace.work_dir().join("escape")).unwrap();
+    request.workdir = Some(PathBuf::from("escape"));
+    let error = runtime.execute(&workspace, &request).await.unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+
     std::fs::create_dir(workspace.work_dir().join("sub")).unwrap();
     request.workdir = Some(PathBuf::from("sub"));
     let outcome = runtime.execute(&workspace, &request).await.unwrap();
