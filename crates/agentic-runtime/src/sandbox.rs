@@ -323,6 +323,7 @@ impl RunAs {
 pub(crate) struct SandboxOptions {
     pub(crate) run_as: Option<RunAs>,
     pub(crate) user_namespace: bool,
+    pub(crate) network_namespace: bool,
     pub(crate) landlock: bool,
     pub(crate) kill_grace: Duration,
 }
@@ -401,17 +402,17 @@ pub(crate) fn plan(
         options.user_namespace,
     ) {
         (Ok(()), true) => {
-            let flags = if deny_network {
-                CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET
+            let (flags, network) = if !deny_network {
+                (CloneFlags::CLONE_NEWUSER, Protection::not_requested("the step asked for `network: true`"))
+            } else if !options.network_namespace {
+                (CloneFlags::CLONE_NEWUSER, network_namespace_off())
             } else {
-                CloneFlags::CLONE_NEWUSER
-            };
-            let network = if deny_network {
-                Protection::applied(
-                    "new network namespace inside the user namespace: only a loopback device that is down",
+                (
+                    CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET,
+                    Protection::applied(
+                        "new network namespace inside the user namespace: only a loopback device that is down",
+                    ),
                 )
-            } else {
-                Protection::not_requested("the step asked for `network: true`")
             };
             (
                 Some(flags),
@@ -434,6 +435,8 @@ pub(crate) fn plan(
             };
             let (flags, network) = if !deny_network {
                 (None, Protection::not_requested("the step asked for `network: true`"))
+            } else if !options.network_namespace {
+                (None, network_namespace_off())
             } else if identity.switched {
                 (
                     None,
@@ -600,6 +603,10 @@ pub(crate) fn plan(
     (plan, report)
 }
 
+fn network_namespace_off() -> Protection {
+    Protection::not_requested("network namespaces are switched off for this runtime")
+}
+
 /// A note when a requested limit was lowered to the engine's own hard limit.
 fn lowered(asked: u64, got: u64) -> String {
     if got < asked { format!(" (asked {asked}, lowered to the engine's own hard limit)") } else { String::new() }
@@ -677,7 +684,13 @@ mod tests {
     use crate::request::ResourceLimits;
 
     fn options() -> SandboxOptions {
-        SandboxOptions { run_as: None, user_namespace: true, landlock: true, kill_grace: Duration::from_secs(2) }
+        SandboxOptions {
+            run_as: None,
+            user_namespace: true,
+            network_namespace: true,
+            landlock: true,
+            kill_grace: Duration::from_secs(2),
+        }
     }
 
     fn request(network: bool) -> ExecutionRequest {

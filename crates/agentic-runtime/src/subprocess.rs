@@ -63,6 +63,7 @@ impl SubprocessRuntime {
             options: SandboxOptions {
                 run_as: None,
                 user_namespace: true,
+                network_namespace: true,
                 landlock: true,
                 kill_grace: DEFAULT_KILL_GRACE,
             },
@@ -93,6 +94,13 @@ impl SubprocessRuntime {
     /// Switches the user namespace on or off (on by default where the kernel allows).
     pub fn with_user_namespace(mut self, enabled: bool) -> Self {
         self.options.user_namespace = enabled;
+        self
+    }
+
+    /// Switches network namespaces on or off (on by default where the kernel allows). Off, a
+    /// step without network is only cut off by Landlock's TCP rules, where available.
+    pub fn with_network_namespace(mut self, enabled: bool) -> Self {
+        self.options.network_namespace = enabled;
         self
     }
 

@@ -407,3 +407,35 @@ async fn killing_the_engine_kills_the_step_leader() {
     assert!(wait_until_dead(leader).await, "step leader {leader} survived the engine's death");
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+#[tokio::test]
+async fn landlock_alone_blocks_tcp_when_the_report_says_so() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let request = ExecutionRequest::new(["bash", "-c", script.as_str()]).with_timeout(Duration::from_secs(20));
+
+    // Without namespaces only Landlock's TCP rules can cut the network.
+    let runtime = runtime().with_user_namespace(false).with_network_namespace(false);
+    let (outcome, workspace) = run(&runtime, request.clone()).await;
+    let report = &outcome.protections;
+    assert_eq!(report.network_namespace.status, ProtectionStatus::NotRequested, "{report:?}");
+    match report.landlock_network.status {
+        ProtectionStatus::Applied => {
+            assert!(!outcome.success(), "connected although Landlock denies TCP connect: {outcome:?}");
+            assert!(outcome.stderr.text.contains("Permission denied"), "{}", outcome.stderr.text);
+        }
+        ProtectionStatus::NotAvailable => assert!(outcome.success(), "{outcome:?}"),
+        ProtectionStatus::NotRequested => panic!("network: false must request the Landlock rules"),
+    }
+    runtime.cleanup(&workspace).await.unwrap();
+
+    // Control: with Landlock off too, nothing cuts the network and the connect works.
+    let open = runtime.with_landlock(false);
+    let (outcome, workspace) = run(&open, request).await;
+    assert!(!outcome.protections.network_cut());
+    assert!(outcome.success(), "{outcome:?}");
+    assert_eq!(outcome.stdout.text, "connected\n");
+    open.cleanup(&workspace).await.unwrap();
+    drop(listener);
+}
