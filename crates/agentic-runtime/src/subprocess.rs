@@ -349,11 +349,23 @@ fn spawn_error(
         io::ErrorKind::NotFound => {
             RuntimeError::ProgramNotFound { program: program.to_owned(), path: path.unwrap_or_default() }
         }
+        // `execvp` reports EACCES when some PATH entry was unreadable, even if the program exists nowhere.
+        io::ErrorKind::PermissionDenied if !program.contains('/') && !on_path(program, path.as_deref()) => {
+            RuntimeError::ProgramNotFound { program: program.to_owned(), path: path.unwrap_or_default() }
+        }
         io::ErrorKind::PermissionDenied => {
             RuntimeError::ProgramNotExecutable { program: program.to_owned(), workdir: workdir.to_owned() }
         }
         _ => RuntimeError::Spawn { program: program.to_owned(), source: error },
     }
+}
+
+/// Whether a file named `program` exists in one of the directories of `path`.
+fn on_path(program: &str, path: Option<&str>) -> bool {
+    path.unwrap_or(FALLBACK_PATH)
+        .split(':')
+        .filter(|dir| !dir.is_empty())
+        .any(|dir| std::path::Path::new(dir).join(program).is_file())
 }
 
 /// Waits for the leader under the timeout; on timeout sends `SIGTERM`, then `SIGKILL` after the grace.
