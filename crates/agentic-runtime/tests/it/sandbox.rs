@@ -439,3 +439,22 @@ async fn landlock_alone_blocks_tcp_when_the_report_says_so() {
     open.cleanup(&workspace).await.unwrap();
     drop(listener);
 }
+
+#[tokio::test]
+async fn file_size_limit_stops_a_large_write() {
+    let runtime = runtime();
+    let mut request = sh("exec head -c 2097152 /dev/zero > big.bin");
+    request.limits.max_file_size_mb = Some(1);
+    let (outcome, workspace) = run(&runtime, request.clone()).await;
+    assert_eq!(outcome.protections.file_size_limit.status, ProtectionStatus::Applied);
+    assert_eq!(outcome.termination, Termination::FileSizeLimit, "{outcome:?}");
+    let written = std::fs::metadata(workspace.work_dir().join("big.bin")).unwrap().len();
+    assert_eq!(written, 1024 * 1024);
+
+    // Control: without the limit the whole file is written.
+    request.limits.max_file_size_mb = None;
+    let outcome = runtime.execute(&workspace, &request).await.unwrap();
+    assert!(outcome.success(), "{outcome:?}");
+    assert_eq!(std::fs::metadata(workspace.work_dir().join("big.bin")).unwrap().len(), 2 * 1024 * 1024);
+    runtime.cleanup(&workspace).await.unwrap();
+}
