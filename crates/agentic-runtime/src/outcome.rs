@@ -105,3 +105,52 @@ mod duration_ms {
         u64::deserialize(deserializer).map(Duration::from_millis)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Protection;
+
+    #[test]
+    fn outcome_round_trips_through_json_with_tagged_termination() {
+        let protection = Protection::applied("yes");
+        let report = ProtectionReport {
+            runtime: "subprocess".into(),
+            user: Protection::not_requested("root"),
+            workspace: protection.clone(),
+            process_group: protection.clone(),
+            parent_death_signal: protection.clone(),
+            timeout: protection.clone(),
+            environment: protection.clone(),
+            output_cap: protection.clone(),
+            cpu_time_limit: protection.clone(),
+            memory_limit: protection.clone(),
+            process_limit: Protection::not_available("uid 0"),
+            open_files_limit: protection.clone(),
+            file_size_limit: protection.clone(),
+            core_dumps_disabled: protection.clone(),
+            user_namespace: protection.clone(),
+            network_namespace: protection.clone(),
+            landlock_filesystem: protection.clone(),
+            landlock_network: protection,
+        };
+        let outcome = ExecutionOutcome {
+            termination: Termination::CpuLimit { signal: 24 },
+            exit_code: None,
+            signal: Some(24),
+            timed_out: false,
+            stdout: CapturedOutput { text: "out".into(), total_bytes: 3, truncated: false, incomplete: false },
+            stderr: CapturedOutput::default(),
+            duration: Duration::from_millis(1500),
+            usage: ResourceUsage { user_cpu_ms: 1000, system_cpu_ms: 5, max_rss_kib: 2048 },
+            protections: report,
+        };
+        let json = serde_json::to_value(&outcome).unwrap();
+        assert_eq!(json["termination"], serde_json::json!({"kind": "cpu_limit", "signal": 24}));
+        assert_eq!(json["duration"], 1500);
+        assert_eq!(json["protections"]["process_limit"]["status"], "not_available");
+        let back: ExecutionOutcome = serde_json::from_value(json).unwrap();
+        assert_eq!(back, outcome);
+        assert!(!back.success());
+    }
+}
