@@ -39,10 +39,11 @@
 //!   branch of `tokio::select!` with the engine's cancellation token) sends `SIGKILL` to the whole
 //!   process group at once; a blocking thread then reaps the leader.
 //! - When the program ends (exit, timeout or cancel) every process left in its group is killed:
-//!   no orphan survives. A process that starts its own session (`setsid`) escapes the group; that
-//!   needs a PID namespace, which this runtime does not use yet.
-//! - Call `execute` from an async task, not from inside `spawn_blocking`: the child gets
-//!   `SIGKILL` when the thread that spawned it exits (`PR_SET_PDEATHSIG`).
+//!   no orphan survives. When the engine itself dies, even by `SIGKILL`, a supervisor process
+//!   that leads the group kills it. A process that starts its own session (`setsid`) escapes the
+//!   group; that needs a PID namespace, which this runtime does not use yet.
+//! - Call `execute` from an async task, not from inside `spawn_blocking`: the step is killed
+//!   when the thread that spawned it exits (`PR_SET_PDEATHSIG`).
 //! - `cleanup` is idempotent; a workspace is not removed on drop.
 //!
 //! # Wiring it into the engine

@@ -22,8 +22,10 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sched::CloneFlags;
 use nix::sys::resource::{Resource, getrlimit};
-use nix::sys::signal::Signal;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, sigprocmask};
 use nix::sys::stat::Mode;
+use nix::sys::wait::{WaitPidFlag, WaitStatus};
+use nix::unistd::ForkResult;
 use nix::unistd::Pid;
 
 use crate::report::{Protection, ProtectionReport};
@@ -49,6 +51,7 @@ pub(crate) enum Stage {
     ResourceLimits = 5,
     NoNewPrivileges = 6,
     Landlock = 7,
+    Supervisor = 8,
 }
 
 impl Stage {
@@ -61,6 +64,7 @@ impl Stage {
             Self::ResourceLimits,
             Self::NoNewPrivileges,
             Self::Landlock,
+            Self::Supervisor,
         ]
         .into_iter()
         .find(|stage| *stage as u8 == byte)
@@ -75,6 +79,7 @@ impl Stage {
             Self::ResourceLimits => "resource_limits",
             Self::NoNewPrivileges => "no_new_privileges",
             Self::Landlock => "landlock",
+            Self::Supervisor => "supervisor",
         }
     }
 }
@@ -202,8 +207,9 @@ pub(crate) fn spawn_with_setup(
 fn install(command: &mut std::process::Command, mut setup: ChildSetup) {
     // SAFETY: the closure runs in the child between fork and exec. `ChildSetup::apply` only
     // makes async-signal-safe system calls (setsid, prctl, getppid, unshare, open/write/close,
-    // setrlimit, umask, landlock_restrict_self) on data prepared before the fork; it does not
-    // allocate, take locks or touch state shared with other threads of the parent.
+    // setrlimit, umask, landlock_restrict_self, sigprocmask, fork, sigwait, waitpid, kill,
+    // _exit) on data prepared before the fork; it does not allocate, take locks or touch state
+    // shared with other threads of the parent.
     unsafe {
         command.pre_exec(move || setup.apply());
     }
@@ -234,6 +240,8 @@ pub(crate) struct ChildSetup {
     stage_fd: Option<OwnedFd>,
     /// A probe: fail with [`PROBE_DONE`] after all steps instead of going on to `exec`.
     probe_only: bool,
+    /// Fork a supervisor that stays behind as the group leader (see [`supervise`]).
+    supervisor: bool,
 }
 
 impl ChildSetup {
@@ -247,6 +255,7 @@ impl ChildSetup {
             landlock: None,
             stage_fd: None,
             probe_only: true,
+            supervisor: false,
         }
     }
 
@@ -294,8 +303,94 @@ impl ChildSetup {
         if let Some(ruleset) = self.landlock.take() {
             ruleset.restrict_self().map_err(|_| (Stage::Landlock, Errno::last()))?;
         }
+        if self.supervisor {
+            self.fork_supervisor()?;
+        }
         Ok(())
     }
+
+    /// Splits the child in two: this process stays behind as the supervisor (the group leader
+    /// the engine waits for) and never returns; the new child returns and goes on to `exec`.
+    #[allow(unsafe_code)]
+    fn fork_supervisor(&self) -> Result<(), (Stage, Errno)> {
+        let supervisor_error = |errno| (Stage::Supervisor, errno);
+        let mut watched = SigSet::empty();
+        for signal in [Signal::SIGCHLD, Signal::SIGTERM, ENGINE_DEATH_SIGNAL] {
+            watched.add(signal);
+        }
+        let mut previous = SigSet::empty();
+        sigprocmask(SigmaskHow::SIG_BLOCK, Some(&watched), Some(&mut previous)).map_err(supervisor_error)?;
+        nix::sys::prctl::set_pdeathsig(ENGINE_DEATH_SIGNAL).map_err(supervisor_error)?;
+        if nix::unistd::getppid() != self.parent_pid {
+            return Err((Stage::Supervisor, Errno::ESRCH));
+        }
+        // SAFETY: this process is the single-threaded child of a fork; the new child only makes
+        // async-signal-safe calls (prctl, sigprocmask) before it returns to std's exec path, and
+        // this process only makes them in `supervise`, which never returns.
+        match unsafe { nix::unistd::fork() }.map_err(supervisor_error)? {
+            ForkResult::Child => {
+                // The program dies with its supervisor, and starts with the original signal mask.
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(supervisor_error)?;
+                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&previous), None).map_err(supervisor_error)?;
+                Ok(())
+            }
+            ForkResult::Parent { child } => supervise(child, self.parent_pid, &watched),
+        }
+    }
+}
+
+/// The signal the supervisor gets when the engine (the thread that spawned it) dies.
+const ENGINE_DEATH_SIGNAL: Signal = Signal::SIGUSR2;
+
+/// The supervisor: waits for the program and leaves with the same exit code or signal, so the
+/// engine sees the program's status (and, through `wait4`, its resource usage). When the engine
+/// dies first, it kills the whole process group, so no process of the step outlives the engine.
+///
+/// It closes every descriptor first, so output pipes and std's exec-status pipe only depend on
+/// the program. A `SIGTERM` from a timeout is for the program; the supervisor waits for it.
+#[allow(unsafe_code)]
+fn supervise(program: Pid, engine: Pid, watched: &SigSet) -> ! {
+    close_all_descriptors();
+    loop {
+        match watched.wait() {
+            Ok(Signal::SIGCHLD) => match nix::sys::wait::waitpid(program, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, code)) => exit_now(code),
+                Ok(WaitStatus::Signaled(_, signal, _)) => {
+                    let mut only = SigSet::empty();
+                    only.add(signal);
+                    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+                    let _ = nix::sys::signal::raise(signal);
+                    // A signal whose default action is not to terminate leaves us here.
+                    exit_now(128 + signal as i32)
+                }
+                Err(Errno::ECHILD) => exit_now(127),
+                _ => {}
+            },
+            Ok(signal) if signal == ENGINE_DEATH_SIGNAL && nix::unistd::getppid() != engine => {
+                let _ = killpg(nix::unistd::getpgrp(), Signal::SIGKILL);
+                exit_now(128 + Signal::SIGKILL as i32)
+            }
+            _ => {}
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn close_all_descriptors() {
+    // SAFETY: close_range only closes descriptors of this (single-threaded) process.
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, 0_u32, u32::MAX, 0_u32) };
+    if closed != 0 {
+        for fd in 0..65_536 {
+            let _ = nix::unistd::close(fd);
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` ends the process at once without running atexit handlers or touching
+    // state shared with the parent's threads, which is what a forked child must do.
+    unsafe { libc::_exit(code) }
 }
 
 fn write_proc_file(path: &CStr, contents: &[u8]) -> Result<(), Errno> {
@@ -502,11 +597,14 @@ pub(crate) fn plan(
              set `run_as` on the runtime to switch to an unprivileged user"
         )),
         Some(count) => {
-            let (soft, _) = limit(Resource::RLIMIT_NPROC, count, count);
-            let lowered = lowered(count, soft);
+            // One more for the supervisor, so the step itself gets `count` processes.
+            let with_supervisor = count.saturating_add(1);
+            let (soft, _) = limit(Resource::RLIMIT_NPROC, with_supervisor, with_supervisor);
+            let lowered = lowered(with_supervisor, soft);
             let scope = if in_user_namespace { "in its user namespace" } else { "on the whole machine" };
             Protection::applied(format!(
-                "RLIMIT_NPROC {soft} (counts the processes of uid {} {scope}){lowered}",
+                "RLIMIT_NPROC {soft}: {} for the step and 1 for its supervisor (counts the processes of uid {} {scope}){lowered}",
+                soft.saturating_sub(1),
                 identity.uid
             ))
         }
@@ -584,7 +682,9 @@ pub(crate) fn plan(
         process_group: Protection::applied(
             "own session and process group; the group gets SIGKILL when the program ends, times out or is cancelled",
         ),
-        parent_death_signal: Protection::applied("SIGKILL when the thread that spawned it exits"),
+        parent_death_signal: Protection::applied(
+            "a supervisor process leads the group; when the engine thread that spawned it exits, it kills the whole group",
+        ),
         timeout,
         environment: Protection::applied(environment_detail),
         output_cap: Protection::applied(format!("{} bytes per stream", request.output_limit_bytes)),
@@ -655,6 +755,7 @@ pub(crate) fn prepare(
         landlock,
         stage_fd: None,
         probe_only: false,
+        supervisor: true,
     }
 }
 

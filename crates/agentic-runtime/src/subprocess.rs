@@ -2,7 +2,8 @@
 //!
 //! Lifecycle of one `execute`: build the environment from the allow-list, plan the sandbox
 //! against the probed host capabilities, spawn with the child setup (new session, death signal,
-//! namespaces, rlimits, Landlock), stream stdout and stderr into capped buffers while a blocking
+//! namespaces, rlimits, Landlock, then a supervisor fork that leads the group and mirrors the
+//! program's exit status), stream stdout and stderr into capped buffers while a blocking
 //! thread waits for the leader (`waitid(WNOWAIT)`), kills the rest of the group, and reaps it with
 //! `wait4` for the resource usage. A timer sends `SIGTERM` then `SIGKILL` to the group on timeout,
 //! and a drop guard sends `SIGKILL` to the group when the future is dropped (cancellation).

@@ -253,7 +253,9 @@ fn check_process_limit(outcome: &agentic_runtime::ExecutionOutcome) {
     match protection.status {
         ProtectionStatus::Applied => {
             let limits_line = outcome.stdout.text.lines().next().unwrap_or_default();
-            assert!(limits_line.split_whitespace().nth(2) == Some("4"), "{limits_line:?}");
+            // The step gets 4; the supervisor takes one more.
+            assert!(limits_line.split_whitespace().nth(2) == Some("5"), "{limits_line:?}");
+            assert!(protection.detail.contains("4 for the step"), "{protection:?}");
             assert!(outcome.stderr.text.contains("fork"), "ten forks passed a limit of 4: {outcome:?}");
         }
         ProtectionStatus::NotAvailable => {
@@ -369,42 +371,47 @@ async fn no_network_means_loopback_connect_fails() {
 const ENGINE_BASE_ENV: &str = "AGENTIC_RUNTIME_TEST_ENGINE_BASE";
 
 #[tokio::test]
-async fn killing_the_engine_kills_the_step_leader() {
+async fn killing_the_engine_kills_the_whole_step() {
     if let Ok(base) = std::env::var(ENGINE_BASE_ENV) {
         // Engine role: start a long step, then wait to be killed by the test below.
         let runtime = runtime().with_base_dir(base);
         let workspace = runtime.setup().await.unwrap();
-        let _ = runtime.execute(&workspace, &sh("echo $$ > leader.pid; exec sleep 30")).await;
+        let script = "sleep 30 & echo $! > background.pid; echo $$ > leader.pid; exec sleep 30";
+        let _ = runtime.execute(&workspace, &sh(script)).await;
         panic!("the engine role must be killed before its step ends");
     }
     let base = std::env::temp_dir().join(format!("agentic-engine-test-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
     let mut engine = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["sandbox::killing_the_engine_kills_the_step_leader", "--exact", "--test-threads=1"])
+        .args(["sandbox::killing_the_engine_kills_the_whole_step", "--exact", "--test-threads=1"])
         .env(ENGINE_BASE_ENV, &base)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut leader = None;
+    let mut pids = None;
     // Bounded: 10 s.
     for _ in 0..200 {
-        let pid_file = std::fs::read_dir(&base)
+        let work_dir = std::fs::read_dir(&base)
             .unwrap()
             .filter_map(Result::ok)
-            .map(|entry| entry.path().join("work/leader.pid"))
-            .find(|path| std::fs::read_to_string(path).is_ok_and(|text| text.ends_with('\n')));
-        if let Some(pid_file) = pid_file {
-            leader = Some(std::fs::read_to_string(pid_file).unwrap().trim().parse::<u32>().unwrap());
+            .map(|entry| entry.path().join("work"))
+            .find(|work| std::fs::read_to_string(work.join("leader.pid")).is_ok_and(|text| text.ends_with('\n')));
+        if let Some(work_dir) = work_dir {
+            let read =
+                |name: &str| std::fs::read_to_string(work_dir.join(name)).unwrap().trim().parse::<u32>().unwrap();
+            pids = Some((read("leader.pid"), read("background.pid")));
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let leader = leader.expect("the engine never started its step");
+    let (leader, background) = pids.expect("the engine never started its step");
     assert!(!process_is_dead(leader), "the step died before the engine was killed");
+    assert!(!process_is_dead(background), "the background process died before the engine was killed");
     engine.kill().unwrap();
     engine.wait().unwrap();
-    assert!(wait_until_dead(leader).await, "step leader {leader} survived the engine's death");
+    assert!(wait_until_dead(leader).await, "step program {leader} survived the engine's death");
+    assert!(wait_until_dead(background).await, "background process {background} survived the engine's death");
     std::fs::remove_dir_all(&base).unwrap();
 }
 
