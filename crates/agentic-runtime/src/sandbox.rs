@@ -22,7 +22,7 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sched::CloneFlags;
 use nix::sys::resource::{Resource, getrlimit};
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, sigprocmask};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, killpg, sigaction, sigprocmask};
 use nix::sys::stat::Mode;
 use nix::sys::wait::{WaitPidFlag, WaitStatus};
 use nix::unistd::ForkResult;
@@ -356,6 +356,11 @@ fn supervise(program: Pid, engine: Pid, watched: &SigSet) -> ! {
             Ok(Signal::SIGCHLD) => match nix::sys::wait::waitpid(program, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(_, code)) => exit_now(code),
                 Ok(WaitStatus::Signaled(_, signal, _)) => {
+                    // The fork inherited the engine's handlers (std's SIGSEGV handler, tokio's):
+                    // restore the default action so the signal ends this process too.
+                    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+                    // SAFETY: installing the default action runs no code of ours in a handler.
+                    let _ = unsafe { sigaction(signal, &default) };
                     let mut only = SigSet::empty();
                     only.add(signal);
                     let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);

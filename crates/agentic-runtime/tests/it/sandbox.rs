@@ -465,3 +465,14 @@ async fn file_size_limit_stops_a_large_write() {
     assert_eq!(std::fs::metadata(workspace.work_dir().join("big.bin")).unwrap().len(), 2 * 1024 * 1024);
     runtime.cleanup(&workspace).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_signal_that_ends_the_program_is_reported_as_such() {
+    let runtime = runtime();
+    let (outcome, workspace) = run(&runtime, sh("echo before; kill -SEGV $$; echo after")).await;
+    assert_eq!(outcome.termination, Termination::Signaled { signal: libc::SIGSEGV, name: "SIGSEGV".into() });
+    assert_eq!(outcome.signal, Some(libc::SIGSEGV));
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.stdout.text, "before\n");
+    runtime.cleanup(&workspace).await.unwrap();
+}
