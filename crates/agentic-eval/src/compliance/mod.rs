@@ -16,6 +16,7 @@
 //! Like the rest of this crate, the module does no IO: callers read files, run `git` and
 //! parse traces (`agentic-adapters`), then pass text, values and event iterators in.
 
+pub mod calibration;
 pub mod condition;
 pub mod evaluate;
 pub mod report;
@@ -23,6 +24,7 @@ pub mod sequence;
 pub mod spec;
 pub mod tier3;
 
+pub use calibration::{CALIBRATION_THRESHOLD, Calibration, GoldenCase, calibrate};
 pub use condition::{CompiledCondition, ConditionOutcome, EvidencePath};
 pub use evaluate::{CheckOptions, ComplianceError, EvidenceSet, evaluate};
 pub use report::{

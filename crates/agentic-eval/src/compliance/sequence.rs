@@ -21,8 +21,10 @@
 //!
 //! **Memory.** [`SequenceEngine`] keeps a fixed amount of state per rule plus the ids of
 //! calls that are open (started, not yet ended) and of open container spans inside a
-//! `within` scope; neither grows with the length of the trace. Sets are capped at
-//! [`MAX_OPEN_SPANS`]; a rule whose scope overflows fails with a note saying so.
+//! `within` scope; neither grows with the length of the trace. Open calls are bounded by
+//! a window of 2 x [`MAX_OPEN_SPANS`] ids (the oldest is forgotten first); a scope holds at
+//! most [`MAX_OPEN_SPANS`] started spans (a rule whose scope overflows fails with a note
+//! saying so) plus the latest [`POST_ONLY_SCOPE_WINDOW`] post-only spans, which never end.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
@@ -34,6 +36,10 @@ use serde_json::Value;
 
 /// The most open spans a scope (or the open-call set) tracks.
 pub const MAX_OPEN_SPANS: usize = 100_000;
+
+/// How many post-only scope spans (spans that never get an end event, as in the seed's
+/// JSONL) a scope remembers; the oldest is forgotten first.
+pub const POST_ONLY_SCOPE_WINDOW: usize = 4096;
 
 /// A sequence rule as written in YAML: exactly one relation, optionally scoped.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -486,7 +492,30 @@ impl std::fmt::Display for Location {
 #[derive(Debug, Default)]
 struct Scope {
     open: HashSet<String>,
+    post_only: VecDeque<String>,
     overflowed: bool,
+}
+
+impl Scope {
+    /// Opens a span; `post_only` spans never close, so only the latest few are kept.
+    fn open(&mut self, id: &str, post_only: bool) {
+        if self.open.contains(id) {
+            return;
+        }
+        if post_only {
+            if self.post_only.len() == POST_ONLY_SCOPE_WINDOW
+                && let Some(oldest) = self.post_only.pop_front()
+            {
+                self.open.remove(&oldest);
+            }
+            self.post_only.push_back(id.to_owned());
+            self.open.insert(id.to_owned());
+        } else if self.open.len() < MAX_OPEN_SPANS {
+            self.open.insert(id.to_owned());
+        } else {
+            self.overflowed = true;
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -527,7 +556,7 @@ pub struct SequenceEngine {
     states: Vec<RuleState>,
     scopes: Vec<Option<Scope>>,
     open_calls: HashSet<String>,
-    open_calls_overflowed: bool,
+    open_call_order: VecDeque<String>,
     excerpt: VecDeque<String>,
     excerpt_capacity: usize,
     events: u64,
@@ -555,7 +584,7 @@ impl SequenceEngine {
             states,
             scopes,
             open_calls: HashSet::new(),
-            open_calls_overflowed: false,
+            open_call_order: VecDeque::new(),
             excerpt: VecDeque::new(),
             excerpt_capacity,
             events: 0,
@@ -593,10 +622,12 @@ impl SequenceEngine {
         };
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
         if is_start && let Some(id) = span_id {
-            if self.open_calls.len() < MAX_OPEN_SPANS {
-                self.open_calls.insert(id.to_owned());
-            } else {
-                self.open_calls_overflowed = true;
+            self.open_calls.insert(id.to_owned());
+            self.open_call_order.push_back(id.to_owned());
+            while self.open_call_order.len() > 2 * MAX_OPEN_SPANS {
+                if let Some(oldest) = self.open_call_order.pop_front() {
+                    self.open_calls.remove(&oldest);
+                }
             }
         }
         let is_end =
@@ -646,11 +677,7 @@ impl SequenceEngine {
                         if is_end && !counts {
                             scope.open.remove(id);
                         } else if root.matches(&occurrence) || (inside && is_container) {
-                            if scope.open.len() < MAX_OPEN_SPANS {
-                                scope.open.insert(id.to_owned());
-                            } else {
-                                scope.overflowed = true;
-                            }
+                            scope.open(id, is_end);
                         }
                     }
                     inside
@@ -677,11 +704,7 @@ impl SequenceEngine {
             if is_end {
                 scope.open.remove(id);
             } else if is_container && parent_span_id.is_some_and(|parent| scope.open.contains(parent)) {
-                if scope.open.len() < MAX_OPEN_SPANS {
-                    scope.open.insert(id.to_owned());
-                } else {
-                    scope.overflowed = true;
-                }
+                scope.open(id, false);
             }
         }
     }
@@ -698,7 +721,7 @@ impl SequenceEngine {
                 if let Some(within) = &rule.within {
                     outcome.notes = format!("within {}: {}", within.description, outcome.notes);
                 }
-                if scope.as_ref().is_some_and(|s| s.overflowed) || self.open_calls_overflowed {
+                if scope.as_ref().is_some_and(|s| s.overflowed) {
                     outcome.passed = false;
                     outcome.notes = format!(
                         "more than {MAX_OPEN_SPANS} spans were open at once, so scopes could not be tracked; {}",

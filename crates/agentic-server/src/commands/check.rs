@@ -20,9 +20,9 @@ use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
 use agentic_eval::compliance::spec::{CheckpointSpec, Tier};
 use agentic_eval::compliance::{
-    CheckOptions, CompiledSpec, ComplianceReport, EvidenceSet, ReplayEvaluator, SequenceEngine, Tier3Error,
-    Tier3Evaluator, Tier3Request, Tier3Verdict, compare_reports, evaluate, lint_against_previous, load_spec,
-    render_markdown, render_summary,
+    Calibration, CheckOptions, CompiledSpec, ComplianceReport, EvidenceSet, GoldenCase, ReplayEvaluator,
+    SequenceEngine, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate,
+    lint_against_previous, load_spec, render_markdown, render_summary,
 };
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
@@ -57,7 +57,8 @@ pub(crate) struct CheckArgs {
     /// The trace of the run (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON).
     #[arg(long)]
     trace: Option<String>,
-    /// Evidence JSON (an object whose keys are evidence sources); repeat to merge several.
+    /// Evidence JSON (an object whose keys are evidence sources); repeat to merge several
+    /// (a later file's source replaces an earlier one of the same name).
     #[arg(long)]
     evidence: Vec<String>,
     /// The trace format.
@@ -87,6 +88,9 @@ pub(crate) struct CheckArgs {
     /// The lowest passing compliance score, in percent.
     #[arg(long, default_value_t = 85.0)]
     threshold: f64,
+    /// A golden set of human-annotated runs (JSON); reports tier-3 agreement and warns below 90%.
+    #[arg(long)]
+    golden: Option<String>,
     /// Fixes `evaluated_at` (RFC 3339) instead of the current time, for reproducible reports.
     #[arg(long)]
     evaluated_at: Option<String>,
@@ -130,15 +134,27 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let comparison = baseline.as_ref().map(|baseline| compare_reports(baseline, &report));
+    let calibration = match &args.golden {
+        Some(path) => Some(run_golden(&spec, path, &options)?),
+        None => None,
+    };
     print!("{}", render_summary(&report, comparison.as_ref()));
+    if let Some(calibration) = &calibration {
+        print!("{}", calibration.render());
+    }
     if let Some(path) = &args.json {
         let mut text = serde_json::to_string_pretty(&report)?;
         text.push('\n');
         std::fs::write(path, text).with_context(|| format!("writing `{path}`"))?;
     }
     if let Some(path) = &args.markdown {
-        std::fs::write(path, render_markdown(&report, comparison.as_ref()))
-            .with_context(|| format!("writing `{path}`"))?;
+        let mut markdown = render_markdown(&report, comparison.as_ref());
+        if let Some(calibration) = &calibration {
+            markdown.push_str("\n## Golden-set calibration\n\n```text\n");
+            markdown.push_str(&calibration.render());
+            markdown.push_str("```\n");
+        }
+        std::fs::write(path, markdown).with_context(|| format!("writing `{path}`"))?;
     }
     let regressions = comparison.as_ref().map_or(0, |c| c.regressions().count());
     let verdict = match report.scores.compliance_percent {
@@ -160,6 +176,51 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
     };
     Ok(verdict)
+}
+
+/// A golden set: annotated runs, paths relative to the golden file.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoldenFile {
+    cases: Vec<GoldenEntry>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoldenEntry {
+    name: String,
+    #[serde(default)]
+    trace: Option<String>,
+    #[serde(default)]
+    evidence: Vec<String>,
+    tier3_verdicts: String,
+    human: std::collections::BTreeMap<String, agentic_eval::compliance::ResultState>,
+}
+
+fn run_golden(spec: &CompiledSpec, path: &str, options: &CheckOptions) -> anyhow::Result<Calibration> {
+    let text = read_text(path)?;
+    let golden: GoldenFile = serde_json::from_str(&text).with_context(|| {
+        format!("golden set `{path}` is invalid; write {{\"cases\": [{{\"name\", \"trace\", \"evidence\": [...], \"tier3_verdicts\", \"human\": {{\"ID\": \"PASS\"}}}}]}}")
+    })?;
+    let base = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("."));
+    let resolve = |relative: &str| base.join(relative).to_string_lossy().into_owned();
+    let mut cases = Vec::new();
+    for entry in golden.cases {
+        let evidence: Vec<String> = entry.evidence.iter().map(|e| resolve(e)).collect();
+        let values = read_evidence(&evidence)?;
+        let trace = match &entry.trace {
+            Some(trace) => Some(run_trace(spec, &resolve(trace), TraceFormatArg::Auto, Malformed::Fail)?),
+            None => None,
+        };
+        let verdicts = read_text(&resolve(&entry.tier3_verdicts))?;
+        let mut evaluator = ReplayEvaluator::from_json(&verdicts)
+            .with_context(|| format!("golden case `{}`: reading `{}`", entry.name, entry.tier3_verdicts))?;
+        let single = CheckOptions { evaluated_at: options.evaluated_at.clone(), eval_runs: 1 };
+        let report = evaluate(spec, &EvidenceSet { values, trace }, &mut evaluator, &single)
+            .with_context(|| format!("golden case `{}`", entry.name))?;
+        cases.push(GoldenCase { name: entry.name, report, human: entry.human });
+    }
+    Ok(calibrate(&cases))
 }
 
 /// Tier 3 without `--tier3-verdicts`: every tier-3 checkpoint is an input error.
@@ -204,9 +265,6 @@ fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
         };
         for (key, value) in object {
-            if merged.contains_key(&key) {
-                eprintln!("warning: evidence source `{key}` from `{path}` replaces an earlier one");
-            }
             merged.insert(key, value);
         }
     }

@@ -318,6 +318,28 @@ fn malformed_trace_lines_are_skipped_with_their_line_or_fatal() {
 }
 
 #[test]
+fn golden_set_agreement_below_ninety_percent_warns() {
+    let run = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--golden", "examples/checkpoints/golden/feature-workflow.golden.json"],
+    );
+    // Five annotated runs; the evaluator says PASS on run-4 where the person says PARTIAL: 4 / 5.
+    let stdout = run.stdout();
+    assert!(
+        stdout
+            .contains("golden-set calibration: tier-3 agreement 80.00% (4 of 5 annotated checkpoints over 5 case(s))"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("CALIBRATION WARNING: agreement is below 90%"), "{stdout}");
+    assert!(stdout.contains("run-4: P3-01 human PARTIAL vs evaluator PASS"), "{stdout}");
+    assert!(run.markdown.contains("## Golden-set calibration"));
+    // The calibration warns; it does not change the verdict of the check itself.
+    assert_eq!(run.code(), 1);
+    assert_eq!(run.report["scores"]["compliance_percent"], json!(61.67));
+}
+
+#[test]
 fn a_spec_with_errors_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("bad.yaml");

@@ -1,0 +1,198 @@
+//! Golden-set calibration of the tier-3 evaluator.
+//!
+//! A golden set is a few historical runs (the seed suggests 5) whose tier-3 checkpoints a
+//! person annotated with the right state. Each run is checked as usual; the evaluator's
+//! state for every annotated tier-3 checkpoint is compared with the annotation.
+//! **Agreement below [`CALIBRATION_THRESHOLD`] percent raises a calibration warning**: the
+//! evaluator's tier-3 verdicts should not be trusted until its prompt or model is fixed.
+//! Annotations of tier-1 and tier-2 checkpoints are ignored (code decides those).
+
+use std::collections::BTreeMap;
+
+use super::report::{ComplianceReport, ResultState, round2};
+
+/// The agreement (percent) below which calibration warns.
+pub const CALIBRATION_THRESHOLD: f64 = 90.0;
+
+/// One annotated run: its report and the human states by checkpoint id.
+#[derive(Debug, Clone)]
+pub struct GoldenCase {
+    /// A name for messages.
+    pub name: String,
+    /// The report of checking the run.
+    pub report: ComplianceReport,
+    /// The states a person assigned, by checkpoint id.
+    pub human: BTreeMap<String, ResultState>,
+}
+
+/// One disagreement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Disagreement {
+    /// The golden case.
+    pub case: String,
+    /// The checkpoint.
+    pub id: String,
+    /// What the person said.
+    pub human: ResultState,
+    /// What the evaluator said.
+    pub evaluator: ResultState,
+}
+
+/// The calibration outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    /// Cases checked.
+    pub cases: usize,
+    /// Annotated tier-3 checkpoints compared.
+    pub compared: usize,
+    /// Of those, how many agreed.
+    pub agreed: usize,
+    /// `agreed / compared * 100`, rounded to 2 decimals; `None` when nothing was compared.
+    pub agreement_percent: Option<f64>,
+    /// True when agreement is below [`CALIBRATION_THRESHOLD`] (or nothing was compared).
+    pub warning: bool,
+    /// Every disagreement.
+    pub disagreements: Vec<Disagreement>,
+    /// Annotations naming ids that are not in the report.
+    pub unknown_ids: Vec<(String, String)>,
+}
+
+/// Compares evaluator and human states over the golden set.
+pub fn calibrate(cases: &[GoldenCase]) -> Calibration {
+    let mut compared = 0;
+    let mut agreed = 0;
+    let mut disagreements = Vec::new();
+    let mut unknown_ids = Vec::new();
+    for case in cases {
+        for (id, human) in &case.human {
+            let Some(result) = case.report.checkpoints.iter().find(|c| &c.id == id) else {
+                unknown_ids.push((case.name.clone(), id.clone()));
+                continue;
+            };
+            if result.tier != 3 {
+                continue;
+            }
+            compared += 1;
+            if result.result == *human {
+                agreed += 1;
+            } else {
+                disagreements.push(Disagreement {
+                    case: case.name.clone(),
+                    id: id.clone(),
+                    human: *human,
+                    evaluator: result.result,
+                });
+            }
+        }
+    }
+    let agreement_percent = (compared > 0).then(|| round2(agreed as f64 / compared as f64 * 100.0));
+    Calibration {
+        cases: cases.len(),
+        compared,
+        agreed,
+        agreement_percent,
+        warning: agreement_percent.is_none_or(|agreement| agreement < CALIBRATION_THRESHOLD),
+        disagreements,
+        unknown_ids,
+    }
+}
+
+impl Calibration {
+    /// A few lines for the terminal and the Markdown report.
+    pub fn render(&self) -> String {
+        let mut out = match self.agreement_percent {
+            Some(agreement) => format!(
+                "golden-set calibration: tier-3 agreement {agreement:.2}% ({} of {} annotated checkpoints over {} case(s))",
+                self.agreed, self.compared, self.cases
+            ),
+            None => format!("golden-set calibration: no annotated tier-3 checkpoint in {} case(s)", self.cases),
+        };
+        if self.warning {
+            out.push_str(&format!(
+                "\nCALIBRATION WARNING: agreement is below {CALIBRATION_THRESHOLD:.0}%; do not trust tier-3 verdicts until the evaluator is fixed"
+            ));
+        }
+        for d in &self.disagreements {
+            out.push_str(&format!(
+                "\n  {}: {} human {} vs evaluator {}",
+                d.case,
+                d.id,
+                d.human.as_str(),
+                d.evaluator.as_str()
+            ));
+        }
+        for (case, id) in &self.unknown_ids {
+            out.push_str(&format!("\n  {case}: annotation for unknown checkpoint `{id}` ignored"));
+        }
+        out.push('\n');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compliance::report::{
+        CheckpointResult, ConfidenceStatus, EvaluatorAudit, PositionDropout, Rating, Scores, Summary, Tier3Confidence,
+    };
+    use crate::compliance::spec::CheckpointSeverity;
+
+    fn report(states: &[(&str, u8, ResultState)]) -> ComplianceReport {
+        ComplianceReport {
+            schema_version: "1.0.0".into(),
+            workflow: "w".into(),
+            spec_version: "1".into(),
+            evaluated_at: "2026-01-01T00:00:00Z".into(),
+            scores: Scores { compliance_percent: None, spec_health_percent: 100.0, rating: Rating::NotRated },
+            summary: Summary::default(),
+            evaluator_audit: EvaluatorAudit::default(),
+            tier_3_confidence: Tier3Confidence {
+                protocol_enabled: false,
+                runs: 1,
+                score_range: None,
+                mean: None,
+                variance: None,
+                status: ConfidenceStatus::SingleRun,
+            },
+            position_dropout_analysis: PositionDropout::default(),
+            checkpoints: states
+                .iter()
+                .enumerate()
+                .map(|(idx, (id, tier, state))| CheckpointResult {
+                    id: (*id).into(),
+                    position_index: idx + 1,
+                    tier: *tier,
+                    severity: CheckpointSeverity::Low,
+                    result: *state,
+                    earned_weight: 0.0,
+                    notes: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn agreement_below_ninety_percent_warns() {
+        use ResultState::*;
+        let mut cases = Vec::new();
+        for (idx, evaluator) in [Pass, Pass, Partial, Fail, Pass].into_iter().enumerate() {
+            cases.push(GoldenCase {
+                name: format!("run-{idx}"),
+                report: report(&[("A-01", 1, Pass), ("B-01", 3, evaluator)]),
+                human: [("A-01".to_owned(), Fail), ("B-01".to_owned(), if idx == 3 { Partial } else { evaluator })]
+                    .into_iter()
+                    .collect(),
+            });
+        }
+        let calibration = calibrate(&cases);
+        // 4 of 5 tier-3 annotations agree; the tier-1 annotation is ignored.
+        assert_eq!((calibration.compared, calibration.agreed), (5, 4));
+        assert_eq!(calibration.agreement_percent, Some(80.0));
+        assert!(calibration.warning);
+        assert!(calibration.render().contains("CALIBRATION WARNING"));
+        cases[3].human.insert("B-01".into(), Fail);
+        let calibration = calibrate(&cases);
+        assert_eq!(calibration.agreement_percent, Some(100.0));
+        assert!(!calibration.warning);
+    }
+}
