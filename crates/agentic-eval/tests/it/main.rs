@@ -2,3 +2,4 @@
 
 mod properties;
 mod schema;
+mod snapshots;
