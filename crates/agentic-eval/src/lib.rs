@@ -41,6 +41,8 @@ pub use promote::*;
 pub use report::*;
 pub use rubric::{
     ResolvedRubric, RubricCriterion, RubricDefinition, RubricError, RubricFile, RubricLoad, RubricSource,
-    RubricSources, lint_rubric, load_rubric, looks_like_rubric, resolve_rubric, validate_criteria,
+    RubricSources, lint_rubric, lint_workflow_evaluation, load_rubric, looks_like_rubric, resolve_rubric,
+    validate_criteria,
 };
 
+pub mod compliance;

@@ -413,6 +413,98 @@ pub fn lint_rubric(text: &str, file: &str) -> Vec<Diagnostic> {
     load_rubric(text, file, &FormulaRegistry::builtin()).diagnostics
 }
 
+/// Checks what `agentic_core` does not check in a workflow's `evaluation` block: the scoring
+/// profile id, and in each inline criterion the formula id, the scale against the formula,
+/// given params, and the floor (a bare number above 1 is ambiguous). Fields an inline
+/// criterion may inherit from a profile or rubric (weight, anchors) are not required here.
+pub fn lint_workflow_evaluation(text: &str, file: &str) -> Vec<Diagnostic> {
+    let Ok(document) = agentic_core::yaml::parse_yaml(text) else {
+        return Vec::new();
+    };
+    let Some(evaluation) = document.value.get("evaluation") else {
+        return Vec::new();
+    };
+    let registry = FormulaRegistry::builtin();
+    let mut diagnostics = Vec::new();
+    if let Some(profile) = evaluation.get("scoring_profile").and_then(Value::as_str)
+        && let Err(message) = ProfileRegistry::builtin().get(profile)
+    {
+        diagnostics.push(
+            Diagnostic::error("unknown-profile", message)
+                .at_pointer("/evaluation/scoring_profile")
+                .with_hint("use a built-in profile (A, B, C, D, default)"),
+        );
+    }
+    let criteria = evaluation.get("criteria").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for (idx, item) in criteria.iter().enumerate() {
+        let Ok(spec) = serde_json::from_value::<CriterionSpec>(item.clone()) else { continue };
+        let at = |field: &str| format!("/evaluation/criteria/{idx}/{field}");
+        let name = &spec.name;
+        if let Some(FloorSpec::Normalized(value)) = spec.critical_floor
+            && !(0.0..=1.0).contains(&value)
+        {
+            let code = if value > 1.0 { "ambiguous-floor" } else { "invalid-floor" };
+            diagnostics.push(
+                Diagnostic::error(
+                    code,
+                    format!("criterion `{name}`: critical_floor `{value}` is not on the normalized 0..1 scale"),
+                )
+                .at_pointer(at("critical_floor"))
+                .with_hint(format!("write a normalized floor in 0..1, or a raw one as `{{raw: {value}}}`")),
+            );
+        }
+        let formula_id = spec.formula_id.clone().or_else(|| spec.scale.and_then(formula_for_scale).map(str::to_owned));
+        let Some(formula_id) = formula_id else { continue };
+        let Ok(formula) = registry.get(&formula_id) else {
+            let hint = match did_you_mean(&formula_id, registry.ids()) {
+                Some(suggestion) => format!("did you mean `{suggestion}`? known formulas: {}", registry.known()),
+                None => format!("known formulas: {}", registry.known()),
+            };
+            diagnostics.push(
+                Diagnostic::error("unknown-formula", format!("criterion `{name}` uses unknown formula `{formula_id}`"))
+                    .at_pointer(at("formula_id"))
+                    .with_hint(hint),
+            );
+            continue;
+        };
+        if let (Some(scale), Some((min, max))) = (spec.scale, formula.bounds())
+            && (scale[0] != min || scale[1] != max)
+        {
+            diagnostics.push(
+                Diagnostic::error(
+                    "scale-mismatch",
+                    format!(
+                        "criterion `{name}` declares scale [{}, {}] but formula `{formula_id}` takes {min}..{max}",
+                        scale[0], scale[1]
+                    ),
+                )
+                .at_pointer(at("scale")),
+            );
+        }
+        if spec.params.is_some()
+            && let Err(error) = formula.check_params(spec.params.as_ref())
+        {
+            diagnostics.push(
+                Diagnostic::error("invalid-params", format!("criterion `{name}`: {error}")).at_pointer(at("params")),
+            );
+        }
+        if let Some(floor @ FloorSpec::Raw { .. }) = &spec.critical_floor
+            && let Err(message) = normalized_floor(floor, &formula_id, spec.params.as_ref(), &registry)
+        {
+            diagnostics.push(
+                Diagnostic::error("invalid-floor", format!("criterion `{name}`: {message}"))
+                    .at_pointer(at("critical_floor")),
+            );
+        }
+    }
+    for diagnostic in &mut diagnostics {
+        let pointer = diagnostic.pointer.clone().unwrap_or_default();
+        diagnostic.position = Some(document.source_map.nearest(&pointer));
+        diagnostic.file = Some(file.to_owned());
+    }
+    diagnostics
+}
+
 /// Where a resolved rubric came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -660,6 +752,20 @@ mod tests {
         assert_eq!(unknown.position.unwrap().line, 5);
         assert_eq!(unknown.hint.as_deref(), Some("did you mean `weight`?"));
         assert!(diagnostics.iter().any(|d| d.code == "missing-weight"), "{diagnostics:?}");
+    }
+
+    #[test]
+    fn workflow_evaluation_blocks_are_linted() {
+        let text = "name: wf\nsteps: []\nevaluation:\n  scoring_profile: E\n  criteria:\n    - name: correctness\n      critical_floor: 3\n    - {name: speed, formula_id: lower_is_bettr}\n    - {name: style, scale: [1, 5], critical_floor: {raw: 9}}\n";
+        let diagnostics = lint_workflow_evaluation(text, "wf.yaml");
+        let codes: Vec<(&str, usize)> =
+            diagnostics.iter().map(|d| (d.code.as_str(), d.position.unwrap().line)).collect();
+        assert_eq!(
+            codes,
+            [("unknown-profile", 4), ("ambiguous-floor", 7), ("unknown-formula", 8), ("invalid-floor", 9)],
+            "{diagnostics:?}"
+        );
+        assert!(lint_workflow_evaluation("name: wf\nsteps: []\n", "wf.yaml").is_empty());
     }
 
     #[test]

@@ -116,7 +116,11 @@ fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
         }
     };
     if agentic_eval::looks_like_rubric(&text) {
-        return FileReport { file: file.to_owned(), diagnostics: agentic_eval::lint_rubric(&text, file), unreadable: None };
+        return FileReport {
+            file: file.to_owned(),
+            diagnostics: agentic_eval::lint_rubric(&text, file),
+            unreadable: None,
+        };
     }
     if super::check::looks_like_checkpoint_spec(&text) {
         return match super::check::lint_spec_file(&text, file, previous) {
@@ -124,6 +128,8 @@ fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
             Err(reason) => FileReport { file: file.to_owned(), diagnostics: Vec::new(), unreadable: Some(reason) },
         };
     }
-    let load = load_workflow(&text, file);
-    FileReport { file: file.to_owned(), diagnostics: load.diagnostics, unreadable: None }
+    let mut diagnostics = load_workflow(&text, file).diagnostics;
+    diagnostics.extend(agentic_eval::lint_workflow_evaluation(&text, file));
+    agentic_core::diagnostic::sort_diagnostics(&mut diagnostics);
+    FileReport { file: file.to_owned(), diagnostics, unreadable: None }
 }
