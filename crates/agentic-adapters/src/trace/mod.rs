@@ -27,6 +27,7 @@ mod tooltrace;
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::{BufRead, Read};
+use std::ops::ControlFlow;
 
 use agentic_core::CanonicalEvent;
 use chrono::{DateTime, Utc};
@@ -34,7 +35,7 @@ use serde_json::Value;
 
 pub use claude_hook::ClaudeHookAdapter;
 pub use otlp::OtlpJsonAdapter;
-pub use tooltrace::TooltraceAdapter;
+pub use tooltrace::{TooltraceAdapter, TooltraceView};
 
 /// The largest record accepted, in bytes.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
@@ -117,6 +118,15 @@ pub trait TraceAdapter {
     /// Appends the events of one record (read at 1-based `line`) to `out`, in trace order.
     /// `seq` is left at 0; the reader numbers events.
     fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String>;
+}
+
+/// One item of [`TraceReader::for_each_item`].
+#[derive(Debug)]
+pub enum TraceItem<'a> {
+    /// A canonical event.
+    Event(CanonicalEvent),
+    /// A well-formed tooltrace line, borrowed.
+    Tooltrace(TooltraceView<'a>),
 }
 
 /// A record that could not be read or mapped.
@@ -214,23 +224,97 @@ impl<R: BufRead> TraceReader<R> {
                 Ok(false) => return None,
                 Ok(true) => {}
             }
-            let start = self.line;
-            let text = match std::str::from_utf8(&self.buffer) {
-                Ok(text) => text.trim(),
-                Err(error) => {
-                    return Some(Err(TraceError { line: start, message: format!("line is not UTF-8 text ({error})") }));
+            if let Some(record) = self.parse_current() {
+                return Some(record);
+            }
+        }
+    }
+
+    /// Parses the line in `buffer` (and, for a multi-line document, the lines after it);
+    /// `None` for a blank line.
+    fn parse_current(&mut self) -> Option<Result<(Value, u64), TraceError>> {
+        let start = self.line;
+        let text = match std::str::from_utf8(&self.buffer) {
+            Ok(text) => text.trim(),
+            Err(error) => {
+                return Some(Err(TraceError { line: start, message: format!("line is not UTF-8 text ({error})") }));
+            }
+        };
+        if text.is_empty() {
+            return None;
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Some(Ok((value, start))),
+            Err(error) if error.is_eof() && text.ends_with(['{', '[', ',', ':']) => {
+                let first = text.to_owned();
+                Some(self.read_document(first, start))
+            }
+            Err(error) => Some(Err(TraceError { line: start, message: format!("invalid JSON: {error}") })),
+        }
+    }
+
+    /// Streams every item to `visit` in trace order, like the iterator, except that
+    /// well-formed tooltrace lines come as borrowed [`TooltraceView`]s without building a
+    /// [`CanonicalEvent`]. Every other record (and every malformed one) goes through the
+    /// adapter exactly as with the iterator. `visit` returns `Break` to stop early.
+    pub fn for_each_item(&mut self, mut visit: impl FnMut(Result<TraceItem<'_>, TraceError>) -> ControlFlow<()>) {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                if visit(Ok(TraceItem::Event(event))).is_break() {
+                    return;
                 }
-            };
-            if text.is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Value>(text) {
-                Ok(value) => return Some(Ok((value, start))),
-                Err(error) if error.is_eof() && text.ends_with(['{', '[', ',', ':']) => {
-                    return Some(self.read_document(text.to_owned(), start));
+            if self.done {
+                return;
+            }
+            if self.format() != Some(TraceFormat::Tooltrace) {
+                let Some(item) = self.next() else { return };
+                if visit(item.map(TraceItem::Event)).is_break() {
+                    return;
                 }
+                continue;
+            }
+            match self.read_line() {
                 Err(error) => {
-                    return Some(Err(TraceError { line: start, message: format!("invalid JSON: {error}") }));
+                    if visit(Err(error)).is_break() {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(false) => {
+                    self.done = true;
+                    return;
+                }
+                Ok(true) => {}
+            }
+            let line = self.line;
+            let view = std::str::from_utf8(&self.buffer)
+                .ok()
+                .map(str::trim)
+                .filter(|text| !text.is_empty())
+                .and_then(|text| TooltraceAdapter::view(text, line));
+            if let Some(mut view) = view {
+                self.seq += 1;
+                view.seq = self.seq;
+                if visit(Ok(TraceItem::Tooltrace(view))).is_break() {
+                    return;
+                }
+                continue;
+            }
+            match self.parse_current() {
+                None => {}
+                Some(Err(error)) => {
+                    if visit(Err(error)).is_break() {
+                        return;
+                    }
+                }
+                Some(Ok((record, start))) => {
+                    if let Err(error) = self.ingest(record, start)
+                        && visit(Err(error)).is_break()
+                    {
+                        return;
+                    }
                 }
             }
         }

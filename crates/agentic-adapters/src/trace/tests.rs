@@ -192,6 +192,79 @@ fn forced_format_reads_records_of_that_format_only() {
     assert_eq!(TraceFormat::from_name("nope"), None);
 }
 
+type Shape = Result<
+    (u64, EventType, Option<String>, Option<String>, Option<String>, bool, Option<Value>, Option<u64>),
+    (u64, String),
+>;
+
+fn shape_of_event(
+    event: &CanonicalEvent,
+) -> (u64, EventType, Option<String>, Option<String>, Option<String>, bool, Option<Value>, Option<u64>) {
+    let span = event.span.clone().unwrap_or_default();
+    (
+        event.seq,
+        event.event_type,
+        event.step_name.clone(),
+        span.span_id,
+        span.parent_span_id,
+        event.attributes.get("x.tooltrace.span_type") == Some(&json!("parent")),
+        event.data.get("input").cloned(),
+        event.source.as_ref().and_then(|s| s.line),
+    )
+}
+
+/// What the iterator yields and what `for_each_item` yields, in the same comparable shape.
+fn both_paths(text: &str) -> (Vec<Shape>, Vec<Shape>, usize) {
+    let slow: Vec<Shape> = TraceReader::new(text.as_bytes(), None)
+        .map(|r| r.map(|e| shape_of_event(&e)).map_err(|e| (e.line, e.message)))
+        .collect();
+    let mut fast = Vec::new();
+    let mut views = 0;
+    TraceReader::new(text.as_bytes(), None).for_each_item(|item| {
+        fast.push(match item {
+            Ok(TraceItem::Event(event)) => Ok(shape_of_event(&event)),
+            Ok(TraceItem::Tooltrace(view)) => {
+                views += 1;
+                Ok((
+                    view.seq,
+                    view.event_type,
+                    Some(view.tool_name.into_owned()),
+                    view.span_id.map(|s| s.into_owned()),
+                    view.parent_span_id.map(|s| s.into_owned()),
+                    view.span_type_parent,
+                    view.args.map(|a| serde_json::from_str(a).unwrap()),
+                    Some(view.line),
+                ))
+            }
+            Err(error) => Err((error.line, error.message)),
+        });
+        std::ops::ControlFlow::Continue(())
+    });
+    (slow, fast, views)
+}
+
+#[test]
+fn the_fast_tooltrace_path_equals_the_adapter() {
+    let text = r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Task","span_type":"parent","trace_id":"abc123"}
+{"timestamp":"2026-02-19T10:00:05Z","tool_name":"Re\u0061d","span_type":"child","parent_trace_id":"abc123","args":{"file_path":"a \"b\".md"}}
+{"tool_name":"Bash","phase":"pre","tool_use_id":"toolu_1","agent_id":"ag","args":"ls"}
+[{"tool_name":"Bash","trace_id":"x"},{"tool_name":"Read","trace_id":"y"}]
+{"tool_name":"Bash","trace_id":17}
+{"timestamp":"yesterday","tool_name":"Read"}
+
+{"tool_name":""}
+not json
+{"tool_name":"Edit","span_type":"sibling"}
+{"tool_name":"Edit","phase":"post_failure","status":"error","error":"boom"}
+"#;
+    let (slow, fast, views) = both_paths(text);
+    assert_eq!(slow, fast);
+    // Lines 2, 3 and 11 take the fast path; line 1 detects the format, and the array, the
+    // numeric id and the errors go through the adapter.
+    assert_eq!(views, 3);
+    assert_eq!(slow.iter().filter(|r| r.is_err()).count(), 4);
+}
+
 fn fragment() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("{".to_owned()),
@@ -219,6 +292,13 @@ proptest! {
         let format = TraceFormat::ALL.get(forced).copied();
         let count = TraceReader::new(&bytes[..], format).take(10_000).count();
         prop_assert!(count <= 10_000);
+    }
+
+    #[test]
+    fn fast_and_full_paths_agree_on_random_lines(parts in proptest::collection::vec(fragment(), 0..40)) {
+        let text = format!("{{\"tool_name\":\"Read\"}}\n{}", parts.concat());
+        let (slow, fast, _) = both_paths(&text);
+        prop_assert_eq!(slow, fast);
     }
 
     #[test]

@@ -104,3 +104,115 @@ impl TraceAdapter for TooltraceAdapter {
         Ok(())
     }
 }
+
+/// A tooltrace line read without building an event: borrowed fields of the record.
+///
+/// [`super::TraceReader::next_item`] yields these for well-formed tooltrace lines; the
+/// fields equal those of the [`CanonicalEvent`] the adapter would build (a test checks
+/// this), and `raw` is the record's text, so nothing is lost.
+#[derive(Debug, Clone)]
+pub struct TooltraceView<'a> {
+    /// `tool_call_start` for `phase: pre`, otherwise `tool_call_end`.
+    pub event_type: EventType,
+    /// `tool_name`.
+    pub tool_name: std::borrow::Cow<'a, str>,
+    /// `trace_id`, else `tool_use_id`.
+    pub span_id: Option<std::borrow::Cow<'a, str>>,
+    /// `parent_trace_id`, else `agent_id`.
+    pub parent_span_id: Option<std::borrow::Cow<'a, str>>,
+    /// `span_type` is `parent`.
+    pub span_type_parent: bool,
+    /// The JSON text of `args`.
+    pub args: Option<&'a str>,
+    /// The 1-based line.
+    pub line: u64,
+    /// The event's sequence number.
+    pub seq: u64,
+    /// The record's text.
+    pub raw: &'a str,
+}
+
+#[derive(serde::Deserialize)]
+struct BorrowedRecord<'a> {
+    #[serde(borrow, default)]
+    timestamp: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    tool_name: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    span_type: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    trace_id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    parent_trace_id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    agent_id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    session_id: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    phase: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    status: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    args: Option<&'a serde_json::value::RawValue>,
+}
+
+/// The string inside a raw JSON value; `Err` when it is not a plain string.
+fn raw_string(raw: Option<&serde_json::value::RawValue>) -> Result<Option<std::borrow::Cow<'_, str>>, ()> {
+    let Some(raw) = raw else { return Ok(None) };
+    let text = raw.get();
+    if text == "null" {
+        return Ok(None);
+    }
+    if text.len() < 2 || !text.starts_with('"') {
+        return Err(());
+    }
+    if text.contains('\\') {
+        return serde_json::from_str::<String>(text).map(|s| Some(std::borrow::Cow::Owned(s))).map_err(|_| ());
+    }
+    Ok(Some(std::borrow::Cow::Borrowed(&text[1..text.len() - 1])))
+}
+
+impl TooltraceAdapter {
+    /// Reads one line on the fast path; `None` when the line needs the full adapter
+    /// (anything unusual, including every malformed record, goes there for its error).
+    pub fn view(text: &str, line: u64) -> Option<TooltraceView<'_>> {
+        let record: BorrowedRecord<'_> = serde_json::from_str(text).ok()?;
+        let tool_name = raw_string(record.tool_name).ok()??;
+        if tool_name.is_empty() {
+            return None;
+        }
+        if let Some(timestamp) = raw_string(record.timestamp).ok()? {
+            chrono::DateTime::parse_from_rfc3339(&timestamp).ok()?;
+        }
+        let span_type = raw_string(record.span_type).ok()?;
+        let span_type_parent = match span_type.as_deref() {
+            None | Some("child") => false,
+            Some("parent") => true,
+            Some(_) => return None,
+        };
+        let trace_id = raw_string(record.trace_id).ok()?;
+        let parent_trace_id = raw_string(record.parent_trace_id).ok()?;
+        let tool_use_id = raw_string(record.tool_use_id).ok()?;
+        let agent_id = raw_string(record.agent_id).ok()?;
+        raw_string(record.session_id).ok()?;
+        raw_string(record.status).ok()?;
+        let event_type = match raw_string(record.phase).ok()?.as_deref() {
+            None | Some("post" | "post_failure") => EventType::ToolCallEnd,
+            Some("pre") => EventType::ToolCallStart,
+            Some(_) => return None,
+        };
+        Some(TooltraceView {
+            event_type,
+            tool_name,
+            span_id: trace_id.or(tool_use_id),
+            parent_span_id: parent_trace_id.or(agent_id),
+            span_type_parent,
+            args: record.args.map(serde_json::value::RawValue::get),
+            line,
+            seq: 0,
+            raw: text,
+        })
+    }
+}

@@ -212,7 +212,7 @@ impl CompiledMatcher {
             return false;
         }
         for (path, matchers) in &self.args {
-            let mut value = occurrence.args;
+            let mut value = occurrence.args();
             for segment in path {
                 value = match value.and_then(|v| v.get(segment.as_str())) {
                     Some(found) => Some(found),
@@ -229,7 +229,7 @@ impl CompiledMatcher {
             }
         }
         if !self.args_text.is_empty() {
-            let text = match occurrence.args {
+            let text = match occurrence.args() {
                 None => std::borrow::Cow::Borrowed(""),
                 Some(Value::String(text)) => std::borrow::Cow::Borrowed(text.as_str()),
                 Some(other) => std::borrow::Cow::Owned(other.to_string()),
@@ -467,10 +467,77 @@ pub(crate) fn compile_rule(
 struct Occurrence<'a> {
     kind: CallKind,
     name: &'a str,
-    args: Option<&'a Value>,
+    raw_args: ArgsRef<'a>,
+    parsed_args: std::cell::OnceCell<Option<Value>>,
     span_id: Option<&'a str>,
     parent_span_id: Option<&'a str>,
     location: Location,
+}
+
+impl Occurrence<'_> {
+    /// The arguments as JSON; JSON text is parsed on first use only.
+    fn args(&self) -> Option<&Value> {
+        match self.raw_args {
+            ArgsRef::None => None,
+            ArgsRef::Value(value) => Some(value),
+            ArgsRef::Json(text) => self.parsed_args.get_or_init(|| serde_json::from_str(text).ok()).as_ref(),
+        }
+    }
+}
+
+/// The arguments of a call as the engine receives them.
+#[derive(Debug, Clone, Copy)]
+pub enum ArgsRef<'a> {
+    /// No arguments.
+    None,
+    /// Parsed arguments.
+    Value(&'a Value),
+    /// Unparsed JSON text (parsed only when a matcher needs it).
+    Json(&'a str),
+}
+
+/// A borrowed view of one trace event: everything the tier-2 engine reads.
+///
+/// [`SequenceEngine::feed`] builds it from a [`CanonicalEvent`]; fast ingest paths build it
+/// directly from a record without allocating an event.
+#[derive(Debug, Clone, Copy)]
+pub struct EventRef<'a> {
+    /// What happened.
+    pub event_type: EventType,
+    /// The tool or agent name.
+    pub name: Option<&'a str>,
+    /// The call's arguments (`data.input`).
+    pub args: ArgsRef<'a>,
+    /// This span's id.
+    pub span_id: Option<&'a str>,
+    /// The parent span's id.
+    pub parent_span_id: Option<&'a str>,
+    /// A post-only container span (`x.tooltrace.span_type: parent`).
+    pub post_only_parent: bool,
+    /// The 1-based line in the trace file.
+    pub line: Option<u64>,
+    /// The event's sequence number.
+    pub seq: u64,
+}
+
+impl<'a> EventRef<'a> {
+    /// The view of a canonical event.
+    pub fn from_event(event: &'a CanonicalEvent) -> EventRef<'a> {
+        let name_key = match event.event_type {
+            EventType::AgentInvokeStart | EventType::AgentInvokeEnd => "gen_ai.agent.name",
+            _ => "gen_ai.tool.name",
+        };
+        EventRef {
+            event_type: event.event_type,
+            name: event.step_name.as_deref().or_else(|| event.attributes.get(name_key).and_then(Value::as_str)),
+            args: event.data.get("input").map_or(ArgsRef::None, ArgsRef::Value),
+            span_id: event.span.as_ref().and_then(|span| span.span_id.as_deref()),
+            parent_span_id: event.span.as_ref().and_then(|span| span.parent_span_id.as_deref()),
+            post_only_parent: event.attributes.get("x.tooltrace.span_type").and_then(Value::as_str) == Some("parent"),
+            line: event.source.as_ref().and_then(|s| s.line),
+            seq: event.seq,
+        }
+    }
 }
 
 /// Where an occurrence is in the trace, for notes.
@@ -607,9 +674,14 @@ impl SequenceEngine {
 
     /// Processes one event.
     pub fn feed(&mut self, event: &CanonicalEvent) {
+        self.feed_ref(&EventRef::from_event(event));
+    }
+
+    /// Processes one event given as a borrowed view.
+    pub fn feed_ref(&mut self, event: &EventRef<'_>) {
         self.events += 1;
-        let span_id = event.span.as_ref().and_then(|span| span.span_id.as_deref());
-        let parent_span_id = event.span.as_ref().and_then(|span| span.parent_span_id.as_deref());
+        let span_id = event.span_id;
+        let parent_span_id = event.parent_span_id;
         let (kind, counts) = match event.event_type {
             EventType::ToolCallStart => (Some(CallKind::Tool), true),
             EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
@@ -632,28 +704,20 @@ impl SequenceEngine {
         }
         let is_end =
             matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd | EventType::StepEnd);
-        let is_container = is_start
-            || event.event_type == EventType::StepStart
-            || event.attributes.get("x.tooltrace.span_type").and_then(Value::as_str) == Some("parent");
+        let is_container = is_start || event.event_type == EventType::StepStart || event.post_only_parent;
         let Some(kind) = kind else {
             self.update_scopes_only(event.event_type, span_id, parent_span_id, is_container, is_end);
             return;
         };
-        let name = event
-            .step_name
-            .as_deref()
-            .or_else(|| {
-                let key = if kind == CallKind::Tool { "gen_ai.tool.name" } else { "gen_ai.agent.name" };
-                event.attributes.get(key).and_then(Value::as_str)
-            })
-            .unwrap_or("");
+        let name = event.name.unwrap_or("");
         let occurrence = Occurrence {
             kind,
             name,
-            args: event.data.get("input"),
+            raw_args: event.args,
+            parsed_args: std::cell::OnceCell::new(),
             span_id,
             parent_span_id,
-            location: Location { line: event.source.as_ref().and_then(|s| s.line), seq: event.seq },
+            location: Location { line: event.line, seq: event.seq },
         };
         if counts {
             self.calls += 1;
@@ -661,7 +725,11 @@ impl SequenceEngine {
                 if self.excerpt.len() == self.excerpt_capacity {
                     self.excerpt.pop_front();
                 }
-                let args = occurrence.args.map(Value::to_string).unwrap_or_default();
+                let args = match occurrence.raw_args {
+                    ArgsRef::None => String::new(),
+                    ArgsRef::Value(value) => value.to_string(),
+                    ArgsRef::Json(text) => text.to_owned(),
+                };
                 let args: String = args.chars().take(160).collect();
                 self.excerpt.push_back(format!("{}: {} {}", occurrence.location, name, args));
             }

@@ -15,14 +15,16 @@ use std::fs::File;
 use std::io::BufReader;
 use std::process::ExitCode;
 
-use agentic_adapters::trace::{TraceFormat, TraceReader};
+use std::ops::ControlFlow;
+
+use agentic_adapters::trace::{TraceFormat, TraceItem, TraceReader};
 use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
 use agentic_eval::compliance::spec::{CheckpointSpec, Tier};
 use agentic_eval::compliance::{
-    Calibration, CheckOptions, CompiledSpec, ComplianceReport, EvidenceSet, GoldenCase, ReplayEvaluator,
-    SequenceEngine, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate,
-    lint_against_previous, load_spec, render_markdown, render_summary,
+    ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase,
+    ReplayEvaluator, SequenceEngine, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, calibrate,
+    compare_reports, evaluate, lint_against_previous, load_spec, render_markdown, render_summary,
 };
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
@@ -284,18 +286,28 @@ fn run_trace(
         TraceFormatArg::ClaudeHook => Some(TraceFormat::ClaudeHook),
         TraceFormatArg::OtlpJson => Some(TraceFormat::OtlpJson),
     };
-    let reader = TraceReader::new(BufReader::with_capacity(1 << 20, file), format);
+    let mut reader = TraceReader::new(BufReader::with_capacity(1 << 20, file), format);
     let has_tier3 = spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic);
     let mut engine = SequenceEngine::new(spec.rules.clone(), if has_tier3 { 40 } else { 0 });
     let mut skipped = 0u64;
-    for item in reader {
+    let mut fatal = None;
+    reader.for_each_item(|item| {
         match item {
-            Ok(event) => engine.feed(&event),
+            Ok(TraceItem::Event(event)) => engine.feed(&event),
+            Ok(TraceItem::Tooltrace(view)) => engine.feed_ref(&EventRef {
+                event_type: view.event_type,
+                name: Some(&view.tool_name),
+                args: view.args.map_or(ArgsRef::None, ArgsRef::Json),
+                span_id: view.span_id.as_deref(),
+                parent_span_id: view.parent_span_id.as_deref(),
+                post_only_parent: view.span_type_parent,
+                line: Some(view.line),
+                seq: view.seq,
+            }),
             Err(error) => match malformed {
                 Malformed::Fail => {
-                    bail!(format!(
-                        "{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records"
-                    ))
+                    fatal = Some(error);
+                    return ControlFlow::Break(());
                 }
                 Malformed::Skip => {
                     skipped += 1;
@@ -305,6 +317,10 @@ fn run_trace(
                 }
             },
         }
+        ControlFlow::Continue(())
+    });
+    if let Some(error) = fatal {
+        bail!("{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records");
     }
     if skipped > 20 {
         eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
