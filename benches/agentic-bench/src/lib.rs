@@ -3,7 +3,7 @@
 //! the benchmarks share; it is not used by any other crate.
 
 use agentic_core::workflow::FloorSpec;
-use agentic_eval::{CriterionInput, PairwiseCounts, RawScore, ScoreRequest, REQUIRED_GATES};
+use agentic_eval::{CriterionInput, PairwiseCounts, REQUIRED_GATES, RawScore, ScoreRequest};
 
 /// A score request with `count` criteria cycling through the built-in formulas.
 pub fn request(count: usize) -> ScoreRequest {

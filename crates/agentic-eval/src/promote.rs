@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::formula::{RELIABILITY_K, RELIABILITY_PRIOR, adjust_for_sample_size};
 use crate::grade::{EvaluationResult, round2};
+use crate::report::{ReportingBundle, reporting_bundle};
 
 /// Promotion thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -172,6 +173,10 @@ pub struct PromotionReport {
     pub baseline_severe_rate: f64,
     /// Share of candidate results with a severe failure.
     pub candidate_severe_rate: f64,
+    /// The reporting bundle of the baseline results.
+    pub baseline_bundle: ReportingBundle,
+    /// The reporting bundle of the candidate results.
+    pub candidate_bundle: ReportingBundle,
 }
 
 /// Parses a file of evaluation results (a JSON array, or `{"results": [...]}`); the error
@@ -375,6 +380,8 @@ pub fn check_promotion(
         hard_gate_failure_rates: gate_rates,
         baseline_severe_rate,
         candidate_severe_rate,
+        baseline_bundle: reporting_bundle(baseline),
+        candidate_bundle: reporting_bundle(candidate),
     }
 }
 
@@ -457,7 +464,15 @@ mod tests {
         let report = check_promotion(&many(10, 0.8, 0.8), &many(10, 0.8, 0.8), &PromotionPolicy::default());
         let value = serde_json::to_value(&report).unwrap();
         assert_eq!(value["verdict"], "promote");
-        for key in ["reasons", "criteria", "hard_gate_failure_rates", "baseline_samples", "weighted_trend"] {
+        for key in [
+            "reasons",
+            "criteria",
+            "hard_gate_failure_rates",
+            "baseline_samples",
+            "weighted_trend",
+            "baseline_bundle",
+            "candidate_bundle",
+        ] {
             assert!(value.get(key).is_some(), "missing `{key}`");
         }
         let correctness = &value["criteria"][0];

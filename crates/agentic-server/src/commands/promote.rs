@@ -76,6 +76,20 @@ pub(crate) fn run(args: PromoteArgs) -> anyhow::Result<ExitCode> {
                 report.candidate_samples,
                 report.candidate_weighted_mean
             )?;
+            for (label, bundle) in [("baseline", &report.baseline_bundle), ("candidate", &report.candidate_bundle)] {
+                let grades: Vec<String> =
+                    bundle.grade_distribution.iter().map(|(grade, count)| format!("{grade}:{count}")).collect();
+                writeln!(
+                    out,
+                    "  {label:<9} pass rate {:.1}%, weighted {:.2} ± {:.2} (min {:.2}, max {:.2}), grades {}",
+                    bundle.pass_rate * 100.0,
+                    bundle.weighted_score.mean,
+                    bundle.weighted_score.stdev,
+                    bundle.weighted_score.min,
+                    bundle.weighted_score.max,
+                    grades.join(" ")
+                )?;
+            }
             for criterion in &report.criteria {
                 writeln!(
                     out,
