@@ -109,6 +109,40 @@ proptest! {
     }
 
     #[test]
+    fn scaling_weights_by_a_power_of_two_changes_nothing_at_all(
+        request in request(),
+        exponent in -10i32..=10,
+    ) {
+        // Multiplying by 2^e is exact in binary floating point, so the result must be identical.
+        let registry = FormulaRegistry::builtin();
+        let factor = 2f64.powi(exponent);
+        let mut original = score(&request, &registry).expect("generated requests are valid");
+        let mut scaled = request.clone();
+        for criterion in &mut scaled.criteria {
+            criterion.weight *= factor;
+        }
+        let mut rescored = score(&scaled, &registry).expect("scaled requests are valid");
+        for criterion in original.criteria.iter_mut().chain(rescored.criteria.iter_mut()) {
+            criterion.weight = 0.0;
+        }
+        prop_assert_eq!(original, rescored);
+    }
+
+    #[test]
+    fn pass_at_k_is_a_probability_that_grows_with_k(n in 1u64..300, c_share in 0.0f64..=1.0, k_share in 0.0f64..=1.0) {
+        let c = (c_share * n as f64).round() as u64;
+        let k = ((k_share * n as f64).round() as u64).clamp(1, n);
+        let at_k = agentic_eval::pass_at_k(n, c, k).expect("valid arguments");
+        let hat_k = agentic_eval::pass_hat_k(n, c, k).expect("valid arguments");
+        prop_assert!((0.0..=1.0).contains(&at_k));
+        prop_assert!((0.0..=1.0).contains(&hat_k));
+        prop_assert!(hat_k <= at_k + 1e-12, "all k succeed is never likelier than at least one");
+        if k < n {
+            prop_assert!(agentic_eval::pass_at_k(n, c, k + 1).expect("valid") >= at_k - 1e-12);
+        }
+    }
+
+    #[test]
     fn same_input_same_output(request in request()) {
         let registry = FormulaRegistry::builtin();
         let first = serde_json::to_string(&score(&request, &registry).expect("valid")).expect("serializes");
