@@ -58,6 +58,16 @@ fn load(file: &str) -> Result<SuiteSummary, ExitCode> {
 }
 
 pub(crate) fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    for (flag, value) in [
+        ("--max-pass-rate-drop", args.max_pass_rate_drop),
+        ("--max-avg-score-drop", args.max_avg_score_drop),
+        ("--max-latency-increase-pct", args.max_latency_increase_pct),
+        ("--case-delta", args.case_delta),
+    ] {
+        if !value.is_finite() || value < 0.0 {
+            return Ok(invalid([format!("error: {flag} `{value}` must be a finite number >= 0")]));
+        }
+    }
     if !(args.confidence > 0.0 && args.confidence < 1.0) {
         return Ok(invalid([format!("error: --confidence `{}` must be strictly between 0 and 1", args.confidence)]));
     }

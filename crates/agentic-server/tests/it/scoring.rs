@@ -275,3 +275,14 @@ fn lint_reports_every_rubric_problem_with_positions() {
         assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
     }
 }
+
+#[test]
+fn compare_rejects_bad_thresholds_and_files() {
+    let base = "examples/scoring/suites/baseline.json";
+    let output = run(&["compare", base, base, "--max-avg-score-drop=-1"]);
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("--max-avg-score-drop"), "{}", stderr(&output));
+    let output = run(&["compare", base, "examples/scoring/latency-slo.json"]);
+    assert_eq!(code(&output), 2, "a score request is not a suite run");
+    assert!(stderr(&output).contains("latency-slo.json:"), "{}", stderr(&output));
+}
