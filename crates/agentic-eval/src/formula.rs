@@ -88,6 +88,16 @@ impl RawScore {
         }
     }
 
+    /// How many observations the raw score rests on: comparisons for pairwise counts, tests
+    /// for test counts, 1 for a plain number (at least 1).
+    pub fn observations(&self) -> u64 {
+        match self {
+            RawScore::Number(_) => 1,
+            RawScore::Pairwise(counts) => (counts.wins + counts.losses + counts.ties).max(1),
+            RawScore::Tests(counts) => counts.total.max(1),
+        }
+    }
+
     fn shape(&self) -> &'static str {
         match self {
             RawScore::Number(_) => "a number",

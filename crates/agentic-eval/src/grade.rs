@@ -114,7 +114,8 @@ pub struct CriterionInput {
     /// Formula parameters, for example `{slo_good: 8, slo_bad: 30}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Map<String, Value>>,
-    /// How many samples the raw score rests on (default 1); drives `adjusted_score`.
+    /// How many samples the raw score rests on; drives `adjusted_score`. Default: the number of
+    /// comparisons for pairwise counts, the number of tests for test counts, else 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub sample_count: Option<u64>,
@@ -437,7 +438,7 @@ pub(crate) fn score_inner(
             ),
             None => None,
         };
-        let sample_count = input.sample_count.unwrap_or(1);
+        let sample_count = input.sample_count.unwrap_or_else(|| input.raw_score.observations());
         if sample_count == 0 {
             return Err(ScoreError::invalid(
                 format!("criteria[{index}].sample_count"),
@@ -762,6 +763,20 @@ mod tests {
         let costly = RankingFacts { cost: Some(0.2), ..a };
         assert_eq!(rank(&cheap, &costly), (Ordering::Less, TieBreak::Cost));
         assert_eq!(rank(&a, &a).1, TieBreak::Tie);
+    }
+
+    #[test]
+    fn counts_supply_the_sample_count_of_the_adjustment() {
+        let mut pairwise = request(&[(0.0, 1.0)]);
+        pairwise.criteria[0].raw_score =
+            RawScore::Pairwise(crate::formula::PairwiseCounts { wins: 3, losses: 1, ties: 1 });
+        pairwise.criteria[0].formula_id = "pairwise".to_owned();
+        let result = score(&pairwise, &FormulaRegistry::builtin()).unwrap();
+        assert_eq!(result.criteria[0].sample_count, 5);
+        assert!((result.criteria[0].adjusted_score - (5.0 * 0.7 + 10.0) / 25.0).abs() < 1e-12);
+        pairwise.criteria[0].sample_count = Some(100);
+        let result = score(&pairwise, &FormulaRegistry::builtin()).unwrap();
+        assert_eq!(result.criteria[0].sample_count, 100, "an explicit count wins");
     }
 
     #[test]
