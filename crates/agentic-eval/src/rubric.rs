@@ -124,7 +124,18 @@ pub enum RubricError {
 }
 
 fn render(diagnostics: &[Diagnostic]) -> String {
-    diagnostics.iter().map(|d| format!("  {d}")).collect::<Vec<_>>().join("\n")
+    diagnostics
+        .iter()
+        .map(|d| {
+            if d.position.is_some() {
+                return format!("  {d}");
+            }
+            let at = d.pointer.as_deref().map(|p| format!(" (at `{p}`)")).unwrap_or_default();
+            let hint = d.hint.as_deref().map(|h| format!("\n    hint: {h}")).unwrap_or_default();
+            format!("  {}[{}]: {}{at}{hint}", d.severity, d.code, d.message)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Infers a formula from a declared scale when `formula_id` is absent.
