@@ -3,7 +3,8 @@
 //!
 //! Reads `{"hard_gates": {...}, "criteria": [...], "pass_threshold"?}` (JSON or YAML; `-` is
 //! standard input) and prints the result payload as JSON on stdout. Exit 0 when passed, 1 when
-//! not passed, 2 for invalid input (stderr names the field and what is wrong).
+//! not passed, 2 for invalid input (stderr names the field and what is wrong). A JSON array of
+//! requests is scored as a batch: an array of results, exit 0 only when every one passed.
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -55,11 +56,35 @@ pub(crate) fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
         Ok(text) => text,
         Err(message) => return Ok(invalid([format!("error: {message}")])),
     };
+    let registry = FormulaRegistry::builtin();
+    if text.trim_start().starts_with('[') {
+        // A batch: one result per request, in order (for example the input of `agentic promote`).
+        let requests: Vec<ScoreRequest> = match parse_input(&text, "list of score requests", label) {
+            Ok(requests) => requests,
+            Err(diagnostics) => return Ok(invalid(diagnostics.iter().map(ToString::to_string))),
+        };
+        let mut results = Vec::with_capacity(requests.len());
+        for (index, request) in requests.iter().enumerate() {
+            match score(request, &registry) {
+                Ok(result) => results.push(result),
+                Err(error) => {
+                    return Ok(invalid([format!(
+                        "{label}: error[invalid-input]: field `[{index}].{}`: {error}",
+                        error.field()
+                    )]));
+                }
+            }
+        }
+        let json =
+            if args.compact { serde_json::to_string(&results)? } else { serde_json::to_string_pretty(&results)? };
+        emit(&json)?;
+        return Ok(if results.iter().all(|result| result.passed) { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
     let request: ScoreRequest = match parse_input(&text, "score request", label) {
         Ok(request) => request,
         Err(diagnostics) => return Ok(invalid(diagnostics.iter().map(ToString::to_string))),
     };
-    let result = match score(&request, &FormulaRegistry::builtin()) {
+    let result = match score(&request, &registry) {
         Ok(result) => result,
         Err(error) => {
             return Ok(invalid([format!("{label}: error[invalid-input]: field `{}`: {error}", error.field())]));

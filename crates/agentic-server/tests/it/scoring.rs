@@ -286,3 +286,28 @@ fn compare_rejects_bad_thresholds_and_files() {
     assert_eq!(code(&output), 2, "a score request is not a suite run");
     assert!(stderr(&output).contains("latency-slo.json:"), "{}", stderr(&output));
 }
+
+#[test]
+fn score_batch_feeds_promote() {
+    let single = std::fs::read_to_string(crate::project_root().join("examples/scoring/latency-slo.json"))
+        .expect("the example exists");
+    let batch = format!("[{}]", vec![single.as_str(); 10].join(","));
+    let output = run_with_stdin(&["score", "-", "--compact"], &batch);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let results = json(&output);
+    assert_eq!(results.as_array().unwrap().len(), 10);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("results.json");
+    std::fs::write(&file, &output.stdout).expect("results are written");
+    let path = file.to_str().expect("utf-8 path");
+    let output = run(&["promote", "--baseline", path, "--candidate", path]);
+    assert_eq!(code(&output), 0, "a version is non-inferior to itself: {}", String::from_utf8_lossy(&output.stdout));
+
+    let bad = format!(
+        "[{single}, {}]",
+        r#"{"criteria": [{"name": "q", "raw_score": 9, "formula_id": "likert_1_5", "weight": 1}]}"#
+    );
+    let output = run_with_stdin(&["score", "-"], &bad);
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("field `[1].criteria[0].raw_score`"), "{}", stderr(&output));
+}
