@@ -291,7 +291,7 @@ fn compare_rejects_bad_thresholds_and_files() {
 fn score_batch_feeds_promote() {
     let single = std::fs::read_to_string(crate::project_root().join("examples/scoring/latency-slo.json"))
         .expect("the example exists");
-    let batch = format!("[{}]", vec![single.as_str(); 10].join(","));
+    let batch = format!("[{}]", [single.as_str(); 10].join(","));
     let output = run_with_stdin(&["score", "-", "--compact"], &batch);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let results = json(&output);
