@@ -42,8 +42,6 @@
 //!   no orphan survives. When the engine itself dies, even by `SIGKILL`, a supervisor process
 //!   that leads the group kills it. A process that starts its own session (`setsid`) escapes the
 //!   group; that needs a PID namespace, which this runtime does not use yet.
-//! - Call `execute` from an async task, not from inside `spawn_blocking`: the step is killed
-//!   when the thread that spawned it exits (`PR_SET_PDEATHSIG`).
 //! - `cleanup` is idempotent; a workspace is not removed on drop.
 //!
 //! # Wiring it into the engine

@@ -58,7 +58,7 @@ pub struct ProtectionReport {
     pub workspace: Protection,
     /// Own session and process group; the whole group is killed on timeout, cancel and exit.
     pub process_group: Protection,
-    /// `PR_SET_PDEATHSIG(SIGKILL)`: the process dies when the spawning thread dies.
+    /// A supervisor with `PR_SET_PDEATHSIG` leads the group and kills it when the engine process dies.
     pub parent_death_signal: Protection,
     /// Wall-clock timeout.
     pub timeout: Protection,

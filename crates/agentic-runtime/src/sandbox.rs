@@ -181,6 +181,48 @@ fn probe(run_as: Option<RunAs>, setup: ChildSetup) -> Result<(), String> {
     }
 }
 
+/// The result of a spawn: the child, or the failed setup stage (if any) and the error.
+pub(crate) type SpawnResult = Result<std::process::Child, (Option<Stage>, io::Error)>;
+
+/// A spawn handed to the spawner thread.
+struct SpawnJob {
+    command: std::process::Command,
+    setup: ChildSetup,
+    reply: tokio::sync::oneshot::Sender<SpawnResult>,
+}
+
+/// Spawns `command` on the spawner thread, a thread that lives as long as the process.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, so children must not
+/// be forked by a runtime worker or blocking-pool thread that may retire; this way the step
+/// supervisor's death signal means "the engine process died". If the caller stops waiting
+/// (cancellation), the spawner kills and reaps the new process group itself.
+pub(crate) async fn spawn_on_spawner(command: std::process::Command, setup: ChildSetup) -> SpawnResult {
+    static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<SpawnJob>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::channel::<SpawnJob>();
+        let thread = std::thread::Builder::new().name("agentic-spawner".to_owned()).spawn(move || {
+            for job in receiver {
+                let result = spawn_with_setup(job.command, job.setup);
+                if let Err(Ok(child)) = job.reply.send(result) {
+                    let leader = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+                    let _ = killpg(leader, Signal::SIGKILL);
+                    let _ = nix::sys::wait::waitpid(leader, None);
+                }
+            }
+        });
+        thread.ok().map(|_| sender)
+    });
+    let Some(spawner) = spawner else {
+        return Err((None, io::Error::other("the agentic-spawner thread could not be started")));
+    };
+    let (reply, receive) = tokio::sync::oneshot::channel();
+    if spawner.send(SpawnJob { command, setup, reply }).is_err() {
+        return Err((None, io::Error::other("the agentic-spawner thread is gone")));
+    }
+    receive.await.unwrap_or_else(|_| Err((None, io::Error::other("the agentic-spawner thread is gone"))))
+}
+
 /// Spawns `command` with `setup` applied in the child; on failure says which stage failed.
 pub(crate) fn spawn_with_setup(
     mut command: std::process::Command,
@@ -339,7 +381,7 @@ impl ChildSetup {
     }
 }
 
-/// The signal the supervisor gets when the engine (the thread that spawned it) dies.
+/// The signal the supervisor gets when the engine dies (its spawner thread exits with the process).
 const ENGINE_DEATH_SIGNAL: Signal = Signal::SIGUSR2;
 
 /// The supervisor: waits for the program and leaves with the same exit code or signal, so the
@@ -688,7 +730,7 @@ pub(crate) fn plan(
             "own session and process group; the group gets SIGKILL when the program ends, times out or is cancelled",
         ),
         parent_death_signal: Protection::applied(
-            "a supervisor process leads the group; when the engine thread that spawned it exits, it kills the whole group",
+            "a supervisor process leads the group and kills it when the engine process dies",
         ),
         timeout,
         environment: Protection::applied(environment_detail),

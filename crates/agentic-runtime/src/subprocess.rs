@@ -280,9 +280,7 @@ async fn execute(
         command.uid(identity.uid).gid(identity.gid);
     }
     let started = Instant::now();
-    // Spawn on this (async) thread, not a blocking-pool thread: the death signal fires when the
-    // spawning thread exits, and runtime worker threads live as long as the runtime.
-    let mut child = sandbox::spawn_with_setup(command, setup).map_err(|(stage, error)| {
+    let mut child = sandbox::spawn_on_spawner(command, setup).await.map_err(|(stage, error)| {
         spawn_error(&program, &cwd, env.get("PATH").map(|path| path.to_string_lossy().into_owned()), stage, error)
     })?;
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
