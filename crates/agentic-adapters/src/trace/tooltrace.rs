@@ -132,87 +132,308 @@ pub struct TooltraceView<'a> {
     pub raw: &'a str,
 }
 
-#[derive(serde::Deserialize)]
-struct BorrowedRecord<'a> {
-    #[serde(borrow, default)]
-    timestamp: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    tool_name: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    span_type: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    trace_id: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    parent_trace_id: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    tool_use_id: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    agent_id: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    session_id: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    phase: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    status: Option<&'a serde_json::value::RawValue>,
-    #[serde(borrow, default)]
-    args: Option<&'a serde_json::value::RawValue>,
+/// The fields of one record the fast path reads: `Some(None)` is an explicit `null`.
+#[derive(Default)]
+struct Fields<'a> {
+    timestamp: Option<Option<&'a str>>,
+    tool_name: Option<Option<&'a str>>,
+    span_type: Option<Option<&'a str>>,
+    trace_id: Option<Option<&'a str>>,
+    parent_trace_id: Option<Option<&'a str>>,
+    tool_use_id: Option<Option<&'a str>>,
+    agent_id: Option<Option<&'a str>>,
+    session_id: Option<Option<&'a str>>,
+    phase: Option<Option<&'a str>>,
+    status: Option<Option<&'a str>>,
+    args: Option<&'a str>,
 }
 
-/// The string inside a raw JSON value; `Err` when it is not a plain string.
-fn raw_string(raw: Option<&serde_json::value::RawValue>) -> Result<Option<std::borrow::Cow<'_, str>>, ()> {
-    let Some(raw) = raw else { return Ok(None) };
-    let text = raw.get();
-    if text == "null" {
-        return Ok(None);
+/// The deepest nesting the scanner follows; deeper records take the full path.
+const MAX_SCAN_DEPTH: usize = 100;
+
+/// A strict, allocation-free scanner for one JSON object per line. It accepts only a
+/// subset of JSON (plain-text field values, simple numbers); whenever it returns `None`
+/// the full adapter decides, so it can never accept what the adapter would reject.
+struct Scanner<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
     }
-    if text.len() < 2 || !text.starts_with('"') {
-        return Err(());
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.bytes.get(self.pos) == Some(&byte)).then(|| self.pos += 1)
     }
-    if text.contains('\\') {
-        return serde_json::from_str::<String>(text).map(|s| Some(std::borrow::Cow::Owned(s))).map_err(|_| ());
+
+    /// A string; returns its inner text and whether it has escapes.
+    fn string(&mut self) -> Option<(&'a str, bool)> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            match *self.bytes.get(self.pos)? {
+                b'"' => {
+                    let inner = &self.text[start..self.pos];
+                    self.pos += 1;
+                    return Some((inner, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    match *self.bytes.get(self.pos + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.pos += 2,
+                        b'u' => {
+                            let hex = self.bytes.get(self.pos + 2..self.pos + 6)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            // Surrogates need pairing rules: leave them to the full parser.
+                            if matches!(hex[0], b'd' | b'D') {
+                                return None;
+                            }
+                            self.pos += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                0..=0x1f => return None,
+                _ => self.pos += 1,
+            }
+        }
     }
-    Ok(Some(std::borrow::Cow::Borrowed(&text[1..text.len() - 1])))
+
+    fn number(&mut self) -> Option<()> {
+        let start = self.pos;
+        if self.bytes.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+        }
+        let digits = self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 || digits > 15 || (digits > 1 && self.bytes[self.pos] == b'0') {
+            return None;
+        }
+        self.pos += digits;
+        if self.bytes.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            let fraction = self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if fraction == 0 || fraction > 15 {
+                return None;
+            }
+            self.pos += fraction;
+        }
+        // Exponents (and so out-of-range numbers) take the full path.
+        if matches!(self.bytes.get(self.pos), Some(b'e' | b'E')) {
+            return None;
+        }
+        (self.pos > start).then_some(())
+    }
+
+    fn value(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_SCAN_DEPTH {
+            return None;
+        }
+        match *self.bytes.get(self.pos)? {
+            b'"' => self.string().map(|_| ()),
+            b'{' => {
+                self.pos += 1;
+                self.ws();
+                if self.eat(b'}').is_some() {
+                    return Some(());
+                }
+                loop {
+                    self.ws();
+                    self.string()?;
+                    self.ws();
+                    self.eat(b':')?;
+                    self.ws();
+                    self.value(depth + 1)?;
+                    self.ws();
+                    if self.eat(b',').is_some() {
+                        continue;
+                    }
+                    return self.eat(b'}');
+                }
+            }
+            b'[' => {
+                self.pos += 1;
+                self.ws();
+                if self.eat(b']').is_some() {
+                    return Some(());
+                }
+                loop {
+                    self.ws();
+                    self.value(depth + 1)?;
+                    self.ws();
+                    if self.eat(b',').is_some() {
+                        continue;
+                    }
+                    return self.eat(b']');
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    fn literal(&mut self, literal: &[u8]) -> Option<()> {
+        if self.bytes[self.pos..].starts_with(literal) {
+            self.pos += literal.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// A plain string (no escapes) or `null`; anything else is `None`.
+    fn plain_or_null(&mut self) -> Option<Option<&'a str>> {
+        if self.bytes.get(self.pos) == Some(&b'n') {
+            self.literal(b"null")?;
+            return Some(None);
+        }
+        match self.string()? {
+            (text, false) => Some(Some(text)),
+            (_, true) => None,
+        }
+    }
+
+    fn record(mut self) -> Option<Fields<'a>> {
+        let mut fields = Fields::default();
+        self.ws();
+        self.eat(b'{')?;
+        self.ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                self.ws();
+                let (key, escaped) = self.string()?;
+                if escaped {
+                    return None;
+                }
+                self.ws();
+                self.eat(b':')?;
+                self.ws();
+                let slot = match key {
+                    "timestamp" => &mut fields.timestamp,
+                    "tool_name" => &mut fields.tool_name,
+                    "span_type" => &mut fields.span_type,
+                    "trace_id" => &mut fields.trace_id,
+                    "parent_trace_id" => &mut fields.parent_trace_id,
+                    "tool_use_id" => &mut fields.tool_use_id,
+                    "agent_id" => &mut fields.agent_id,
+                    "session_id" => &mut fields.session_id,
+                    "phase" => &mut fields.phase,
+                    "status" => &mut fields.status,
+                    "args" => {
+                        if fields.args.is_some() {
+                            return None;
+                        }
+                        let start = self.pos;
+                        self.value(1)?;
+                        fields.args = Some(&self.text[start..self.pos]);
+                        self.ws();
+                        if self.eat(b',').is_some() {
+                            continue;
+                        }
+                        self.eat(b'}')?;
+                        break;
+                    }
+                    _ => {
+                        self.value(1)?;
+                        self.ws();
+                        if self.eat(b',').is_some() {
+                            continue;
+                        }
+                        self.eat(b'}')?;
+                        break;
+                    }
+                };
+                if slot.is_some() {
+                    return None;
+                }
+                *slot = Some(self.plain_or_null()?);
+                self.ws();
+                if self.eat(b',').is_some() {
+                    continue;
+                }
+                self.eat(b'}')?;
+                break;
+            }
+        }
+        self.ws();
+        (self.pos == self.bytes.len()).then_some(fields)
+    }
 }
 
 impl TooltraceAdapter {
     /// Reads one line on the fast path; `None` when the line needs the full adapter
     /// (anything unusual, including every malformed record, goes there for its error).
     pub fn view(text: &str, line: u64) -> Option<TooltraceView<'_>> {
-        let record: BorrowedRecord<'_> = serde_json::from_str(text).ok()?;
-        let tool_name = raw_string(record.tool_name).ok()??;
+        let fields = Scanner { text, bytes: text.as_bytes(), pos: 0 }.record()?;
+        let tool_name = fields.tool_name.flatten()?;
         if tool_name.is_empty() {
             return None;
         }
-        if let Some(timestamp) = raw_string(record.timestamp).ok()? {
-            chrono::DateTime::parse_from_rfc3339(&timestamp).ok()?;
+        if let Some(timestamp) = fields.timestamp.flatten()
+            && !plausible_rfc3339(timestamp)
+        {
+            chrono::DateTime::parse_from_rfc3339(timestamp).ok()?;
         }
-        let span_type = raw_string(record.span_type).ok()?;
-        let span_type_parent = match span_type.as_deref() {
+        let span_type_parent = match fields.span_type.flatten() {
             None | Some("child") => false,
             Some("parent") => true,
             Some(_) => return None,
         };
-        let trace_id = raw_string(record.trace_id).ok()?;
-        let parent_trace_id = raw_string(record.parent_trace_id).ok()?;
-        let tool_use_id = raw_string(record.tool_use_id).ok()?;
-        let agent_id = raw_string(record.agent_id).ok()?;
-        raw_string(record.session_id).ok()?;
-        raw_string(record.status).ok()?;
-        let event_type = match raw_string(record.phase).ok()?.as_deref() {
+        let event_type = match fields.phase.flatten() {
             None | Some("post" | "post_failure") => EventType::ToolCallEnd,
             Some("pre") => EventType::ToolCallStart,
             Some(_) => return None,
         };
         Some(TooltraceView {
             event_type,
-            tool_name,
-            span_id: trace_id.or(tool_use_id),
-            parent_span_id: parent_trace_id.or(agent_id),
+            tool_name: std::borrow::Cow::Borrowed(tool_name),
+            span_id: borrowed(fields.trace_id).or(borrowed(fields.tool_use_id)),
+            parent_span_id: borrowed(fields.parent_trace_id).or(borrowed(fields.agent_id)),
             span_type_parent,
-            args: record.args.map(serde_json::value::RawValue::get),
+            args: fields.args,
             line,
             seq: 0,
             raw: text,
         })
     }
+}
+
+fn borrowed(field: Option<Option<&str>>) -> Option<std::borrow::Cow<'_, str>> {
+    field.flatten().map(std::borrow::Cow::Borrowed)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` with valid ranges: the common case, checked without chrono.
+/// Anything else (fractions, offsets) is checked by chrono.
+fn plausible_rfc3339(text: &str) -> bool {
+    let b = text.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
+    {
+        return false;
+    }
+    let num = |range: std::ops::Range<usize>| -> Option<u32> {
+        b[range].iter().try_fold(0u32, |acc, c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
+    };
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) =
+        (num(0..4), num(5..7), num(8..10), num(11..13), num(14..16), num(17..19))
+    else {
+        return false;
+    };
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
 }
