@@ -253,7 +253,10 @@ impl Engine {
             .max(1);
         let started_at = Utc::now();
         let started = Instant::now();
-        let mut run_json = json!({
+        let mut run_json = if run_dir.is_none() {
+            Value::Null
+        } else {
+            json!({
             "run_id": run_id,
             "status": "running",
             "started_at": started_at,
@@ -277,7 +280,8 @@ impl Engine {
             "agent": self.agent.as_ref().map(|agent| agent.name().to_owned()),
             "evaluator": evaluator.name(),
             "metadata": request.metadata,
-        });
+            })
+        };
         if let Some(run_dir) = &run_dir {
             run_dir
                 .write_json("run.json", &run_json)
@@ -306,7 +310,7 @@ impl Engine {
             "max_parallel": max_parallel,
             "inputs": inputs,
         });
-        bus.emit(&start);
+        bus.publish(start);
         let handle = RunHandle { shared, evaluator };
         let outcome = strategy.execute(&handle).await;
         bus.set_attempt(None);
@@ -325,7 +329,7 @@ impl Engine {
             "stop_reason": outcome.stop_reason,
             "unresolved_required_outputs": outcome.result.unresolved_required_outputs,
         });
-        bus.emit(&end);
+        bus.publish(end);
         bus.flush();
         if let Some(run_dir) = &run_dir {
             let _ = run_dir.write_json(

@@ -50,8 +50,40 @@ impl EventBus {
     }
 }
 
+impl EventBus {
+    /// Like [`EventBus::publish`], but builds the event only when a sink will see it.
+    pub fn publish_with(&self, build: impl FnOnce() -> CanonicalEvent) {
+        if self.sinks.is_empty() {
+            self.state.lock().unwrap_or_else(PoisonError::into_inner).seq += 1;
+            return;
+        }
+        self.publish(build());
+    }
+
+    /// Stamps `event` and delivers it to every sink, without copying it.
+    pub fn publish(&self, mut event: CanonicalEvent) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.seq += 1;
+        if self.sinks.is_empty() {
+            return;
+        }
+        event.seq = state.seq;
+        event.run_id = Some(self.run_id.clone());
+        if event.attempt.is_none() {
+            event.attempt = state.attempt;
+        }
+        for sink in &self.sinks {
+            sink.emit(&event);
+        }
+    }
+}
+
 impl EventSink for EventBus {
     fn emit(&self, event: &CanonicalEvent) {
+        if self.sinks.is_empty() {
+            self.state.lock().unwrap_or_else(PoisonError::into_inner).seq += 1;
+            return;
+        }
         let mut event = event.clone();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.seq += 1;

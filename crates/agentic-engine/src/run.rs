@@ -7,12 +7,15 @@
 //! every transition emits exactly one event.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use agentic_adapters::{AgentAdapter, AgentRequest, EventSink, ToolAdapter, ToolCall, ToolRegistry};
+use agentic_adapters::{AgentAdapter, AgentRequest, ToolAdapter, ToolCall, ToolRegistry};
 use agentic_core::expr::Template;
 use agentic_core::workflow::{RetrySpec, RuntimeSpec, Step, StepKind, ValueType};
 use agentic_core::{
@@ -22,6 +25,8 @@ use agentic_core::{
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
+
+type StepFuture = Pin<Box<dyn Future<Output = (usize, StepResult)> + Send>>;
 
 use crate::cancel::CancelToken;
 use crate::command::{CommandRunner, CommandSpec};
@@ -73,6 +78,24 @@ fn event_status(status: StepStatus) -> EventStatus {
     }
 }
 
+fn kind_data(kind: StepKind) -> Value {
+    let mut data = Map::new();
+    data.insert("kind".into(), Value::String(kind.as_str().to_owned()));
+    Value::Object(data)
+}
+
+/// Whether a step reads the expression context at all (a `noop` tool step does not).
+fn needs_context(step: &Step) -> bool {
+    step.when.is_some()
+        || !step.with.is_empty()
+        || step.prompt.is_some()
+        || step.argv.is_some()
+        || !step.env.is_empty()
+        || step.stdin.is_some()
+        || step.system.is_some()
+        || step.model.is_some()
+}
+
 fn elapsed_ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1000.0
 }
@@ -93,14 +116,19 @@ pub(crate) async fn run_dag(shared: &Arc<RunShared>, env: Arc<AttemptEnv>) -> Wo
     // Steps whose dependencies are all terminal, to be decided (skip, or queue).
     let mut unblocked: Vec<usize> = (0..count).filter(|idx| waiting[*idx] == 0).collect();
     let mut cancel_seen = false;
+    let cancelled = shared.cancel.cancelled();
+    tokio::pin!(cancelled);
+    let mut inline_streak = 0u32;
     loop {
         while let Some(idx) = unblocked.pop() {
             let decision = decide(shared, &env, idx, &results);
             match decision {
                 Decision::Run(context) => {
-                    let mut scheduled = event(EventType::StepScheduled, &workflow.steps[idx].name);
-                    scheduled.data = json!({"kind": workflow.steps[idx].kind.as_str()});
-                    shared.bus.emit(&scheduled);
+                    shared.bus.publish_with(|| {
+                        let mut scheduled = event(EventType::StepScheduled, &workflow.steps[idx].name);
+                        scheduled.data = kind_data(workflow.steps[idx].kind);
+                        scheduled
+                    });
                     ready.push_back((idx, Instant::now(), context));
                 }
                 Decision::Skip(result) => {
@@ -113,14 +141,36 @@ pub(crate) async fn run_dag(shared: &Arc<RunShared>, env: Arc<AttemptEnv>) -> Wo
         if !cancel_seen && shared.cancel.is_cancelled() {
             cancel_seen = true;
         }
+        let mut finished_inline = false;
         while running.len() < shared.max_parallel && !cancel_seen {
             let Some((idx, ready_at, context)) = ready.pop_front() else { break };
-            let shared = shared.clone();
-            let env = env.clone();
-            running.spawn(async move {
-                let result = execute_step(&shared, &env, idx, context, ready_at).await;
+            let task_shared = shared.clone();
+            let task_env = env.clone();
+            let mut step: StepFuture = Box::pin(async move {
+                let result = execute_step(&task_shared, &task_env, idx, context, ready_at).await;
                 (idx, result)
             });
+            // Poll once in place: a step that finishes without waiting (a built-in tool, a
+            // cached answer) costs no task spawn and no cross-thread wake-up. A step that
+            // waits is spawned; it is polled again with the task's real waker.
+            match step.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready((idx, result)) => {
+                    results[idx] = Some(result);
+                    release(shared, idx, &mut waiting, &mut unblocked);
+                    finished_inline = true;
+                }
+                Poll::Pending => {
+                    running.spawn(step);
+                }
+            }
+        }
+        if finished_inline {
+            // Long chains of instant steps still let other tasks run now and then.
+            inline_streak += 1;
+            if inline_streak % 256 == 0 {
+                tokio::task::yield_now().await;
+            }
+            continue;
         }
         if running.is_empty() {
             break;
@@ -130,7 +180,7 @@ pub(crate) async fn run_dag(shared: &Arc<RunShared>, env: Arc<AttemptEnv>) -> Wo
         } else {
             tokio::select! {
                 joined = running.join_next() => joined,
-                () = shared.cancel.cancelled() => { cancel_seen = true; continue; }
+                () = &mut cancelled => { cancel_seen = true; continue; }
             }
         };
         match joined {
@@ -141,10 +191,9 @@ pub(crate) async fn run_dag(shared: &Arc<RunShared>, env: Arc<AttemptEnv>) -> Wo
             Some(Err(join_error)) => {
                 // A panicking step must not take the run down; the step is lost, so record
                 // every unfinished step we cannot attribute as errored below.
-                let mut error = event(EventType::Error, "");
-                error.step_name = None;
+                let mut error = CanonicalEvent::new(EventType::Error, Utc::now());
                 error.data = json!({"message": format!("a step task failed: {join_error}")});
-                shared.bus.emit(&error);
+                shared.bus.publish(error);
             }
             None => break,
         }
@@ -168,7 +217,7 @@ pub(crate) async fn run_dag(shared: &Arc<RunShared>, env: Arc<AttemptEnv>) -> Wo
             let mut end = event(EventType::StepEnd, &step.name);
             end.status = Some(event_status(status));
             end.data = json!({"status": status.as_str(), "attempts": 0, "duration_ms": 0.0});
-            shared.bus.emit(&end);
+            shared.bus.publish(end);
             *slot = Some(result);
         }
     }
@@ -196,6 +245,9 @@ fn decide(shared: &RunShared, env: &AttemptEnv, idx: usize, results: &[Option<St
             skipped.metadata.insert("dependency_status".into(), json!(result.status.as_str()));
             return Decision::Skip(Box::new(skipped));
         }
+    }
+    if !needs_context(step) {
+        return Decision::Run(Value::Null);
     }
     let context = build_context(
         &shared.inputs,
@@ -230,7 +282,7 @@ fn finish_skipped(shared: &RunShared, result: &StepResult) {
         let mut skipped = event(EventType::StepSkipped, &result.name);
         skipped.status = Some(EventStatus::Skipped);
         skipped.data = Value::Object(result.metadata.clone());
-        shared.bus.emit(&skipped);
+        shared.bus.publish(skipped);
     } else {
         let mut end = event(EventType::StepEnd, &result.name);
         end.status = Some(event_status(result.status));
@@ -241,7 +293,7 @@ fn finish_skipped(shared: &RunShared, result: &StepResult) {
             error_type: error.error_type.clone(),
             retryable: false,
         });
-        shared.bus.emit(&end);
+        shared.bus.publish(end);
     }
 }
 
@@ -263,7 +315,22 @@ fn finish_result(
     started_at: DateTime<Utc>,
 ) -> WorkflowResult {
     let workflow = shared.workflow.workflow();
-    let context = build_context(&shared.inputs, &env.attempt, &Map::new(), steps.iter());
+    // Only the steps the outputs refer to go into the context (a big DAG has few outputs).
+    let referenced: std::collections::HashSet<&str> = workflow
+        .outputs
+        .values()
+        .filter_map(|spec| Template::parse(&spec.from).ok())
+        .flat_map(|template| {
+            template.expressions().filter_map(|e| e.step_name().map(str::to_owned)).collect::<Vec<_>>()
+        })
+        .filter_map(|name| steps.iter().find(|step| step.name == name).map(|step| step.name.as_str()))
+        .collect();
+    let context = build_context(
+        &shared.inputs,
+        &env.attempt,
+        &Map::new(),
+        steps.iter().filter(|step| referenced.contains(step.name.as_str())),
+    );
     let mut outputs = Map::new();
     let mut unresolved = Vec::new();
     let mut type_errors = Vec::new();
@@ -292,7 +359,7 @@ fn finish_result(
         }
         let mut output = CanonicalEvent::new(EventType::WorkflowOutput, Utc::now());
         output.data = json!({"name": name, "value": value, "resolved": !missing, "required": spec.required});
-        shared.bus.emit(&output);
+        shared.bus.publish(output);
         outputs.insert(name.clone(), value);
     }
     let overall_status = if cancelled {
@@ -357,6 +424,10 @@ impl AttemptOutcome {
     }
 }
 
+/// The policy of a step without `retry:`: one attempt.
+static NO_RETRY: std::sync::LazyLock<RetrySpec> =
+    std::sync::LazyLock::new(|| RetrySpec { max_attempts: 1, ..RetrySpec::default() });
+
 fn jitter_factor() -> f64 {
     // 0.5 ..= 1.5, from the process's random hasher keys (no RNG dependency needed).
     let random = RandomState::new().hash_one(Instant::now());
@@ -384,14 +455,19 @@ async fn execute_step(
     let started = Instant::now();
     let started_at = Utc::now();
     let queue_wait_ms = started.duration_since(ready_at).as_secs_f64() * 1000.0;
-    let policy = step.retry.clone().unwrap_or(RetrySpec { max_attempts: 1, ..RetrySpec::default() });
+    let policy = step.retry.as_ref().unwrap_or_else(|| &NO_RETRY);
     let deadline = step.deadline_s.map(|seconds| started + Duration::from_secs_f64(seconds));
     let mut attempt_number = 0u32;
     let mut outcome = loop {
         attempt_number += 1;
-        let mut start = event(EventType::StepStart, &step.name);
-        start.data = json!({"kind": step.kind.as_str(), "step_attempt": attempt_number});
-        shared.bus.emit(&start);
+        shared.bus.publish_with(|| {
+            let mut start = event(EventType::StepStart, &step.name);
+            let mut data = Map::new();
+            data.insert("kind".into(), Value::String(step.kind.as_str().to_owned()));
+            data.insert("step_attempt".into(), Value::from(attempt_number));
+            start.data = Value::Object(data);
+            start
+        });
         let mut timeout = step.timeout_s.map(Duration::from_secs_f64);
         if let Some(deadline) = deadline {
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -417,7 +493,7 @@ async fn execute_step(
         if !retry_allowed {
             break outcome;
         }
-        let delay = backoff_delay(&policy, attempt_number);
+        let delay = backoff_delay(policy, attempt_number);
         if deadline.is_some_and(|deadline| Instant::now() + delay >= deadline) {
             break outcome;
         }
@@ -435,7 +511,7 @@ async fn execute_step(
             error_type: error.error_type.clone(),
             retryable: true,
         });
-        shared.bus.emit(&retry);
+        shared.bus.publish(retry);
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = shared.cancel.cancelled() => {
@@ -471,25 +547,29 @@ async fn execute_step(
         model: outcome.model,
         metadata: outcome.metadata,
     };
-    let mut end = event(EventType::StepEnd, &step.name);
-    end.status = Some(event_status(result.status));
-    end.data = json!({
-        "status": result.status.as_str(),
-        "kind": step.kind.as_str(),
-        "attempts": result.attempts,
-        "duration_ms": duration_ms,
-        "queue_wait_ms": queue_wait_ms,
-        "run_ms": duration_ms,
-        "model": result.model,
-        "outputs": result.outputs.keys().collect::<Vec<_>>(),
+    shared.bus.publish_with(|| {
+        let mut end = event(EventType::StepEnd, &step.name);
+        end.status = Some(event_status(result.status));
+        let mut data = Map::new();
+        data.insert("status".into(), Value::String(result.status.as_str().to_owned()));
+        data.insert("kind".into(), Value::String(step.kind.as_str().to_owned()));
+        data.insert("attempts".into(), Value::from(result.attempts));
+        data.insert("duration_ms".into(), Value::from(duration_ms));
+        data.insert("queue_wait_ms".into(), Value::from(queue_wait_ms));
+        if let Some(model) = &result.model {
+            data.insert("model".into(), Value::String(model.clone()));
+        }
+        let keys = result.outputs.keys().map(|key| Value::String(key.clone())).collect();
+        data.insert("outputs".into(), Value::Array(keys));
+        end.data = Value::Object(data);
+        end.error = result.error.as_ref().map(|error| agentic_core::event::EventError {
+            class: error.class,
+            message: error.message.clone(),
+            error_type: error.error_type.clone(),
+            retryable: false,
+        });
+        end
     });
-    end.error = result.error.as_ref().map(|error| agentic_core::event::EventError {
-        class: error.class,
-        message: error.message.clone(),
-        error_type: error.error_type.clone(),
-        retryable: false,
-    });
-    shared.bus.emit(&end);
     result
 }
 
@@ -506,8 +586,24 @@ async fn run_attempt(shared: &RunShared, step: &Step, context: &Value, timeout: 
             StepKind::Command => unreachable!("handled above"),
         }
     };
-    let limit = timeout.unwrap_or(Duration::from_secs(365 * 24 * 3600));
+    let cancelled = || {
+        AttemptOutcome::failure(
+            StepStatus::Cancelled,
+            ErrorClass::Cancelled,
+            "cancelled",
+            "the run was cancelled".into(),
+        )
+    };
+    let Some(limit) = timeout else {
+        // No timer to register: only cancellation can cut the attempt short.
+        return tokio::select! {
+            biased;
+            outcome = work => outcome,
+            () = shared.cancel.cancelled() => cancelled(),
+        };
+    };
     tokio::select! {
+        biased;
         outcome = tokio::time::timeout(limit, work) => match outcome {
             Ok(outcome) => outcome,
             Err(_) => AttemptOutcome::failure(
@@ -517,12 +613,7 @@ async fn run_attempt(shared: &RunShared, step: &Step, context: &Value, timeout: 
                 format!("the attempt took longer than {:.1}s", limit.as_secs_f64()),
             ),
         },
-        () = shared.cancel.cancelled() => AttemptOutcome::failure(
-            StepStatus::Cancelled,
-            ErrorClass::Cancelled,
-            "cancelled",
-            "the run was cancelled".into(),
-        ),
+        () = shared.cancel.cancelled() => cancelled(),
     }
 }
 
@@ -683,14 +774,9 @@ async fn run_tool(shared: &RunShared, step: &Step, context: &Value) -> AttemptOu
         Ok(result) => {
             let mut outputs = Map::new();
             outputs.insert("result".into(), result.result);
+            // Tool results are in result.json and the events; no per-step log file, which
+            // would cost a file creation per step in big DAGs.
             let mut outcome = AttemptOutcome::success(outputs);
-            if shared.run_dir.is_some() {
-                let text = match &outcome.outputs["result"] {
-                    Value::String(text) => text.clone(),
-                    other => serde_json::to_string_pretty(other).unwrap_or_default(),
-                };
-                outcome.logs.push(("stdout", text));
-            }
             if !step.outputs.is_empty() {
                 let result = outcome.outputs["result"].clone();
                 declared_outputs(step, Some(&result), &mut outcome);

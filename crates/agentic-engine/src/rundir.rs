@@ -4,7 +4,8 @@
 //! run.json              the resolved workflow, inputs, versions, protections; status once done
 //! events.jsonl          every canonical event, in seq order
 //! result.json           the final WorkflowResult and its evaluation
-//! logs/<step>.stdout    per-step output (agent: the reply; tool: the result; command: stdout)
+//! logs/<step>.stdout    per-step output (agent: the reply; command: stdout)
+//! logs/<step>.prompt    agent steps: the rendered prompt
 //! logs/<step>.stderr    command steps' stderr
 //! workspace/            the default workspace of tool and command steps
 //! attempts/<N>/         iterative runs: result.json, evaluation.json, feedback.json, logs/

@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-use agentic_adapters::EventSink;
 use agentic_core::workflow::{Strategy, StrategyKind};
 use agentic_core::{CanonicalEvent, EventStatus, EventType, StepStatus, WorkflowResult};
 use async_trait::async_trait;
@@ -103,8 +102,8 @@ impl RunHandle {
     }
 
     /// Emits an event on the run's stream.
-    pub fn emit(&self, event: &CanonicalEvent) {
-        self.shared.bus.emit(event);
+    pub fn emit(&self, event: CanonicalEvent) {
+        self.shared.bus.publish(event);
     }
 
     /// Whether the run was cancelled.
@@ -176,7 +175,7 @@ impl ExecutionStrategy for IterativeRepair {
             let mut start = CanonicalEvent::new(EventType::AttemptStart, Utc::now());
             start.attempt = Some(number);
             start.data = json!({"attempt_number": number, "max_attempts": max_attempts});
-            run.emit(&start);
+            run.emit(start);
             let result = run.run_dag(&input).await;
             let evaluation = run.evaluate(&result);
             let signature = if evaluation.passed { String::new() } else { failure_signature(&result, &evaluation) };
@@ -192,7 +191,7 @@ impl ExecutionStrategy for IterativeRepair {
                 "failure_signature": signature,
                 "duration_ms": result.duration_ms,
             });
-            run.emit(&end);
+            run.emit(end);
             attempts.push(AttemptSummary {
                 number,
                 status: result.overall_status,
@@ -218,7 +217,7 @@ impl ExecutionStrategy for IterativeRepair {
             let mut repair = CanonicalEvent::new(EventType::RepairFeedback, Utc::now());
             repair.attempt = Some(number);
             repair.data = json!({"attempt_number": number, "next_attempt": number + 1, "feedback": feedback});
-            run.emit(&repair);
+            run.emit(repair);
             input = AttemptInput {
                 number: Some(number + 1),
                 max_attempts,
