@@ -167,7 +167,7 @@ pub(crate) async fn run_dag(shared: &Arc<RunShared>, env: Arc<AttemptEnv>) -> Wo
         if finished_inline {
             // Long chains of instant steps still let other tasks run now and then.
             inline_streak += 1;
-            if inline_streak % 256 == 0 {
+            if inline_streak.is_multiple_of(256) {
                 tokio::task::yield_now().await;
             }
             continue;
