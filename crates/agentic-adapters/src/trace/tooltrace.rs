@@ -177,6 +177,9 @@ impl<'a> Scanner<'a> {
         let start = self.pos;
         let mut escaped = false;
         loop {
+            // Skip plain bytes in one tight loop.
+            let plain = self.bytes.get(self.pos..)?.iter().position(|b| matches!(b, b'"' | b'\\' | 0..=0x1f))?;
+            self.pos += plain;
             match *self.bytes.get(self.pos)? {
                 b'"' => {
                     let inner = &self.text[start..self.pos];

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Compliance benchmark: the tier-2 rules of benches/compliance/bench.yaml over a generated
+# trace of 1,000,000 events in the seed's tooltrace JSONL, side by side with `jq` doing one
+# equivalent filter and with `cat > /dev/null` (reading the file: the physical limit).
+#
+# Usage: benches/compliance/run.sh            (EVENTS=N to change the size, RUNS=N repeats)
+# Needs: jq and GNU time (/usr/bin/time): apt-get install jq time
+# Targets: >= 20x faster than jq, >= 1/3 of raw read speed, < 64 MB resident.
+# BENCH_ENFORCE=1 makes a missed target exit 1.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+events=${EVENTS:-1000000}
+runs=${RUNS:-3}
+work=${WORK_DIR:-$(mktemp -d)}
+command -v jq >/dev/null || { echo "error: jq is required (apt-get install jq)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "error: GNU time is required (apt-get install time)" >&2; exit 2; }
+
+cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
+agentic="$root/target/release/agentic"
+trace="$work/trace-$events.jsonl"
+
+if [ ! -f "$trace" ]; then
+  # Top-level calls, and every 7th call a Task whose next calls are its children.
+  awk -v n="$events" 'BEGIN{
+    tools[0]="Read"; tools[1]="Bash"; tools[2]="Write"; tools[3]="Edit"; tools[4]="Grep"; tools[5]="Glob"; tools[6]="Task";
+    for (i = 1; i <= n; i++) {
+      t = tools[i % 7]; s = i % 60; m = int(i / 60) % 60; h = int(i / 3600) % 24;
+      if (t == "Task") {
+        parent = "t-" i;
+        printf("{\"timestamp\":\"2026-02-19T%02d:%02d:%02dZ\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"t-%d\",\"args\":{\"description\":\"explore module %d\"}}\n", h, m, s, i, i);
+        continue;
+      }
+      if (t == "Bash") a = "{\"command\":\"cargo test --package p" (i % 13) "\"}";
+      else if (t == "Grep") a = "{\"pattern\":\"fn main\",\"path\":\"src/\"}";
+      else a = "{\"file_path\":\"/repo/src/module" (i % 97) "/file" (i % 1000) ".rs\"}";
+      if (i % 7 >= 4 && parent != "")
+        printf("{\"timestamp\":\"2026-02-19T%02d:%02d:%02dZ\",\"tool_name\":\"%s\",\"span_type\":\"child\",\"trace_id\":\"t-%d\",\"parent_trace_id\":\"%s\",\"args\":%s}\n", h, m, s, t, i, parent, a);
+      else
+        printf("{\"timestamp\":\"2026-02-19T%02d:%02d:%02dZ\",\"tool_name\":\"%s\",\"span_type\":\"parent\",\"trace_id\":\"t-%d\",\"args\":%s}\n", h, m, s, t, i, a);
+    }
+  }' > "$trace"
+fi
+bytes=$(wc -c < "$trace")
+cat "$trace" > /dev/null # warm the page cache
+
+# best_of LABEL CMD...: the fastest of $runs runs; sets $seconds and $kilobytes.
+best_of() {
+  local label=$1; shift
+  seconds=""; kilobytes=""
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" > /dev/null
+    read -r s k < "$work/time.txt"
+    if [ -z "$seconds" ] || awk -v a="$s" -v b="$seconds" 'BEGIN{exit !(a < b)}'; then seconds=$s; kilobytes=$k; fi
+  done
+  printf '%-44s %8.2f s %8.1f MB/s %8.1f MB peak RSS\n' "$label" "$seconds" \
+    "$(awk -v b="$bytes" -v s="$seconds" 'BEGIN{print (s > 0 ? b / s / 1e6 : 0)}')" \
+    "$(awk -v k="$kilobytes" 'BEGIN{print k / 1024}')"
+}
+
+echo "trace: $events events, $((bytes / 1000000)) MB ($trace)"
+best_of "cat > /dev/null (physical limit)" cat "$trace"
+cat_seconds=$seconds
+best_of "jq: select Bash commands matching rm -rf" jq -c 'select(.tool_name == "Bash" and (.args.command | test("rm -rf")))' "$trace"
+jq_seconds=$seconds
+best_of "agentic check: 6 tier-2 rules, one pass" "$agentic" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
+agentic_seconds=$seconds
+agentic_mb=$(awk -v k="$kilobytes" 'BEGIN{printf "%.1f", k / 1024}')
+
+failed=0
+verdict() { if awk "BEGIN{exit !($2)}"; then echo "  ok    $1"; else echo "  MISS  $1"; failed=1; fi; }
+echo "targets:"
+verdict "$(awk -v j="$jq_seconds" -v a="$agentic_seconds" 'BEGIN{printf "%.1fx faster than jq (target >= 20x)", (a > 0 ? j / a : 0)}')" \
+  "$agentic_seconds > 0 && $jq_seconds / $agentic_seconds >= 20"
+verdict "$(awk -v c="$cat_seconds" -v a="$agentic_seconds" 'BEGIN{printf "%.2f of raw read speed (target >= 0.33)", (a > 0 ? c / a : 0)}')" \
+  "$agentic_seconds > 0 && $cat_seconds / $agentic_seconds >= 1 / 3"
+verdict "$agentic_mb MB peak resident (target < 64 MB)" "$agentic_mb < 64"
+if [ "$failed" = 1 ] && [ "${BENCH_ENFORCE:-0}" = 1 ]; then exit 1; fi
