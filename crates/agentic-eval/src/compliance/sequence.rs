@@ -1076,6 +1076,41 @@ mod tests {
     }
 
     #[test]
+    fn post_only_scopes_remember_a_bounded_window() {
+        // Many Task parents (post-only, never ended), each followed by one child Bash; then a
+        // child of the very first Task, which is by now outside the remembered window.
+        let parent = |idx: u64| {
+            let mut task = end("Task", json!({}), 2 * idx);
+            task.span = Some(SpanContext { trace_id: None, span_id: Some(format!("t{idx}")), parent_span_id: None });
+            task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
+            task
+        };
+        let total = POST_ONLY_SCOPE_WINDOW as u64 + 10;
+        let mut events = Vec::new();
+        for idx in 0..total {
+            events.push(parent(idx));
+            events.push(call(EventType::ToolCallEnd, "Bash", json!({}), None, Some(&format!("t{idx}")), 2 * idx + 1));
+        }
+        events.push(call(EventType::ToolCallEnd, "Bash", json!({}), None, Some("t0"), 2 * total + 1));
+        events.push(call(
+            EventType::ToolCallEnd,
+            "Bash",
+            json!({}),
+            None,
+            Some(&format!("t{}", total - 1)),
+            2 * total + 2,
+        ));
+        let rules = vec![rule(json!({"count": {"of": {"tool": "Bash"}, "at_least": 0}, "within": {"tool": "Task"}}))];
+        let outcome = SequenceEngine::run(rules, events, 0);
+        // Every direct child counts, plus the late child of the newest Task; the late child of
+        // the oldest Task does not.
+        assert_eq!(
+            outcome.outcomes[0].notes,
+            format!("within Task: Bash occurs {} time(s); expected at least 0", total + 1)
+        );
+    }
+
+    #[test]
     fn globs_follow_path_rules() {
         let regex = Regex::new(&glob_to_regex("**/skill.md")).unwrap();
         assert!(regex.is_match("skill.md"));

@@ -340,6 +340,23 @@ fn golden_set_agreement_below_ninety_percent_warns() {
 }
 
 #[test]
+fn an_explicit_trace_format_is_used_as_given() {
+    let forced = run_example("code-review", "code-review.trace.claude_hook.jsonl", &["--trace-format", "claude-hook"]);
+    assert_eq!(forced.report["scores"]["compliance_percent"], json!(62.5));
+    let wrong = run_example("code-review", "code-review.trace.claude_hook.jsonl", &["--trace-format", "otlp-json"]);
+    assert!(
+        wrong.stderr().contains(
+            "code-review.trace.claude_hook.jsonl:line 1: otlp_json record: missing `resourceSpans` (skipped)"
+        ),
+        "{}",
+        wrong.stderr()
+    );
+    // No event was read: the delegation count fails, `never` and `only_after` hold vacuously.
+    let states: Vec<(String, String, f64)> = wrong.results().into_iter().take(3).collect();
+    assert_eq!(states, owned(&[("R1-01", "FAIL", 0.0), ("R1-02", "PASS", 1.0), ("R1-03", "PASS", 1.0)]));
+}
+
+#[test]
 fn a_spec_with_errors_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("bad.yaml");
