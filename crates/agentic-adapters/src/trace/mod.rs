@@ -124,7 +124,7 @@ pub trait TraceAdapter {
 #[derive(Debug)]
 pub enum TraceItem<'a> {
     /// A canonical event.
-    Event(CanonicalEvent),
+    Event(Box<CanonicalEvent>),
     /// A well-formed tooltrace line, borrowed.
     Tooltrace(TooltraceView<'a>),
 }
@@ -260,7 +260,7 @@ impl<R: BufRead> TraceReader<R> {
     pub fn for_each_item(&mut self, mut visit: impl FnMut(Result<TraceItem<'_>, TraceError>) -> ControlFlow<()>) {
         loop {
             if let Some(event) = self.pending.pop_front() {
-                if visit(Ok(TraceItem::Event(event))).is_break() {
+                if visit(Ok(TraceItem::Event(Box::new(event)))).is_break() {
                     return;
                 }
                 continue;
@@ -270,7 +270,7 @@ impl<R: BufRead> TraceReader<R> {
             }
             if self.format() != Some(TraceFormat::Tooltrace) {
                 let Some(item) = self.next() else { return };
-                if visit(item.map(TraceItem::Event)).is_break() {
+                if visit(item.map(|event| TraceItem::Event(Box::new(event)))).is_break() {
                     return;
                 }
                 continue;
@@ -302,19 +302,15 @@ impl<R: BufRead> TraceReader<R> {
                 }
                 continue;
             }
-            match self.parse_current() {
-                None => {}
-                Some(Err(error)) => {
-                    if visit(Err(error)).is_break() {
-                        return;
-                    }
-                }
-                Some(Ok((record, start))) => {
-                    if let Err(error) = self.ingest(record, start)
-                        && visit(Err(error)).is_break()
-                    {
-                        return;
-                    }
+            if let Some(parsed) = self.parse_current() {
+                let outcome = match parsed {
+                    Err(error) => Err(error),
+                    Ok((record, start)) => self.ingest(record, start),
+                };
+                if let Err(error) = outcome
+                    && visit(Err(error)).is_break()
+                {
+                    return;
                 }
             }
         }

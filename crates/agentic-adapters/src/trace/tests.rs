@@ -192,14 +192,11 @@ fn forced_format_reads_records_of_that_format_only() {
     assert_eq!(TraceFormat::from_name("nope"), None);
 }
 
-type Shape = Result<
-    (u64, EventType, Option<String>, Option<String>, Option<String>, bool, Option<Value>, Option<u64>),
-    (u64, String),
->;
+/// seq, type, name, span id, parent span id, post-only parent, args, line.
+type EventShape = (u64, EventType, Option<String>, Option<String>, Option<String>, bool, Option<Value>, Option<u64>);
+type Shape = Result<EventShape, (u64, String)>;
 
-fn shape_of_event(
-    event: &CanonicalEvent,
-) -> (u64, EventType, Option<String>, Option<String>, Option<String>, bool, Option<Value>, Option<u64>) {
+fn shape_of_event(event: &CanonicalEvent) -> EventShape {
     let span = event.span.clone().unwrap_or_default();
     (
         event.seq,
