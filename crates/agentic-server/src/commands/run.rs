@@ -293,6 +293,19 @@ fn build_provider(args: &RunArgs, workflow: &ValidatedWorkflow) -> Result<(Arc<d
             Ok((Arc::new(provider), json!({"provider": "replay", "cassette": path})))
         }
         ProviderKind::Openai => {
+            let unnamed: Vec<&str> = workflow
+                .workflow()
+                .steps
+                .iter()
+                .filter(|step| step.kind == StepKind::Agent && step.model.is_none())
+                .map(|step| step.name.as_str())
+                .collect();
+            if !unnamed.is_empty() && args.model.is_none() && std::env::var_os("AGENTIC_MODEL").is_none() {
+                return Err(Unusable(format!(
+                    "error: agent step(s) {} name no `model:` and no default model is set\n  hint: pass `--model NAME` or set `AGENTIC_MODEL`",
+                    unnamed.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+                )));
+            }
             let base_url = args
                 .base_url
                 .clone()
@@ -541,7 +554,8 @@ fn print_summary(outcome: &RunOutcome, sample: Option<&str>) {
         out!("  failed gates: {}", names.join(", "));
     }
     if outcome.attempts.len() > 1 {
-        out!("  attempts: {} (stopped: {:?})", outcome.attempts.len(), outcome.stop_reason);
+        let stop = serde_json::to_value(outcome.stop_reason).ok().and_then(|v| v.as_str().map(str::to_owned));
+        out!("  attempts: {} (stopped: {})", outcome.attempts.len(), stop.unwrap_or_default());
     }
     if let Some(run_dir) = &outcome.run_dir {
         out!("  run directory: {}", run_dir.display());
