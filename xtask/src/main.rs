@@ -6,7 +6,9 @@
 
 use std::process::ExitCode;
 
+mod bench_judge;
 mod codegen;
+mod judge_live;
 #[cfg(test)]
 mod tidy;
 
@@ -15,12 +17,21 @@ usage: cargo xtask <task>
 
 tasks:
   codegen [--check]   regenerate docs/schema/*.json from the Rust types (--check: fail if stale)
+  bench-judge [--calls N --concurrency N --delay-ms N --rounds N --inspect PATH]
+                      judge throughput against a 100 ms local server, beside Inspect AI
+  judge-live [--model qwen2.5-coder-1.5b|qwen2.5-coder-0.5b|smollm2-135m] [-- calibrate options]
+                      calibrate the judge on the golden set against a real local model (slow)
 ";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("codegen") => codegen::run(args.iter().any(|arg| arg == "--check")),
+        Some("bench-judge") => bench_judge::BenchOptions::parse(&args[1..]).and_then(|options| bench_judge::run(&options)),
+        Some("judge-live") => match judge_live::LiveOptions::parse(&args[1..]).and_then(|options| judge_live::run(&options)) {
+            Ok(code) => return code,
+            Err(error) => Err(error),
+        },
         Some(other) => Err(anyhow::anyhow!("unknown task `{other}`\n\n{TASKS}")),
         None => {
             print!("{TASKS}");

@@ -322,7 +322,12 @@ impl CalibrationReport {
                 for (criterion, (label, score)) in &case.scores {
                     let off = score.is_none_or(|s| (s.round() as i64 - label).abs() > 1);
                     if off {
-                        let _ = write!(out, "  case {} {criterion}: human {label}, judge {}", case.case_id, fmt_opt(*score, 1));
+                        let _ = write!(
+                            out,
+                            "  case {} {criterion}: human {label}, judge {}",
+                            case.case_id,
+                            fmt_opt(*score, 1)
+                        );
                         match case.errors.get(criterion) {
                             Some(error) => {
                                 let short: String = error.chars().take(160).collect();

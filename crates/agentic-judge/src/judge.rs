@@ -7,8 +7,8 @@
 //! several judges by majority vote. Pairwise comparisons are judged in both orders; an order
 //! disagreement becomes a tie or a rerun, and the position-bias rate is reported.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentic_adapters::{AdaptiveLimiter, ChatMessage, ChatRequest, ChatResponse, ModelProvider, ProviderError, Role};
@@ -23,7 +23,7 @@ use crate::cache::{CacheIdentity, CacheMode, JudgeCache};
 use crate::config::{Aggregation, DisagreementPolicy, JudgeConfig, JudgeModelConfig, ProviderKind};
 use crate::error::JudgeError;
 use crate::prompt::{JudgeCriterion, PromptTemplate, rubric_hash, sha256_hex};
-use crate::reply::{CheckedReply, CriterionAnswer, Preferred, ReplyKind, check_reply, reply_schema};
+use crate::reply::{CheckedReply, CriterionAnswer, Preferred, ReplyKind, check_reply_with, reply_schema};
 use crate::verdict::{
     CriterionStatus, CriterionVerdict, JudgeMeta, JudgeSamples, JudgeUsage, PairCriterionVerdict, PairRound,
     PairwiseVerdict, ShownOrder, VerbosityCheck, Verdict, Winner,
@@ -82,6 +82,15 @@ struct Inner {
     pairwise: PromptTemplate,
     repair: PromptTemplate,
     cache: Option<JudgeCache>,
+    /// Reply schemas and their compiled validators, by reply kind and rubric hash.
+    specs: Mutex<HashMap<String, Arc<ReplySpec>>>,
+}
+
+/// The reply schema of one rubric, compiled once.
+struct ReplySpec {
+    schema: serde_json::Value,
+    validator: jsonschema::Validator,
+    rubric_hash: String,
 }
 
 /// Builds a [`Judge`].
@@ -169,6 +178,7 @@ impl JudgeBuilder {
                 pairwise: self.pairwise,
                 repair: PromptTemplate::repair(),
                 cache: self.cache,
+                specs: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -232,6 +242,7 @@ impl Judge {
                 pairwise: inner.pairwise.clone(),
                 repair: inner.repair.clone(),
                 cache: inner.cache.clone(),
+                specs: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -243,9 +254,29 @@ impl Judge {
         u64::from_str_radix(&digest[..16], 16).unwrap_or(self.inner.seed)
     }
 
+    /// The reply schema (and its validator) for `kind` about `criteria`, built once per rubric.
+    fn spec(&self, kind: ReplyKind, criteria: &[JudgeCriterion]) -> Result<Arc<ReplySpec>, JudgeError> {
+        let rubric = rubric_hash(criteria);
+        let key = format!("{kind:?}:{rubric}");
+        let mut specs = self.inner.specs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(spec) = specs.get(&key) {
+            return Ok(spec.clone());
+        }
+        let schema = reply_schema(kind, criteria);
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|error| JudgeError::Input(format!("the reply schema of this rubric does not compile: {error}")))?;
+        let spec = Arc::new(ReplySpec { schema, validator, rubric_hash: rubric });
+        specs.insert(key, spec.clone());
+        Ok(spec)
+    }
+
     /// The identities logged with verdicts made with `template` about `criteria`.
     pub fn metas(&self, template: &PromptTemplate, criteria: &[JudgeCriterion], seed: u64) -> Vec<JudgeMeta> {
         let rubric = rubric_hash(criteria);
+        self.metas_with(template, &rubric, seed)
+    }
+
+    fn metas_with(&self, template: &PromptTemplate, rubric: &str, seed: u64) -> Vec<JudgeMeta> {
         self.inner
             .judges
             .iter()
@@ -257,7 +288,7 @@ impl Judge {
                 prompt_id: template.id.clone(),
                 prompt_version: template.version.clone(),
                 prompt_hash: template.hash.clone(),
-                rubric_hash: rubric.clone(),
+                rubric_hash: rubric.to_owned(),
                 temperature: self.inner.config.temperature,
                 seed,
                 sampling_count: self.inner.config.sampling_count,
@@ -303,7 +334,7 @@ impl Judge {
             )));
         }
         let seed = self.case_seed(&case.id);
-        let schema = reply_schema(ReplyKind::Pointwise, &case.criteria);
+        let spec = self.spec(ReplyKind::Pointwise, &case.criteria)?;
         let sampling_count = self.inner.config.sampling_count;
         let mut tasks = JoinSet::new();
         let mut presented_order = Vec::new();
@@ -324,7 +355,7 @@ impl Judge {
                 });
                 let (system, user) = self.inner.pointwise.render(&context)?;
                 let judge = self.clone();
-                let schema = schema.clone();
+                let spec = spec.clone();
                 let all_criteria = case.criteria.clone();
                 let case_id = case.id.clone();
                 tasks.spawn(async move {
@@ -335,7 +366,7 @@ impl Judge {
                             ReplyKind::Pointwise,
                             system,
                             user,
-                            schema,
+                            &spec,
                             &all_criteria,
                             sample_seed,
                         )
@@ -364,7 +395,7 @@ impl Judge {
             seed,
             presented_order,
             criteria,
-            judges: self.metas(&self.inner.pointwise, &case.criteria, seed),
+            judges: self.metas_with(&self.inner.pointwise, &spec.rubric_hash, seed),
             usage,
             verbosity: None,
         };
@@ -612,8 +643,8 @@ impl Judge {
             "names": criteria.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
         });
         let (system, user) = self.inner.pairwise.render(&context)?;
-        let schema = reply_schema(ReplyKind::Pairwise, &case.criteria);
-        self.call_checked(judge_index, &case.id, ReplyKind::Pairwise, system, user, schema, &case.criteria, seed).await
+        let spec = self.spec(ReplyKind::Pairwise, &case.criteria)?;
+        self.call_checked(judge_index, &case.id, ReplyKind::Pairwise, system, user, &spec, &case.criteria, seed).await
     }
 
     /// One judged call: send, validate, repair once.
@@ -625,7 +656,7 @@ impl Judge {
         kind: ReplyKind,
         system: String,
         user: String,
-        schema: serde_json::Value,
+        spec: &ReplySpec,
         criteria: &[JudgeCriterion],
         seed: u64,
     ) -> Result<CallResult, JudgeError> {
@@ -640,7 +671,7 @@ impl Judge {
             model: handle.config.model.clone(),
             version: handle.config.version.clone(),
             prompt_hash: template.hash.clone(),
-            rubric_hash: rubric_hash(criteria),
+            rubric_hash: spec.rubric_hash.clone(),
         };
         let mut messages = vec![ChatMessage::new(Role::System, system), ChatMessage::new(Role::User, user)];
         let request = ChatRequest {
@@ -648,7 +679,7 @@ impl Judge {
             messages: messages.clone(),
             temperature: Some(self.inner.config.temperature),
             max_tokens: Some(handle.config.max_tokens),
-            response_schema: Some(schema.clone()),
+            response_schema: Some(spec.schema.clone()),
             seed: Some(seed),
         };
         let caller = format!("judge:{}:{case_id}", handle.config.name);
@@ -659,7 +690,7 @@ impl Judge {
                 return Ok(CallResult { checked: CheckedReply::default(), error: Some(error.to_string()), usage });
             }
         };
-        let checked = check_reply(kind, &first.content, &schema, criteria);
+        let checked = check_reply_with(kind, &first.content, &spec.validator, criteria);
         if checked.is_complete(criteria) {
             return Ok(CallResult { checked, error: None, usage });
         }
@@ -671,7 +702,7 @@ impl Judge {
         messages.push(ChatMessage::new(Role::User, repair_text));
         let repair_request = ChatRequest { messages, ..request };
         let repaired = match self.call(handle, &identity, &caller, &repair_request, &mut usage).await {
-            Ok(response) => check_reply(kind, &response.content, &schema, criteria),
+            Ok(response) => check_reply_with(kind, &response.content, &spec.validator, criteria),
             Err(error) => {
                 let mut kept = checked;
                 kept.problems.push(format!("repair call failed: {error}"));

@@ -46,7 +46,7 @@ pub use judge::{Judge, JudgeBuilder, JudgeCase, PairCase, VERBOSITY_PADDING};
 pub use prompt::{Anchor, JudgeCriterion, PromptTemplate, USER_SEPARATOR, default_anchors, rubric_hash, sha256_hex};
 pub use reply::{
     CheckedReply, CriterionAnswer, PairwiseEntry, PairwiseReply, PointwiseEntry, PointwiseReply, Preferred, ReplyKind,
-    check_reply, reply_schema,
+    check_reply, check_reply_with, reply_schema,
 };
 pub use verdict::{
     CriterionStatus, CriterionVerdict, JudgeMeta, JudgeSamples, JudgeUsage, PairCriterionVerdict, PairRound,

@@ -7,6 +7,7 @@
 //! edit changes the judge's identity (and its cache key).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use agentic_core::workflow::CriterionSpec;
 use indexmap::IndexMap;
@@ -19,8 +20,8 @@ use crate::error::JudgeError;
 /// The line that separates the system message from the user message in a rendered prompt.
 pub const USER_SEPARATOR: &str = "=== user ===";
 
-/// A prompt template with its identity.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A prompt template with its identity, compiled once.
+#[derive(Clone, Serialize)]
 pub struct PromptTemplate {
     /// The template id from the header, for example `pointwise`.
     pub id: String,
@@ -31,7 +32,27 @@ pub struct PromptTemplate {
     /// The template source.
     #[serde(skip)]
     pub source: String,
+    #[serde(skip)]
+    environment: Arc<Environment<'static>>,
 }
+
+impl std::fmt::Debug for PromptTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PromptTemplate")
+            .field("id", &self.id)
+            .field("version", &self.version)
+            .field("hash", &self.hash)
+            .finish()
+    }
+}
+
+impl PartialEq for PromptTemplate {
+    fn eq(&self, other: &PromptTemplate) -> bool {
+        self.hash == other.hash && self.id == other.id && self.version == other.version
+    }
+}
+
+impl Eq for PromptTemplate {}
 
 impl PromptTemplate {
     /// Parses a template source; `origin` names it in errors.
@@ -56,13 +77,19 @@ impl PromptTemplate {
                 message: "the first line must be `{#- prompt: <id>, version: <n> -#}`".into(),
             });
         };
-        let template = PromptTemplate { id, version, hash: sha256_hex(source.as_bytes()), source: source.to_owned() };
-        // Compile once now so a syntax error is reported when the template is loaded.
+        // Compiled once here, so a syntax error is reported when the template is loaded.
         let mut environment = Environment::new();
+        environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         environment
-            .add_template("check", &template.source)
+            .add_template_owned(id.clone(), source.to_owned())
             .map_err(|error| JudgeError::Template { template: origin.to_owned(), message: error.to_string() })?;
-        Ok(template)
+        Ok(PromptTemplate {
+            id,
+            version,
+            hash: sha256_hex(source.as_bytes()),
+            source: source.to_owned(),
+            environment: Arc::new(environment),
+        })
     }
 
     /// Reads a template file.
@@ -97,12 +124,8 @@ impl PromptTemplate {
     /// Renders the template with `context`; returns (system, user). Without a separator line,
     /// everything is the user message.
     pub fn render(&self, context: &impl Serialize) -> Result<(String, String), JudgeError> {
-        let mut environment = Environment::new();
-        environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        environment
-            .add_template(&self.id, &self.source)
-            .map_err(|error| JudgeError::Template { template: self.label(), message: error.to_string() })?;
-        let rendered = environment
+        let rendered = self
+            .environment
             .get_template(&self.id)
             .and_then(|template| template.render(minijinja::value::Serde(context)))
             .map_err(|error| JudgeError::Template { template: self.label(), message: error.to_string() })?;

@@ -183,6 +183,22 @@ fn json_text(reply: &str) -> &str {
 
 /// Checks `reply` against `schema` and the criteria; keeps what is usable.
 pub fn check_reply(kind: ReplyKind, reply: &str, schema: &Value, criteria: &[JudgeCriterion]) -> CheckedReply {
+    match jsonschema::validator_for(schema) {
+        Ok(validator) => check_reply_with(kind, reply, &validator, criteria),
+        Err(error) => CheckedReply {
+            answers: BTreeMap::new(),
+            problems: vec![format!("internal: the reply schema does not compile ({error})")],
+        },
+    }
+}
+
+/// [`check_reply`] with a compiled schema validator.
+pub fn check_reply_with(
+    kind: ReplyKind,
+    reply: &str,
+    validator: &jsonschema::Validator,
+    criteria: &[JudgeCriterion],
+) -> CheckedReply {
     let mut checked = CheckedReply::default();
     let value: Value = match serde_json::from_str(json_text(reply)) {
         Ok(value) => value,
@@ -191,14 +207,9 @@ pub fn check_reply(kind: ReplyKind, reply: &str, schema: &Value, criteria: &[Jud
             return checked;
         }
     };
-    match jsonschema::validator_for(schema) {
-        Ok(validator) => {
-            for error in validator.iter_errors(&value) {
-                let at = error.instance_path().as_str().to_owned();
-                checked.problems.push(format!("at `{}`: {error}", if at.is_empty() { "/" } else { &at }));
-            }
-        }
-        Err(error) => checked.problems.push(format!("internal: the reply schema does not compile ({error})")),
+    for error in validator.iter_errors(&value) {
+        let at = error.instance_path().as_str().to_owned();
+        checked.problems.push(format!("at `{}`: {error}", if at.is_empty() { "/" } else { &at }));
     }
     // Keep each entry that is individually valid, even when others are not.
     let entries = value.get("criteria").and_then(Value::as_array).cloned().unwrap_or_default();

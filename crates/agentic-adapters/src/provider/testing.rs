@@ -35,6 +35,8 @@ pub struct RecordedRequest {
     pub body: Value,
     /// 0 for the first request the server saw, 1 for the second, ...
     pub index: usize,
+    /// When the request was fully read.
+    pub received: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -268,6 +270,7 @@ async fn serve_connection(
             headers,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
             index: counter.fetch_add(1, Ordering::SeqCst),
+            received: std::time::Instant::now(),
         };
         requests.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(request.clone());
         let active = load.active.fetch_add(1, Ordering::SeqCst) + 1;

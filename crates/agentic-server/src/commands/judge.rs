@@ -43,6 +43,12 @@ struct CommonArgs {
     /// Override every judge's base URL (for example a local server `http://127.0.0.1:8090/v1`).
     #[arg(long)]
     base_url: Option<String>,
+    /// Override every judge's model name.
+    #[arg(long)]
+    model: Option<String>,
+    /// Override every judge's version label (recorded with verdicts, part of the cache key).
+    #[arg(long)]
+    judge_version: Option<String>,
     /// Override the run seed.
     #[arg(long)]
     seed: Option<u64>,
@@ -139,6 +145,14 @@ async fn load(common: &CommonArgs) -> Result<Loaded> {
     if let Some(base_url) = &common.base_url {
         for judge in &mut config.judges {
             judge.base_url.clone_from(base_url);
+        }
+    }
+    for judge in &mut config.judges {
+        if let Some(model) = &common.model {
+            judge.model.clone_from(model);
+        }
+        if let Some(version) = &common.judge_version {
+            judge.version.clone_from(version);
         }
     }
     if let Some(seed) = common.seed {
