@@ -726,6 +726,76 @@ impl Judge {
         Ok(CallResult { checked: merged, error: None, usage })
     }
 
+    /// One structured call outside the rubric protocol, by the first configured judge: the
+    /// reply must validate against `schema`; after one repair it is an error naming the
+    /// problems (never a guess). Goes through the cache like every judge call.
+    pub async fn ask_structured(
+        &self,
+        caller: &str,
+        template: &PromptTemplate,
+        context: &serde_json::Value,
+        schema: &serde_json::Value,
+        seed: u64,
+    ) -> Result<(serde_json::Value, JudgeUsage), String> {
+        let handle = &self.inner.judges[0];
+        let validator =
+            jsonschema::validator_for(schema).map_err(|error| format!("the reply schema does not compile: {error}"))?;
+        let (system, user) = template.render(context).map_err(|error| error.to_string())?;
+        let identity = CacheIdentity {
+            judge: handle.config.name.clone(),
+            provider: provider_name(handle.config.provider).into(),
+            model: handle.config.model.clone(),
+            version: handle.config.version.clone(),
+            prompt_hash: template.hash.clone(),
+            rubric_hash: sha256_hex(schema.to_string().as_bytes()),
+        };
+        let mut messages = vec![ChatMessage::new(Role::System, system), ChatMessage::new(Role::User, user)];
+        let request = ChatRequest {
+            model: handle.config.model.clone(),
+            messages: messages.clone(),
+            temperature: Some(self.inner.config.temperature),
+            max_tokens: Some(handle.config.max_tokens),
+            response_schema: Some(schema.clone()),
+            seed: Some(seed),
+        };
+        let mut usage = JudgeUsage::default();
+        let check = |text: &str| -> Result<serde_json::Value, Vec<String>> {
+            let value: serde_json::Value = serde_json::from_str(crate::reply::json_text(text))
+                .map_err(|error| vec![format!("the reply is not valid JSON ({error})")])?;
+            let problems: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|error| {
+                    let at = error.instance_path().as_str().to_owned();
+                    format!("at `{}`: {error}", if at.is_empty() { "/" } else { &at })
+                })
+                .collect();
+            if problems.is_empty() { Ok(value) } else { Err(problems) }
+        };
+        let first =
+            self.call(handle, &identity, caller, &request, &mut usage).await.map_err(|error| error.to_string())?;
+        let problems = match check(&first.content) {
+            Ok(value) => return Ok((value, usage)),
+            Err(problems) => problems,
+        };
+        usage.repairs += 1;
+        let no_names: [&str; 0] = [];
+        let (_, repair_text) = self
+            .inner
+            .repair
+            .render(&json!({"problems": problems, "names": no_names}))
+            .map_err(|error| error.to_string())?;
+        messages.push(ChatMessage::new(Role::Assistant, first.content));
+        messages.push(ChatMessage::new(Role::User, repair_text));
+        let repair_request = ChatRequest { messages, ..request };
+        let repaired = self
+            .call(handle, &identity, caller, &repair_request, &mut usage)
+            .await
+            .map_err(|error| error.to_string())?;
+        check(&repaired.content).map(|value| (value, usage)).map_err(|again| {
+            format!("no valid reply after one repair: {} (first reply: {})", again.join("; "), problems.join("; "))
+        })
+    }
+
     async fn call(
         &self,
         handle: &JudgeHandle,

@@ -174,7 +174,7 @@ impl CheckedReply {
 }
 
 /// Extracts the JSON object from a reply (dropping a Markdown code fence around it).
-fn json_text(reply: &str) -> &str {
+pub(crate) fn json_text(reply: &str) -> &str {
     let trimmed = reply.trim();
     let Some(rest) = trimmed.strip_prefix("```") else { return trimmed };
     let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());

@@ -6,3 +6,4 @@ mod calibration;
 mod hybrid;
 mod protocol;
 mod support;
+mod tier3;

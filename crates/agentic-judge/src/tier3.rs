@@ -1,0 +1,81 @@
+//! The judge as the compliance framework's tier-3 evaluator
+//! ([`agentic_eval::compliance::tier3::Tier3Evaluator`]).
+//!
+//! The checkpoint, its partial criteria, the evidence and the trace excerpt are rendered into
+//! the versioned `tier3` prompt; the reply must validate against the JSON Schema of
+//! [`Tier3Verdict`] (sent as structured output), with one repair. A reply that stays invalid,
+//! or a failed call, is an evaluator error: the check stops instead of guessing. Every run
+//! (`--eval-runs`) gets its own seed. The port is synchronous, so the evaluator owns a small
+//! runtime: call it from synchronous code, not from inside an async task.
+
+use agentic_eval::compliance::tier3::{Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict};
+use serde_json::{Value, json};
+
+use crate::error::JudgeError;
+use crate::judge::Judge;
+use crate::prompt::PromptTemplate;
+use crate::verdict::JudgeUsage;
+
+/// A tier-3 evaluator backed by the first judge of a [`Judge`].
+#[derive(Debug)]
+pub struct JudgeTier3Evaluator {
+    judge: Judge,
+    runtime: tokio::runtime::Runtime,
+    template: PromptTemplate,
+    schema: Value,
+    /// What the evaluations cost so far.
+    pub usage: JudgeUsage,
+}
+
+/// The built-in tier-3 prompt.
+pub fn tier3_template() -> PromptTemplate {
+    PromptTemplate::parse(include_str!("../templates/tier3.j2"), "tier3.j2").expect("built-in template parses")
+}
+
+/// The JSON Schema a tier-3 reply must follow (from [`Tier3Verdict`]).
+pub fn tier3_schema() -> Value {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    let mut schema = settings.into_generator().into_root_schema_for::<Tier3Verdict>().to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+    }
+    schema
+}
+
+impl JudgeTier3Evaluator {
+    /// An evaluator using `judge`.
+    pub fn new(judge: Judge) -> Result<JudgeTier3Evaluator, JudgeError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| JudgeError::Input(format!("cannot start the evaluator's runtime: {error}")))?;
+        Ok(JudgeTier3Evaluator {
+            judge,
+            runtime,
+            template: tier3_template(),
+            schema: tier3_schema(),
+            usage: JudgeUsage::default(),
+        })
+    }
+}
+
+impl Tier3Evaluator for JudgeTier3Evaluator {
+    fn evaluate(&mut self, request: &Tier3Request<'_>) -> Result<Tier3Verdict, Tier3Error> {
+        let checkpoint = request.checkpoint.id.clone();
+        let context = json!({
+            "checkpoint": request.checkpoint,
+            "evidence": serde_json::to_string_pretty(&request.evidence).unwrap_or_default(),
+            "trace": request.trace_excerpt.join("\n"),
+        });
+        let seed = self.judge.case_seed(&format!("{checkpoint}#run{}", request.run));
+        let caller = format!("tier3:{checkpoint}");
+        let outcome =
+            self.runtime.block_on(self.judge.ask_structured(&caller, &self.template, &context, &self.schema, seed));
+        let (value, usage) =
+            outcome.map_err(|reason| Tier3Error::Evaluator { checkpoint: checkpoint.clone(), reason })?;
+        self.usage.add(&usage);
+        serde_json::from_value(value)
+            .map_err(|error| Tier3Error::Evaluator { checkpoint, reason: format!("the verdict does not fit: {error}") })
+    }
+}

@@ -1,0 +1,73 @@
+//! The judge as the compliance tier-3 evaluator, over real HTTP, called from synchronous code
+//! as the compliance framework calls it.
+
+use agentic_adapters::provider::testing::{Reply, TestServer};
+use agentic_eval::compliance::spec::Checkpoint;
+use agentic_eval::compliance::tier3::{MatchedCondition, Tier3Error, Tier3Evaluator, Tier3Request, VerdictResult};
+use agentic_judge::JudgeTier3Evaluator;
+use serde_json::json;
+
+use crate::support::{config, is_repair, judge};
+
+fn checkpoint() -> Checkpoint {
+    serde_json::from_value(json!({
+        "id": "P3-01",
+        "tier": 3,
+        "instruction": "The PR description explains what, why and how",
+        "severity": "medium",
+        "verification": {"method": "content_analysis", "evidence_sources": ["pr_body"]},
+        "partial_criteria": [{"condition": "what and why, no how", "weight": 0.7}]
+    }))
+    .expect("a tier-3 checkpoint")
+}
+
+fn evaluate(
+    reply: impl Fn(&agentic_adapters::provider::testing::RecordedRequest) -> Reply + Send + Sync + 'static,
+) -> (
+    Result<agentic_eval::compliance::tier3::Tier3Verdict, Tier3Error>,
+    Vec<agentic_adapters::provider::testing::RecordedRequest>,
+) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(TestServer::start(reply)).unwrap();
+    let mut evaluator = JudgeTier3Evaluator::new(judge(config(&server))).unwrap();
+    let checkpoint = checkpoint();
+    let mut evidence = serde_json::Map::new();
+    evidence.insert("pr_body".into(), json!("## What\nAdds caching.\n## Why\nSlow pages."));
+    let trace = vec!["Bash git push".to_owned()];
+    let request = Tier3Request { checkpoint: &checkpoint, position_index: 1, evidence, trace_excerpt: &trace, run: 0 };
+    let verdict = evaluator.evaluate(&request);
+    (verdict, server.requests())
+}
+
+#[test]
+fn judge_evaluates_a_tier3_checkpoint() {
+    let (verdict, requests) = evaluate(|_| {
+        Reply::chat_json(&json!({"result": "PARTIAL", "matched_condition": 0, "notes": "HOW is missing",
+                                 "evidence_citation": "## What ... ## Why"}))
+    });
+    let verdict = verdict.unwrap();
+    assert_eq!(verdict.result, VerdictResult::Partial);
+    assert_eq!(verdict.matched_condition, Some(MatchedCondition::Index(0)));
+    let sent = &requests[0];
+    let prompt = sent.prompt_text();
+    assert!(prompt.contains("explains what, why and how") && prompt.contains("0: what and why, no how"), "{prompt}");
+    assert!(prompt.contains("Adds caching") && prompt.contains("Bash git push"), "{prompt}");
+    let schema = &sent.body["response_format"]["json_schema"]["schema"];
+    assert_eq!(schema["required"], json!(["result"]));
+    let result_schema = schema["properties"]["result"].to_string();
+    assert!(["PASS", "PARTIAL", "FAIL"].iter().all(|v| result_schema.contains(&format!("\"{v}\""))), "{result_schema}");
+}
+
+#[test]
+fn an_unusable_reply_is_an_evaluator_error_not_a_guess() {
+    let (verdict, requests) =
+        evaluate(
+            |request| {
+                if is_repair(request) { Reply::chat(r#"{"result": "MAYBE"}"#) } else { Reply::chat("PASS I guess") }
+            },
+        );
+    let error = verdict.unwrap_err();
+    assert!(matches!(error, Tier3Error::Evaluator { .. }), "{error:?}");
+    assert!(error.to_string().contains("after one repair"), "{error}");
+    assert_eq!(requests.len(), 2, "one call and one repair");
+}
