@@ -27,11 +27,15 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("codegen") => codegen::run(args.iter().any(|arg| arg == "--check")),
-        Some("bench-judge") => bench_judge::BenchOptions::parse(&args[1..]).and_then(|options| bench_judge::run(&options)),
-        Some("judge-live") => match judge_live::LiveOptions::parse(&args[1..]).and_then(|options| judge_live::run(&options)) {
-            Ok(code) => return code,
-            Err(error) => Err(error),
-        },
+        Some("bench-judge") => {
+            bench_judge::BenchOptions::parse(&args[1..]).and_then(|options| bench_judge::run(&options))
+        }
+        Some("judge-live") => {
+            match judge_live::LiveOptions::parse(&args[1..]).and_then(|options| judge_live::run(&options)) {
+                Ok(code) => return code,
+                Err(error) => Err(error),
+            }
+        }
         Some(other) => Err(anyhow::anyhow!("unknown task `{other}`\n\n{TASKS}")),
         None => {
             print!("{TASKS}");

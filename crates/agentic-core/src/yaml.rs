@@ -107,11 +107,7 @@ pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocu
     let mut parser = Parser::new_from_str(text);
     let mut root: Option<Value> = None;
     let mut documents = 0usize;
-    loop {
-        let (event, span) = match next(&mut parser)? {
-            Some(item) => item,
-            None => break,
-        };
+    while let Some((event, span)) = next(&mut parser)? {
         match event {
             Event::StreamStart | Event::DocumentEnd | Event::Nothing => {}
             Event::StreamEnd => break,
@@ -376,12 +372,11 @@ fn parse_number(text: &str) -> Option<Value> {
     }
     let looks_float = digits.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
         && digits.bytes().any(|b| b.is_ascii_digit());
-    if looks_float {
-        if let Ok(value) = text.parse::<f64>() {
-            if value.is_finite() {
-                return serde_json::Number::from_f64(value).map(Value::Number);
-            }
-        }
+    if looks_float
+        && let Ok(value) = text.parse::<f64>()
+        && value.is_finite()
+    {
+        return serde_json::Number::from_f64(value).map(Value::Number);
     }
     None
 }
