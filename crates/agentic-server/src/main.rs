@@ -23,7 +23,7 @@ struct Cli {
 enum Command {
     /// Run a workflow (once, or once per dataset sample) and report whether it passed.
     Run(commands::run::RunArgs),
-    /// Check workflow files (and, later, rubrics and checkpoint specs) for problems.
+    /// Check workflow, rubric and checkpoint-spec files for problems.
     Lint(commands::lint::LintArgs),
     /// Calibrate the LLM judge on a golden set, check its drift or its stability.
     Judge(commands::judge::JudgeArgs),
