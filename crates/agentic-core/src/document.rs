@@ -81,7 +81,8 @@ impl DocumentLoader {
                 Err(error) => {
                     diagnostics.push(
                         Diagnostic::error("invalid-value", format!("invalid {}: {error}", self.kind))
-                            .at(document.source_map.nearest("")),
+                            .at(document.source_map.nearest(""))
+                            .with_hint(format!("compare the file with the {} schema in docs/schema/", self.kind)),
                     );
                     None
                 }
@@ -233,11 +234,21 @@ impl DocumentLoader {
                     ),
                 }
             }
-            _ => {
+            other => {
+                let hint = match other {
+                    ValidationErrorKind::Minimum { limit } => format!("use a value of at least {limit}"),
+                    ValidationErrorKind::Maximum { limit } => format!("use a value of at most {limit}"),
+                    ValidationErrorKind::ExclusiveMinimum { limit } => format!("use a value above {limit}"),
+                    ValidationErrorKind::ExclusiveMaximum { limit } => format!("use a value below {limit}"),
+                    ValidationErrorKind::MinItems { limit } => format!("give at least {limit} item(s)"),
+                    ValidationErrorKind::MaxItems { limit } => format!("give at most {limit} item(s)"),
+                    _ => format!("see the {} schema in docs/schema/ for what `{field}` accepts", self.kind),
+                };
                 out.push(
                     Diagnostic::error("invalid-value", format!("`{field}`: {error}"))
                         .at(position)
-                        .at_pointer(pointer.clone()),
+                        .at_pointer(pointer.clone())
+                        .with_hint(hint),
                 );
             }
         }

@@ -122,29 +122,21 @@ pub fn load_workflow(text: &str, file: &str) -> WorkflowLoad {
 /// Checks the meaning of a structurally valid workflow.
 pub fn validate(workflow: Workflow, source_map: &SourceMap) -> (Option<ValidatedWorkflow>, Vec<Diagnostic>) {
     let mut checker = Checker { workflow: &workflow, source_map, diagnostics: Vec::new() };
-    let dependencies = checker.run();
-    let mut diagnostics = checker.diagnostics;
+    let (dependencies, graph) = checker.run();
+    let diagnostics = checker.diagnostics;
     if diagnostics.iter().any(Diagnostic::is_error) {
         return (None, diagnostics);
     }
-    let count = workflow.steps.len();
-    let mut graph = DiGraph::<usize, ()>::with_capacity(count, count);
-    let nodes: Vec<NodeIndex> = (0..count).map(|idx| graph.add_node(idx)).collect();
-    let mut dependents = vec![Vec::new(); count];
+    let mut dependents = vec![Vec::new(); workflow.steps.len()];
     for (step_idx, deps) in dependencies.iter().enumerate() {
         for dependency in deps {
-            graph.add_edge(nodes[dependency.step], nodes[step_idx], ());
             dependents[dependency.step].push(step_idx);
         }
     }
-    let order = match petgraph::algo::toposort(&graph, None) {
-        Ok(order) => order.into_iter().map(|node| graph[node]).collect(),
-        Err(_) => {
-            // The checker reports cycles; reaching here means it missed one.
-            diagnostics.push(Diagnostic::error("dependency-cycle", "the steps form a cycle"));
-            return (None, diagnostics);
-        }
-    };
+    // The checker reported every cycle as an error, so the graph is acyclic here.
+    let order = petgraph::algo::toposort(&graph, None)
+        .map(|order| order.into_iter().map(|node| graph[node]).collect())
+        .unwrap_or_default();
     (Some(ValidatedWorkflow { workflow, dependencies, dependents, order, graph }), diagnostics)
 }
 
@@ -188,7 +180,7 @@ impl Checker<'_> {
             .push(Diagnostic::warning(code, message).at(self.position(pointer)).at_pointer(pointer).with_hint(hint));
     }
 
-    fn run(&mut self) -> Vec<Vec<Dependency>> {
+    fn run(&mut self) -> (Vec<Vec<Dependency>>, DiGraph<usize, ()>) {
         let workflow = self.workflow;
         let mut names: HashMap<&str, usize> = HashMap::new();
         for (idx, step) in workflow.steps.iter().enumerate() {
@@ -310,8 +302,9 @@ impl Checker<'_> {
             }
         }
         self.check_evaluation();
-        self.check_cycles(&dependencies);
-        dependencies
+        let graph = dependency_graph(&dependencies);
+        self.check_cycles(&graph, &dependencies);
+        (dependencies, graph)
     }
 
     fn step_hint(&self, name: &str) -> String {
@@ -777,16 +770,8 @@ impl Checker<'_> {
         }
     }
 
-    fn check_cycles(&mut self, dependencies: &[Vec<Dependency>]) {
-        let count = dependencies.len();
-        let mut graph = DiGraph::<usize, ()>::with_capacity(count, count);
-        let nodes: Vec<NodeIndex> = (0..count).map(|idx| graph.add_node(idx)).collect();
-        for (idx, deps) in dependencies.iter().enumerate() {
-            for dependency in deps {
-                graph.add_edge(nodes[dependency.step], nodes[idx], ());
-            }
-        }
-        let mut components = petgraph::algo::tarjan_scc(&graph);
+    fn check_cycles(&mut self, graph: &DiGraph<usize, ()>, dependencies: &[Vec<Dependency>]) {
+        let mut components = petgraph::algo::tarjan_scc(graph);
         components.sort_by_key(|component| component.iter().map(|node| graph[*node]).min());
         for component in components {
             let members: BTreeSet<usize> = component.iter().map(|node| graph[*node]).collect();
@@ -808,6 +793,19 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// The DAG: node weights are step indices, edges go from dependency to dependent.
+fn dependency_graph(dependencies: &[Vec<Dependency>]) -> DiGraph<usize, ()> {
+    let count = dependencies.len();
+    let mut graph = DiGraph::<usize, ()>::with_capacity(count, count);
+    let nodes: Vec<NodeIndex> = (0..count).map(|idx| graph.add_node(idx)).collect();
+    for (idx, deps) in dependencies.iter().enumerate() {
+        for dependency in deps {
+            graph.add_edge(nodes[dependency.step], nodes[idx], ());
+        }
+    }
+    graph
 }
 
 /// A cycle that starts and ends at `start`, following "depends on" edges inside `members`:
