@@ -136,7 +136,7 @@ pub fn validate(workflow: Workflow, source_map: &SourceMap) -> (Option<Validated
     // The checker reported every cycle as an error, so the graph is acyclic here.
     let order = petgraph::algo::toposort(&graph, None)
         .map(|order| order.into_iter().map(|node| graph[node]).collect())
-        .unwrap_or_default();
+        .expect("every cycle is reported as an error before this point");
     (Some(ValidatedWorkflow { workflow, dependencies, dependents, order, graph }), diagnostics)
 }
 

@@ -20,7 +20,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::formula::{FormulaRegistry, UserFormula};
+use crate::formula::{Formula, FormulaRegistry, UserFormula};
 use crate::grade::normalized_floor;
 use crate::profile::{DEFAULT_PROFILE, ProfileRegistry};
 
@@ -238,38 +238,12 @@ pub fn validate_criteria(
             }
         };
         let Some(formula_id) = formula_id else { continue };
-        let formula = match registry.get(&formula_id) {
-            Ok(formula) => formula,
-            Err(_) => {
-                let hint = match did_you_mean(&formula_id, registry.ids()) {
-                    Some(suggestion) => format!("did you mean `{suggestion}`? known formulas: {}", registry.known()),
-                    None => format!("known formulas: {}", registry.known()),
-                };
-                diagnostics.push(
-                    Diagnostic::error(
-                        "unknown-formula",
-                        format!("criterion `{name}` uses unknown formula `{formula_id}`"),
-                    )
-                    .at_pointer(at("formula_id"))
-                    .with_hint(hint),
-                );
-                continue;
-            }
+        let Ok(formula) = registry.get(&formula_id) else {
+            diagnostics.push(unknown_formula(spec, &formula_id, registry, at("formula_id")));
+            continue;
         };
-        if let (Some(scale), Some((min, max))) = (spec.scale, formula.bounds())
-            && (scale[0] != min || scale[1] != max)
-        {
-            diagnostics.push(
-                Diagnostic::error(
-                    "scale-mismatch",
-                    format!(
-                        "criterion `{name}` declares scale [{}, {}] but formula `{formula_id}` takes {min}..{max}",
-                        scale[0], scale[1]
-                    ),
-                )
-                .at_pointer(at("scale"))
-                .with_hint("make `scale` and `formula_id` agree"),
-            );
+        if let Some(diagnostic) = scale_mismatch(spec, formula, &formula_id, at("scale")) {
+            diagnostics.push(diagnostic);
             ok = false;
         }
         if let Some(points) = formula.anchor_points() {
@@ -340,6 +314,31 @@ pub fn validate_criteria(
         }
     }
     (criteria, diagnostics)
+}
+
+fn unknown_formula(spec: &CriterionSpec, formula_id: &str, registry: &FormulaRegistry, pointer: String) -> Diagnostic {
+    let hint = match did_you_mean(formula_id, registry.ids()) {
+        Some(suggestion) => format!("did you mean `{suggestion}`? known formulas: {}", registry.known()),
+        None => format!("known formulas: {}", registry.known()),
+    };
+    Diagnostic::error("unknown-formula", format!("criterion `{}` uses unknown formula `{formula_id}`", spec.name))
+        .at_pointer(pointer)
+        .with_hint(hint)
+}
+
+fn scale_mismatch(spec: &CriterionSpec, formula: &Formula, formula_id: &str, pointer: String) -> Option<Diagnostic> {
+    let (scale, (min, max)) = (spec.scale?, formula.bounds()?);
+    (scale[0] != min || scale[1] != max).then(|| {
+        Diagnostic::error(
+            "scale-mismatch",
+            format!(
+                "criterion `{}` declares scale [{}, {}] but formula `{formula_id}` takes {min}..{max}",
+                spec.name, scale[0], scale[1]
+            ),
+        )
+        .at_pointer(pointer)
+        .with_hint("make `scale` and `formula_id` agree")
+    })
 }
 
 /// The outcome of loading a rubric file.
@@ -467,30 +466,11 @@ pub fn lint_workflow_evaluation(text: &str, file: &str) -> Vec<Diagnostic> {
         let formula_id = spec.formula_id.clone().or_else(|| spec.scale.and_then(formula_for_scale).map(str::to_owned));
         let Some(formula_id) = formula_id else { continue };
         let Ok(formula) = registry.get(&formula_id) else {
-            let hint = match did_you_mean(&formula_id, registry.ids()) {
-                Some(suggestion) => format!("did you mean `{suggestion}`? known formulas: {}", registry.known()),
-                None => format!("known formulas: {}", registry.known()),
-            };
-            diagnostics.push(
-                Diagnostic::error("unknown-formula", format!("criterion `{name}` uses unknown formula `{formula_id}`"))
-                    .at_pointer(at("formula_id"))
-                    .with_hint(hint),
-            );
+            diagnostics.push(unknown_formula(&spec, &formula_id, &registry, at("formula_id")));
             continue;
         };
-        if let (Some(scale), Some((min, max))) = (spec.scale, formula.bounds())
-            && (scale[0] != min || scale[1] != max)
-        {
-            diagnostics.push(
-                Diagnostic::error(
-                    "scale-mismatch",
-                    format!(
-                        "criterion `{name}` declares scale [{}, {}] but formula `{formula_id}` takes {min}..{max}",
-                        scale[0], scale[1]
-                    ),
-                )
-                .at_pointer(at("scale")),
-            );
+        if let Some(diagnostic) = scale_mismatch(&spec, formula, &formula_id, at("scale")) {
+            diagnostics.push(diagnostic);
         }
         if spec.params.is_some()
             && let Err(error) = formula.check_params(spec.params.as_ref())
