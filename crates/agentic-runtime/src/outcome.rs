@@ -131,6 +131,8 @@ mod tests {
             core_dumps_disabled: protection.clone(),
             user_namespace: protection.clone(),
             network_namespace: protection.clone(),
+            pid_namespace: protection.clone(),
+            kill_all_descendants: protection.clone(),
             landlock_filesystem: protection.clone(),
             landlock_network: protection,
         };

@@ -39,6 +39,11 @@ impl Protection {
         Self { status: ProtectionStatus::NotAvailable, detail: detail.into() }
     }
 
+    /// For reports stored before a protection existed: not available, and says so.
+    fn not_recorded() -> Self {
+        Self::not_available("not recorded (the report predates this protection)")
+    }
+
     /// `true` when the protection was in force.
     pub fn is_applied(&self) -> bool {
         self.status == ProtectionStatus::Applied
@@ -82,6 +87,13 @@ pub struct ProtectionReport {
     pub user_namespace: Protection,
     /// A network namespace with only a loopback device that is down: no network at all.
     pub network_namespace: Protection,
+    /// A PID namespace under an init process: when the init exits the kernel kills every process in it.
+    #[serde(default = "Protection::not_recorded")]
+    pub pid_namespace: Protection,
+    /// No process of the step survives its end, timeout or cancellation, not even one that left
+    /// the group with `setsid`: by the PID namespace, or by a child-subreaper supervisor.
+    #[serde(default = "Protection::not_recorded")]
+    pub kill_all_descendants: Protection,
     /// Landlock filesystem rules: read and execute everywhere, write only in the workspace.
     pub landlock_filesystem: Protection,
     /// Landlock network rules: no TCP bind or connect (TCP only).
@@ -90,7 +102,7 @@ pub struct ProtectionReport {
 
 impl ProtectionReport {
     /// Every protection with its field name, in a stable order.
-    pub fn entries(&self) -> [(&'static str, &Protection); 17] {
+    pub fn entries(&self) -> [(&'static str, &Protection); 19] {
         [
             ("user", &self.user),
             ("workspace", &self.workspace),
@@ -107,6 +119,8 @@ impl ProtectionReport {
             ("core_dumps_disabled", &self.core_dumps_disabled),
             ("user_namespace", &self.user_namespace),
             ("network_namespace", &self.network_namespace),
+            ("pid_namespace", &self.pid_namespace),
+            ("kill_all_descendants", &self.kill_all_descendants),
             ("landlock_filesystem", &self.landlock_filesystem),
             ("landlock_network", &self.landlock_network),
         ]

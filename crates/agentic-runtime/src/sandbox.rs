@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -24,7 +24,7 @@ use nix::sched::CloneFlags;
 use nix::sys::resource::{Resource, getrlimit};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal, killpg, sigaction, sigprocmask};
 use nix::sys::stat::Mode;
-use nix::sys::wait::{WaitPidFlag, WaitStatus};
+use nix::sys::wait::WaitStatus;
 use nix::unistd::ForkResult;
 use nix::unistd::Pid;
 
@@ -52,6 +52,7 @@ pub(crate) enum Stage {
     NoNewPrivileges = 6,
     Landlock = 7,
     Supervisor = 8,
+    PidNamespaceInit = 9,
 }
 
 impl Stage {
@@ -65,6 +66,7 @@ impl Stage {
             Self::NoNewPrivileges,
             Self::Landlock,
             Self::Supervisor,
+            Self::PidNamespaceInit,
         ]
         .into_iter()
         .find(|stage| *stage as u8 == byte)
@@ -80,6 +82,7 @@ impl Stage {
             Self::NoNewPrivileges => "no_new_privileges",
             Self::Landlock => "landlock",
             Self::Supervisor => "supervisor",
+            Self::PidNamespaceInit => "pid_namespace_init",
         }
     }
 }
@@ -95,6 +98,10 @@ pub struct HostCapabilities {
     pub user_namespace: Result<(), String>,
     /// A network namespace alone can be created (needs root): `Err` says why not.
     pub network_namespace: Result<(), String>,
+    /// A PID namespace can be created inside a user namespace: `Err` says why not.
+    pub pid_namespace: Result<(), String>,
+    /// A PID namespace alone can be created (needs root): `Err` says why not.
+    pub pid_namespace_without_user_namespace: Result<(), String>,
     /// The Landlock ABI in use (capped at the newest tested one): `Err` says why Landlock is unusable.
     pub landlock_abi: Result<u8, String>,
 }
@@ -111,7 +118,30 @@ fn probe_host() -> HostCapabilities {
     let user_namespace = probe_user_namespace(None, euid, egid);
     let network_namespace =
         probe(None, ChildSetup { namespaces: Some(CloneFlags::CLONE_NEWNET), ..ChildSetup::probe() });
-    HostCapabilities { euid, egid, user_namespace, network_namespace, landlock_abi: probe_landlock() }
+    let pid_namespace = probe_pid_namespace(None, euid, egid);
+    let pid_namespace_without_user_namespace =
+        probe(None, ChildSetup { namespaces: Some(CloneFlags::CLONE_NEWPID), ..ChildSetup::probe() });
+    HostCapabilities {
+        euid,
+        egid,
+        user_namespace,
+        network_namespace,
+        pid_namespace,
+        pid_namespace_without_user_namespace,
+        landlock_abi: probe_landlock(),
+    }
+}
+
+/// Probes a PID namespace inside a user namespace, like [`probe_user_namespace`].
+fn probe_pid_namespace(run_as: Option<RunAs>, uid: u32, gid: u32) -> Result<(), String> {
+    probe(
+        run_as,
+        ChildSetup {
+            namespaces: Some(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWPID),
+            id_maps: Some(IdMaps::identity(uid, gid)),
+            ..ChildSetup::probe()
+        },
+    )
 }
 
 /// Probes a user namespace (with a network namespace inside) for a process running as
@@ -127,11 +157,21 @@ fn probe_user_namespace(run_as: Option<RunAs>, uid: u32, gid: u32) -> Result<(),
     )
 }
 
-/// Whether a process switched to `run_as` can create a user namespace (probed once per identity).
-pub(crate) fn user_namespace_as(run_as: RunAs) -> Result<(), String> {
-    static PROBES: Mutex<BTreeMap<RunAs, Result<(), String>>> = Mutex::new(BTreeMap::new());
+/// Whether a process switched to `run_as` can create a user namespace, and a PID namespace
+/// inside it (probed once per identity).
+pub(crate) fn user_namespace_as(run_as: RunAs) -> (Result<(), String>, Result<(), String>) {
+    type Probed = (Result<(), String>, Result<(), String>);
+    static PROBES: Mutex<BTreeMap<RunAs, Probed>> = Mutex::new(BTreeMap::new());
     let mut probes = PROBES.lock().unwrap_or_else(PoisonError::into_inner);
-    probes.entry(run_as).or_insert_with(|| probe_user_namespace(Some(run_as), run_as.uid, run_as.gid)).clone()
+    probes
+        .entry(run_as)
+        .or_insert_with(|| {
+            (
+                probe_user_namespace(Some(run_as), run_as.uid, run_as.gid),
+                probe_pid_namespace(Some(run_as), run_as.uid, run_as.gid),
+            )
+        })
+        .clone()
 }
 
 fn abi_number(abi: ABI) -> u8 {
@@ -188,6 +228,7 @@ pub(crate) type SpawnResult = Result<std::process::Child, (Option<Stage>, io::Er
 struct SpawnJob {
     command: std::process::Command,
     setup: ChildSetup,
+    kill_through_supervisor: bool,
     reply: tokio::sync::oneshot::Sender<SpawnResult>,
 }
 
@@ -197,7 +238,11 @@ struct SpawnJob {
 /// be forked by a runtime worker or blocking-pool thread that may retire; this way the step
 /// supervisor's death signal means "the engine process died". If the caller stops waiting
 /// (cancellation), the spawner kills and reaps the new process group itself.
-pub(crate) async fn spawn_on_spawner(command: std::process::Command, setup: ChildSetup) -> SpawnResult {
+pub(crate) async fn spawn_on_spawner(
+    command: std::process::Command,
+    setup: ChildSetup,
+    kill_through_supervisor: bool,
+) -> SpawnResult {
     static SPAWNER: OnceLock<Option<std::sync::mpsc::Sender<SpawnJob>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (sender, receiver) = std::sync::mpsc::channel::<SpawnJob>();
@@ -206,7 +251,12 @@ pub(crate) async fn spawn_on_spawner(command: std::process::Command, setup: Chil
                 let result = spawn_with_setup(job.command, job.setup);
                 if let Err(Ok(child)) = job.reply.send(result) {
                     let leader = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-                    let _ = killpg(leader, Signal::SIGKILL);
+                    // A subreaper supervisor kills every descendant itself and then exits.
+                    let _ = if job.kill_through_supervisor {
+                        nix::sys::signal::kill(leader, KILL_ALL_SIGNAL)
+                    } else {
+                        killpg(leader, Signal::SIGKILL)
+                    };
                     let _ = nix::sys::wait::waitpid(leader, None);
                 }
             }
@@ -217,7 +267,7 @@ pub(crate) async fn spawn_on_spawner(command: std::process::Command, setup: Chil
         return Err((None, io::Error::other("the agentic-spawner thread could not be started")));
     };
     let (reply, receive) = tokio::sync::oneshot::channel();
-    if spawner.send(SpawnJob { command, setup, reply }).is_err() {
+    if spawner.send(SpawnJob { command, setup, kill_through_supervisor, reply }).is_err() {
         return Err((None, io::Error::other("the agentic-spawner thread is gone")));
     }
     receive.await.unwrap_or_else(|_| Err((None, io::Error::other("the agentic-spawner thread is gone"))))
@@ -301,6 +351,10 @@ impl ChildSetup {
         }
     }
 
+    fn pid_namespace(&self) -> bool {
+        self.namespaces.is_some_and(|flags| flags.contains(CloneFlags::CLONE_NEWPID))
+    }
+
     fn apply(&mut self) -> io::Result<()> {
         match self.apply_stages() {
             Ok(()) if self.probe_only => Err(io::Error::from_raw_os_error(PROBE_DONE as i32)),
@@ -337,6 +391,12 @@ impl ChildSetup {
             write_proc_file(c"/proc/self/uid_map", &maps.uid_map).map_err(|errno| (Stage::IdMaps, errno))?;
             write_proc_file(c"/proc/self/gid_map", &maps.gid_map).map_err(|errno| (Stage::IdMaps, errno))?;
         }
+        // The init's status pipe is opened before RLIMIT_NOFILE applies.
+        let status_pipe = if self.supervisor && self.pid_namespace() {
+            Some(nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).map_err(|errno| (Stage::Supervisor, errno))?)
+        } else {
+            None
+        };
         for (resource, soft, hard) in &self.rlimits {
             nix::sys::resource::setrlimit(*resource, *soft, *hard).map_err(|errno| (Stage::ResourceLimits, errno))?;
         }
@@ -346,18 +406,24 @@ impl ChildSetup {
             ruleset.restrict_self().map_err(|_| (Stage::Landlock, Errno::last()))?;
         }
         if self.supervisor {
-            self.fork_supervisor()?;
+            self.fork_supervisor(status_pipe)?;
         }
         Ok(())
     }
 
     /// Splits the child in two: this process stays behind as the supervisor (the group leader
     /// the engine waits for) and never returns; the new child returns and goes on to `exec`.
+    ///
+    /// With a PID namespace (`CLONE_NEWPID` was unshared above) the new child is the namespace's
+    /// init ([`become_init`]), which forks once more for the program: when the init exits, the
+    /// kernel kills every process in the namespace. Without one, the supervisor becomes a child
+    /// subreaper, so processes that leave the group (`setsid`) stay its descendants, and it kills
+    /// them all ([`kill_descendants`]) when the program ends or the engine asks.
     #[allow(unsafe_code)]
-    fn fork_supervisor(&self) -> Result<(), (Stage, Errno)> {
+    fn fork_supervisor(&self, status_pipe: Option<(OwnedFd, OwnedFd)>) -> Result<(), (Stage, Errno)> {
         let supervisor_error = |errno| (Stage::Supervisor, errno);
         let mut watched = SigSet::empty();
-        for signal in [Signal::SIGCHLD, Signal::SIGTERM, ENGINE_DEATH_SIGNAL] {
+        for signal in [Signal::SIGCHLD, Signal::SIGTERM, ENGINE_DEATH_SIGNAL, KILL_ALL_SIGNAL] {
             watched.add(signal);
         }
         let mut previous = SigSet::empty();
@@ -366,69 +432,348 @@ impl ChildSetup {
         if nix::unistd::getppid() != self.parent_pid {
             return Err((Stage::Supervisor, Errno::ESRCH));
         }
+        // With a PID namespace, the init reports the program's raw wait status through
+        // `status_pipe`: it cannot mirror a signal itself, since the init of a PID namespace
+        // cannot be killed from inside it.
+        if status_pipe.is_none() {
+            nix::sys::prctl::set_child_subreaper(true).map_err(supervisor_error)?;
+        }
         // SAFETY: this process is the single-threaded child of a fork; the new child only makes
-        // async-signal-safe calls (prctl, sigprocmask) before it returns to std's exec path, and
-        // this process only makes them in `supervise`, which never returns.
+        // async-signal-safe calls (prctl, sigprocmask, poll, fork, close) before it returns to
+        // std's exec path or stays as the init, and this process only makes them in `supervise`,
+        // which never returns.
         match unsafe { nix::unistd::fork() }.map_err(supervisor_error)? {
-            ForkResult::Child => {
-                // The program dies with its supervisor, and starts with the original signal mask.
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(supervisor_error)?;
-                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&previous), None).map_err(supervisor_error)?;
-                Ok(())
+            ForkResult::Child => match status_pipe {
+                Some((status_read, status_write)) => {
+                    drop(status_read);
+                    become_init(status_write, &previous)
+                }
+                None => program_child(&previous).map_err(supervisor_error),
+            },
+            ForkResult::Parent { child } => {
+                let status_read = status_pipe.map(|(status_read, status_write)| {
+                    drop(status_write);
+                    status_read
+                });
+                supervise(child, self.parent_pid, &watched, status_read)
             }
-            ForkResult::Parent { child } => supervise(child, self.parent_pid, &watched),
         }
     }
+}
+
+/// The last setup of the process that goes on to `exec` the program: it dies with its parent,
+/// and starts with the signal mask the engine had.
+fn program_child(previous: &SigSet) -> Result<(), Errno> {
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+    sigprocmask(SigmaskHow::SIG_SETMASK, Some(previous), None)
 }
 
 /// The signal the supervisor gets when the engine dies (its spawner thread exits with the process).
 const ENGINE_DEATH_SIGNAL: Signal = Signal::SIGUSR2;
 
-/// The supervisor: waits for the program and leaves with the same exit code or signal, so the
-/// engine sees the program's status (and, through `wait4`, its resource usage). When the engine
-/// dies first, it kills the whole process group, so no process of the step outlives the engine.
-///
-/// It closes every descriptor first, so output pipes and std's exec-status pipe only depend on
-/// the program. A `SIGTERM` from a timeout is for the program; the supervisor waits for it.
+/// The signal the engine sends the supervisor (alone) to have every descendant killed; only
+/// honoured when the engine sent it. Used where there is no PID namespace (see [`kill_descendants`]).
+pub(crate) const KILL_ALL_SIGNAL: Signal = Signal::SIGUSR1;
+
+/// Runs as PID 1 of the step's PID namespace: forks the program (PID 2), reaps every process
+/// that ends up as its child, and when the program ends writes its raw wait status to
+/// `status_write` and exits. The kernel then kills what is left in the namespace, including
+/// processes that started their own session. Returns only in the program's process.
 #[allow(unsafe_code)]
-fn supervise(program: Pid, engine: Pid, watched: &SigSet) -> ! {
-    close_all_descriptors();
+fn become_init(status_write: OwnedFd, previous: &SigSet) -> Result<(), (Stage, Errno)> {
+    let init_error = |errno| (Stage::PidNamespaceInit, errno);
+    // A death signal from the parent namespace reaches an init even without a handler.
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(init_error)?;
+    // `getppid` is 0 here (the supervisor is outside the namespace); a supervisor that died
+    // before the death signal was armed shows as a status pipe without a reader.
+    if pipe_reader_gone(&status_write) {
+        return Err(init_error(Errno::ESRCH));
+    }
+    // SAFETY: this process is single-threaded (a child of a fork); both sides only make
+    // async-signal-safe calls from here on.
+    match unsafe { nix::unistd::fork() }.map_err(init_error)? {
+        ForkResult::Child => {
+            drop(status_write);
+            program_child(previous).map_err(init_error)
+        }
+        ForkResult::Parent { child } => run_init(child, &status_write),
+    }
+}
+
+/// `true` when no process holds the read end of the pipe whose write end is `fd`.
+#[allow(unsafe_code)]
+fn pipe_reader_gone(fd: &OwnedFd) -> bool {
+    let mut poll = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+    // SAFETY: one valid pollfd for the duration of the call, no timeout.
+    let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+    ready == 1 && poll.revents & libc::POLLERR != 0
+}
+
+/// The init loop (see [`become_init`]).
+#[allow(unsafe_code)]
+fn run_init(program: Pid, status_write: &OwnedFd) -> ! {
+    // Only the program holds the output pipes and std's exec-status pipe.
+    close_all_descriptors_except(Some(status_write.as_raw_fd()));
+    // The fork inherited the engine's handlers; as PID 1 with default actions, signals sent from
+    // inside the namespace are ignored, and SIGKILL from outside still ends it.
+    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    for signal in Signal::iterator().filter(|signal| ![Signal::SIGKILL, Signal::SIGSTOP].contains(signal)) {
+        // SAFETY: installing the default action runs no code of ours in a handler.
+        let _ = unsafe { sigaction(signal, &default) };
+    }
+    let mut child_signal = SigSet::empty();
+    child_signal.add(Signal::SIGCHLD);
     loop {
-        match watched.wait() {
-            Ok(Signal::SIGCHLD) => match nix::sys::wait::waitpid(program, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(_, code)) => exit_now(code),
-                Ok(WaitStatus::Signaled(_, signal, _)) => {
-                    // The fork inherited the engine's handlers (std's SIGSEGV handler, tokio's):
-                    // restore the default action so the signal ends this process too.
-                    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
-                    // SAFETY: installing the default action runs no code of ours in a handler.
-                    let _ = unsafe { sigaction(signal, &default) };
-                    let mut only = SigSet::empty();
-                    only.add(signal);
-                    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
-                    let _ = nix::sys::signal::raise(signal);
-                    // A signal whose default action is not to terminate leaves us here.
-                    exit_now(128 + signal as i32)
-                }
-                Err(Errno::ECHILD) => exit_now(127),
-                _ => {}
-            },
-            Ok(signal) if signal == ENGINE_DEATH_SIGNAL && nix::unistd::getppid() != engine => {
-                let _ = killpg(nix::unistd::getpgrp(), Signal::SIGKILL);
-                exit_now(128 + Signal::SIGKILL as i32)
+        // SIGCHLD stays blocked (inherited from the supervisor), so none is lost between the
+        // reaping and the wait.
+        match reap_any() {
+            Reaped::Child(pid, raw) if pid == program => {
+                let _ = nix::unistd::write(status_write, &raw.to_ne_bytes());
+                exit_now(0)
             }
-            _ => {}
+            Reaped::Child(..) => continue,
+            Reaped::NoneReady => {
+                let _ = child_signal.wait();
+            }
+            Reaped::NoChildren => exit_now(127),
+        }
+    }
+}
+
+/// What one non-blocking `waitpid(-1)` found.
+enum Reaped {
+    /// A child ended: its pid and raw wait status.
+    Child(Pid, i32),
+    /// Children exist, none has ended.
+    NoneReady,
+    /// No child is left.
+    NoChildren,
+}
+
+#[allow(unsafe_code)]
+fn reap_any() -> Reaped {
+    loop {
+        let mut raw: libc::c_int = 0;
+        // SAFETY: `raw` is a live, writable local.
+        let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
+        match pid {
+            0 => return Reaped::NoneReady,
+            pid if pid > 0 => return Reaped::Child(Pid::from_raw(pid), raw),
+            _ if Errno::last() == Errno::EINTR => continue,
+            _ => return Reaped::NoChildren,
+        }
+    }
+}
+
+/// The supervisor: waits for its child and leaves with the program's exit code or signal, so
+/// the engine sees the program's status (and, through `wait4`, its resource usage). When the
+/// engine dies first, it kills the whole process group, so no process of the step outlives the
+/// engine.
+///
+/// `status` is the read end of the init's status pipe when `child` is a PID namespace's init;
+/// without it the supervisor is a child subreaper, reaps orphans as they come, and kills every
+/// descendant before it leaves.
+///
+/// It closes every other descriptor first, so output pipes and std's exec-status pipe only
+/// depend on the program. A `SIGTERM` from a timeout is for the program; the supervisor waits for it.
+fn supervise(child: Pid, engine: Pid, watched: &SigSet, status: Option<OwnedFd>) -> ! {
+    close_all_descriptors_except(status.as_ref().map(AsRawFd::as_raw_fd));
+    let subreaper = status.is_none();
+    let program_status = |raw: i32| match &status {
+        Some(fd) => read_status(fd).unwrap_or(raw),
+        None => raw,
+    };
+    loop {
+        let Some((signal, sender)) = wait_signal(watched) else {
+            continue;
+        };
+        if signal == Signal::SIGCHLD {
+            loop {
+                match reap_any() {
+                    Reaped::Child(pid, raw) if pid == child => {
+                        if subreaper {
+                            kill_descendants(None);
+                        }
+                        mirror(program_status(raw))
+                    }
+                    Reaped::Child(..) => continue,
+                    Reaped::NoneReady => break,
+                    Reaped::NoChildren => exit_now(127),
+                }
+            }
+        } else if signal == ENGINE_DEATH_SIGNAL && nix::unistd::getppid() != engine {
+            if subreaper {
+                kill_descendants(None);
+            }
+            let _ = killpg(nix::unistd::getpgrp(), Signal::SIGKILL);
+            exit_now(128 + Signal::SIGKILL as i32)
+        } else if signal == KILL_ALL_SIGNAL && sender == engine.as_raw() {
+            if subreaper {
+                let raw = kill_descendants(Some(child)).unwrap_or(Signal::SIGKILL as i32);
+                mirror(raw)
+            }
+            // The init's death ends the namespace; its status comes with SIGCHLD.
+            let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Waits for one of `watched` (blocked); returns it with the sending process id.
+#[allow(unsafe_code)]
+fn wait_signal(watched: &SigSet) -> Option<(Signal, i32)> {
+    // SAFETY: siginfo_t is a C struct for which all-zero bytes are a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers point to live values of the types sigwaitinfo expects.
+    let number = unsafe { libc::sigwaitinfo(watched.as_ref(), &mut info) };
+    let signal = Signal::try_from(number).ok()?;
+    // SAFETY: `si_pid` is read from the siginfo the kernel just filled in.
+    Some((signal, unsafe { info.si_pid() }))
+}
+
+/// Reads the raw wait status the init wrote, if it wrote one.
+fn read_status(fd: &OwnedFd) -> Option<i32> {
+    let mut bytes = [0_u8; 4];
+    match nix::unistd::read(fd, &mut bytes) {
+        Ok(4) => Some(i32::from_ne_bytes(bytes)),
+        _ => None,
+    }
+}
+
+/// Leaves with the exit code or signal of the raw wait status `raw`.
+#[allow(unsafe_code)]
+fn mirror(raw: i32) -> ! {
+    match WaitStatus::from_raw(Pid::from_raw(1), raw) {
+        Ok(WaitStatus::Exited(_, code)) => exit_now(code),
+        Ok(WaitStatus::Signaled(_, signal, _)) => {
+            // The fork inherited the engine's handlers (std's SIGSEGV handler, tokio's):
+            // restore the default action so the signal ends this process too.
+            let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+            // SAFETY: installing the default action runs no code of ours in a handler.
+            let _ = unsafe { sigaction(signal, &default) };
+            let mut only = SigSet::empty();
+            only.add(signal);
+            let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
+            let _ = nix::sys::signal::raise(signal);
+            // A signal whose default action is not to terminate leaves us here.
+            exit_now(128 + signal as i32)
+        }
+        _ => exit_now(127),
+    }
+}
+
+/// How long a subreaper supervisor keeps killing descendants before it gives up.
+const KILL_DESCENDANTS_ROUNDS: u32 = 1000;
+const KILL_DESCENDANTS_PAUSE: libc::timespec = libc::timespec { tv_sec: 0, tv_nsec: 5_000_000 };
+
+/// As a child subreaper: sends `SIGKILL` to every child and reaps it, round after round, until
+/// no child is left. Orphans re-parent to the subreaper, so each round reaches the next
+/// generation, whichever session or group it is in. Bounded (about 5 s); returns the raw status
+/// of `program` if it was reaped here.
+#[allow(unsafe_code)]
+fn kill_descendants(program: Option<Pid>) -> Option<i32> {
+    let me = nix::unistd::getpid();
+    let mut program_status = None;
+    for _ in 0..KILL_DESCENDANTS_ROUNDS {
+        kill_children_of(me);
+        loop {
+            match reap_any() {
+                Reaped::Child(pid, raw) => {
+                    if Some(pid) == program {
+                        program_status = Some(raw);
+                    }
+                }
+                Reaped::NoneReady => break,
+                Reaped::NoChildren => return program_status,
+            }
+        }
+        // SAFETY: a valid timespec; the remaining time is not needed.
+        unsafe { libc::nanosleep(&KILL_DESCENDANTS_PAUSE, std::ptr::null_mut()) };
+    }
+    program_status
+}
+
+/// Sends `SIGKILL` to every process whose parent is `parent`, found by a scan of `/proc`
+/// without allocating (fixed buffers, raw `getdents64`).
+#[allow(unsafe_code)]
+fn kill_children_of(parent: Pid) {
+    let Ok(directory) =
+        nix::fcntl::open(c"/proc", OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
+    else {
+        return;
+    };
+    let mut buffer = [0_u8; 4096];
+    loop {
+        // SAFETY: the buffer is live and writable for its whole length.
+        let count =
+            unsafe { libc::syscall(libc::SYS_getdents64, directory.as_raw_fd(), buffer.as_mut_ptr(), buffer.len()) };
+        let Ok(count) = usize::try_from(count) else { return };
+        if count == 0 {
+            return;
+        }
+        let entries = buffer.get(..count).unwrap_or_default();
+        let mut offset = 0;
+        // struct linux_dirent64: u64 d_ino, i64 d_off, u16 d_reclen, u8 d_type, then the name.
+        while let Some(header) = entries.get(offset..offset + 19) {
+            let length = usize::from(u16::from_ne_bytes([header[16], header[17]]));
+            if length < 19 {
+                return;
+            }
+            let name = entries.get(offset + 19..offset + length).unwrap_or_default();
+            if let Some(pid) = parse_number(name.split(|byte| *byte == 0).next().unwrap_or_default())
+                && parent_of(pid) == Some(parent.as_raw())
+            {
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            offset += length;
+        }
+    }
+}
+
+/// The parent pid in `/proc/<pid>/stat`.
+fn parent_of(pid: i32) -> Option<i32> {
+    let mut path = [0_u8; 40];
+    let mut writer = &mut path[..];
+    use std::io::Write as _;
+    write!(writer, "/proc/{pid}/stat\0").ok()?;
+    let path = CStr::from_bytes_until_nul(&path).ok()?;
+    let file = nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()).ok()?;
+    let mut stat = [0_u8; 256];
+    let count = nix::unistd::read(&file, &mut stat).ok()?;
+    let stat = stat.get(..count)?;
+    // `pid (name) state ppid ...`; the name may contain `)` but nothing after it does.
+    let close = stat.iter().rposition(|byte| *byte == b')')?;
+    let mut fields = stat.get(close + 1..)?.split(|byte| *byte == b' ').filter(|field| !field.is_empty());
+    let _state = fields.next()?;
+    parse_number(fields.next()?)
+}
+
+fn parse_number(digits: &[u8]) -> Option<i32> {
+    if digits.is_empty() || digits.len() > 9 {
+        return None;
+    }
+    digits.iter().try_fold(0_i32, |value, byte| byte.is_ascii_digit().then(|| value * 10 + i32::from(byte - b'0')))
+}
+
+/// Closes every descriptor of this (single-threaded, forked) process except `keep`.
+fn close_all_descriptors_except(keep: Option<RawFd>) {
+    match keep.and_then(|fd| u32::try_from(fd).ok()) {
+        None => close_range(0, u32::MAX),
+        Some(fd) => {
+            if fd > 0 {
+                close_range(0, fd - 1);
+            }
+            close_range(fd + 1, u32::MAX);
         }
     }
 }
 
 #[allow(unsafe_code)]
-fn close_all_descriptors() {
+fn close_range(first: u32, last: u32) {
     // SAFETY: close_range only closes descriptors of this (single-threaded) process.
-    let closed = unsafe { libc::syscall(libc::SYS_close_range, 0_u32, u32::MAX, 0_u32) };
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0_u32) };
     if closed != 0 {
-        for fd in 0..65_536 {
-            let _ = nix::unistd::close(fd);
+        for fd in first..=last.min(65_535) {
+            let _ = nix::unistd::close(fd as RawFd);
         }
     }
 }
@@ -466,6 +811,7 @@ pub(crate) struct SandboxOptions {
     pub(crate) run_as: Option<RunAs>,
     pub(crate) user_namespace: bool,
     pub(crate) network_namespace: bool,
+    pub(crate) pid_namespace: bool,
     pub(crate) landlock: bool,
     pub(crate) kill_grace: Duration,
 }
@@ -478,6 +824,13 @@ pub(crate) struct SandboxPlan {
     pub(crate) rlimits: Vec<(Resource, u64, u64)>,
     pub(crate) landlock_abi: Option<u8>,
     pub(crate) landlock_deny_tcp: bool,
+}
+
+impl SandboxPlan {
+    /// `true` when the step runs in its own PID namespace; otherwise the supervisor is a subreaper.
+    pub(crate) fn pid_namespace(&self) -> bool {
+        self.namespaces.is_some_and(|flags| flags.contains(CloneFlags::CLONE_NEWPID))
+    }
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -493,6 +846,8 @@ pub(crate) struct StepIdentity {
     pub(crate) switched: bool,
     /// Whether a process with this identity can create a user namespace.
     pub(crate) user_namespace: Result<(), String>,
+    /// Whether it can create a PID namespace inside a user namespace.
+    pub(crate) pid_namespace: Result<(), String>,
 }
 
 impl StepIdentity {
@@ -500,13 +855,15 @@ impl StepIdentity {
     pub(crate) fn resolve(capabilities: &HostCapabilities, options: SandboxOptions) -> Self {
         match options.run_as {
             Some(run_as) if capabilities.euid == 0 => {
-                Self { uid: run_as.uid, gid: run_as.gid, switched: true, user_namespace: user_namespace_as(run_as) }
+                let (user_namespace, pid_namespace) = user_namespace_as(run_as);
+                Self { uid: run_as.uid, gid: run_as.gid, switched: true, user_namespace, pid_namespace }
             }
             _ => Self {
                 uid: capabilities.euid,
                 gid: capabilities.egid,
                 switched: false,
                 user_namespace: capabilities.user_namespace.clone(),
+                pid_namespace: capabilities.pid_namespace.clone(),
             },
         }
     }
@@ -602,6 +959,45 @@ pub(crate) fn plan(
         }
     };
     let in_user_namespace = map_ids;
+
+    // PID namespace, or the subreaper fallback.
+    let pid_namespace = if !options.pid_namespace {
+        Protection::not_requested("PID namespaces are switched off for this runtime")
+    } else if in_user_namespace {
+        match &identity.pid_namespace {
+            Ok(()) => Protection::applied(PID_NAMESPACE_DETAIL),
+            Err(reason) => Protection::not_available(format!("cannot create a PID namespace: {reason}")),
+        }
+    } else if identity.switched {
+        Protection::not_available(format!(
+            "without a user namespace a PID namespace needs root, and the step runs as uid {}",
+            identity.uid
+        ))
+    } else {
+        match &capabilities.pid_namespace_without_user_namespace {
+            Ok(()) => Protection::applied(PID_NAMESPACE_DETAIL),
+            Err(reason) => Protection::not_available(format!("cannot create a PID namespace: {reason}")),
+        }
+    };
+    let namespaces = if pid_namespace.is_applied() {
+        Some(namespaces.unwrap_or_else(CloneFlags::empty) | CloneFlags::CLONE_NEWPID)
+    } else {
+        namespaces
+    };
+    let kill_all_descendants = if pid_namespace.is_applied() {
+        Protection::applied(
+            "PID namespace: when the program ends, times out or is cancelled its init exits and the kernel kills \
+             every process of the step, also those that left the group (setsid, daemons)",
+        )
+    } else {
+        Protection::applied(
+            "child subreaper: processes that leave the group (setsid, daemons) stay descendants of the supervisor, \
+             which kills them all when the program ends, times out or is cancelled; a descendant survives only if \
+             the supervisor itself is killed with SIGKILL from outside the runtime",
+        )
+    };
+    // Processes the runtime adds to the step: the supervisor, and the namespace's init.
+    let helpers: u64 = if pid_namespace.is_applied() { 2 } else { 1 };
     let advisory = if is_root && !in_user_namespace {
         " (advisory: the process runs as root with CAP_SYS_RESOURCE and could raise it)"
     } else {
@@ -644,14 +1040,15 @@ pub(crate) fn plan(
              set `run_as` on the runtime to switch to an unprivileged user"
         )),
         Some(count) => {
-            // One more for the supervisor, so the step itself gets `count` processes.
-            let with_supervisor = count.saturating_add(1);
-            let (soft, _) = limit(Resource::RLIMIT_NPROC, with_supervisor, with_supervisor);
-            let lowered = lowered(with_supervisor, soft);
+            // More for the supervisor (and the init), so the step itself gets `count` processes.
+            let with_helpers = count.saturating_add(helpers);
+            let (soft, _) = limit(Resource::RLIMIT_NPROC, with_helpers, with_helpers);
+            let lowered = lowered(with_helpers, soft);
             let scope = if in_user_namespace { "in its user namespace" } else { "on the whole machine" };
+            let helper_names = if helpers == 2 { "its supervisor and init" } else { "its supervisor" };
             Protection::applied(format!(
-                "RLIMIT_NPROC {soft}: {} for the step and 1 for its supervisor (counts the processes of uid {} {scope}){lowered}",
-                soft.saturating_sub(1),
+                "RLIMIT_NPROC {soft}: {} for the step and {helpers} for {helper_names} (counts the processes of uid {} {scope}){lowered}",
+                soft.saturating_sub(helpers),
                 identity.uid
             ))
         }
@@ -743,12 +1140,17 @@ pub(crate) fn plan(
         core_dumps_disabled,
         user_namespace,
         network_namespace,
+        pid_namespace,
+        kill_all_descendants,
         landlock_filesystem,
         landlock_network,
     };
     let plan = SandboxPlan { namespaces, map_ids, rlimits, landlock_abi, landlock_deny_tcp };
     (plan, report)
 }
+
+const PID_NAMESPACE_DETAIL: &str = "new PID namespace under an init process (the program is PID 2); the kernel kills \
+     every process in it when the init exits; /proc still shows host pids (no mount namespace)";
 
 fn network_namespace_off() -> Protection {
     Protection::not_requested("network namespaces are switched off for this runtime")
@@ -836,6 +1238,7 @@ mod tests {
             run_as: None,
             user_namespace: true,
             network_namespace: true,
+            pid_namespace: true,
             landlock: true,
             kill_grace: Duration::from_secs(2),
         }
@@ -867,6 +1270,7 @@ mod tests {
             gid: capabilities.egid,
             switched: false,
             user_namespace: capabilities.user_namespace.clone(),
+            pid_namespace: capabilities.pid_namespace.clone(),
         };
         // The engine's own hard limit on open files is 1024, so 4096 is lowered to it.
         let hard_limit = |resource: Resource| (resource == Resource::RLIMIT_NOFILE).then_some(1024);
@@ -892,6 +1296,8 @@ mod tests {
             egid: 0,
             user_namespace: Ok(()),
             network_namespace: Ok(()),
+            pid_namespace: Ok(()),
+            pid_namespace_without_user_namespace: Ok(()),
             landlock_abi: Ok(7),
         };
         insta::assert_json_snapshot!(check(&request(false), &capabilities, options()));
@@ -904,6 +1310,8 @@ mod tests {
             egid: 1000,
             user_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
             network_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
+            pid_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
+            pid_namespace_without_user_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
             landlock_abi: Err("the kernel does not support Landlock (missing)".into()),
         };
         insta::assert_json_snapshot!(check(&request(false), &capabilities, options()));
@@ -916,6 +1324,8 @@ mod tests {
             egid: 0,
             user_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
             network_namespace: Ok(()),
+            pid_namespace: Err("namespaces failed: Operation not permitted (os error 1)".into()),
+            pid_namespace_without_user_namespace: Ok(()),
             landlock_abi: Ok(3),
         };
         let mut request = request(true);
@@ -926,7 +1336,7 @@ mod tests {
         let report = check(&ExecutionRequest::new(["true"]), &capabilities, options());
         assert_eq!(report["report"]["network_namespace"]["status"], "applied");
         assert_eq!(report["report"]["landlock_network"]["status"], "not_available");
-        assert_eq!(report["plan"]["namespaces"], "Some(CloneFlags(CLONE_NEWNET))");
+        assert_eq!(report["plan"]["namespaces"], "Some(CloneFlags(CLONE_NEWPID | CLONE_NEWNET))");
     }
 
     #[test]
@@ -936,6 +1346,8 @@ mod tests {
             egid: 0,
             user_namespace: Ok(()),
             network_namespace: Ok(()),
+            pid_namespace: Ok(()),
+            pid_namespace_without_user_namespace: Ok(()),
             landlock_abi: Ok(7),
         };
         let options = SandboxOptions { user_namespace: false, landlock: false, ..options() };
@@ -954,9 +1366,11 @@ mod tests {
             egid: 0,
             user_namespace: Ok(()),
             network_namespace: Ok(()),
+            pid_namespace: Ok(()),
+            pid_namespace_without_user_namespace: Ok(()),
             landlock_abi: Ok(7),
         };
-        let identity = StepIdentity { uid: 0, gid: 0, switched: false, user_namespace: Ok(()) };
+        let identity = StepIdentity { uid: 0, gid: 0, switched: false, user_namespace: Ok(()), pid_namespace: Ok(()) };
         let (_, report) = plan(
             &request(false),
             &capabilities,
@@ -973,7 +1387,12 @@ mod tests {
     fn this_host_is_probed_without_panicking() {
         let capabilities = host_capabilities();
         // Whatever the host, a failed probe carries a reason.
-        for result in [&capabilities.user_namespace, &capabilities.network_namespace] {
+        for result in [
+            &capabilities.user_namespace,
+            &capabilities.network_namespace,
+            &capabilities.pid_namespace,
+            &capabilities.pid_namespace_without_user_namespace,
+        ] {
             if let Err(reason) = result {
                 assert!(!reason.is_empty());
             }

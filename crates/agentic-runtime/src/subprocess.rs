@@ -65,6 +65,7 @@ impl SubprocessRuntime {
                 run_as: None,
                 user_namespace: true,
                 network_namespace: true,
+                pid_namespace: true,
                 landlock: true,
                 kill_grace: DEFAULT_KILL_GRACE,
             },
@@ -102,6 +103,13 @@ impl SubprocessRuntime {
     /// step without network is only cut off by Landlock's TCP rules, where available.
     pub fn with_network_namespace(mut self, enabled: bool) -> Self {
         self.options.network_namespace = enabled;
+        self
+    }
+
+    /// Switches PID namespaces on or off (on by default where the kernel allows). Off, the
+    /// supervisor is a child subreaper that kills every descendant instead (see `docs/runtime.md`).
+    pub fn with_pid_namespace(mut self, enabled: bool) -> Self {
+        self.options.pid_namespace = enabled;
         self
     }
 
@@ -265,6 +273,9 @@ async fn execute(
         &sandbox::own_hard_limit,
     );
     let setup = sandbox::prepare(&plan, &identity, &workspace.writable_dirs(), &mut report);
+    // Without a PID namespace a group-wide SIGKILL would kill the subreaper supervisor before
+    // it could kill the processes that left the group, so the supervisor is asked to do it.
+    let kill_through_supervisor = !plan.pid_namespace();
 
     let mut command = std::process::Command::new(&program);
     command
@@ -280,11 +291,12 @@ async fn execute(
         command.uid(identity.uid).gid(identity.gid);
     }
     let started = Instant::now();
-    let mut child = sandbox::spawn_on_spawner(command, setup).await.map_err(|(stage, error)| {
-        spawn_error(&program, &cwd, env.get("PATH").map(|path| path.to_string_lossy().into_owned()), stage, error)
-    })?;
+    let mut child =
+        sandbox::spawn_on_spawner(command, setup, kill_through_supervisor).await.map_err(|(stage, error)| {
+            spawn_error(&program, &cwd, env.get("PATH").map(|path| path.to_string_lossy().into_owned()), stage, error)
+        })?;
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    let group = Arc::new(ProcessGroup { leader: pid, reaped: Mutex::new(false) });
+    let group = Arc::new(ProcessGroup { leader: pid, reaped: Mutex::new(false), kill_through_supervisor });
     let _kill_on_drop = KillOnDrop(Arc::clone(&group));
     // Start reaping at once: whatever happens below, the leader is waited for and never left a zombie.
     let waiter = tokio::task::spawn_blocking({
@@ -388,8 +400,18 @@ async fn supervise(
         return (flatten(joined), true);
     }
     group.signal(Signal::SIGKILL);
+    if group.kill_through_supervisor {
+        if let Ok(joined) = tokio::time::timeout(SUPERVISOR_KILL_BOUND, &mut waiter).await {
+            return (flatten(joined), true);
+        }
+        group.kill_group();
+    }
     (flatten(waiter.await), true)
 }
+
+/// How long a subreaper supervisor may take to kill every descendant before the engine kills
+/// the group itself (the supervisor gives up after about 5 s).
+const SUPERVISOR_KILL_BOUND: Duration = Duration::from_secs(6);
 
 /// Reads a stream into a buffer of at most `limit` bytes, draining (and counting) the rest.
 async fn capture<R: AsyncRead + Unpin>(
@@ -484,14 +506,32 @@ fn classify(
 struct ProcessGroup {
     leader: Pid,
     reaped: Mutex<bool>,
+    /// `SIGKILL` means "ask the subreaper supervisor to kill every descendant" (no PID namespace).
+    kill_through_supervisor: bool,
 }
 
 impl ProcessGroup {
     fn signal(&self, signal: Signal) {
         let reaped = self.reaped.lock().unwrap_or_else(PoisonError::into_inner);
         if !*reaped {
-            let _ = killpg(self.leader, signal);
+            if signal == Signal::SIGKILL && self.kill_through_supervisor {
+                let _ = nix::sys::signal::kill(self.leader, sandbox::KILL_ALL_SIGNAL);
+            } else {
+                let _ = killpg(self.leader, signal);
+            }
         }
+    }
+
+    /// Sends `SIGKILL` to the whole group, supervisor included.
+    fn kill_group(&self) {
+        let reaped = self.reaped.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*reaped {
+            let _ = killpg(self.leader, Signal::SIGKILL);
+        }
+    }
+
+    fn is_reaped(&self) -> bool {
+        *self.reaped.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Blocks until the leader exits, kills what is left of the group, reaps the leader.
@@ -518,6 +558,17 @@ struct KillOnDrop(Arc<ProcessGroup>);
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         self.0.signal(Signal::SIGKILL);
+        if self.0.kill_through_supervisor && !self.0.is_reaped() {
+            // Backstop: should the supervisor not finish, kill the group after the bound.
+            let group = Arc::clone(&self.0);
+            let _ = std::thread::Builder::new().name("agentic-kill-backstop".to_owned()).spawn(move || {
+                let deadline = Instant::now() + SUPERVISOR_KILL_BOUND;
+                while Instant::now() < deadline && !group.is_reaped() {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                group.kill_group();
+            });
+        }
     }
 }
 

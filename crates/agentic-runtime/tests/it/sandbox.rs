@@ -7,47 +7,29 @@
 //! can tell the two apart.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use agentic_runtime::{
-    ExecutionRequest, IsolatedTaskRuntime, ProtectionStatus, RunAs, RuntimeError, Termination, Workspace,
-};
+use agentic_runtime::{ExecutionRequest, IsolatedTaskRuntime, ProtectionStatus, RunAs, RuntimeError, Termination};
 
-use crate::{process_is_dead, run, runtime, sh};
-
-fn read_pid(workspace: &Workspace, name: &str) -> u32 {
-    let path = workspace.work_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    text.trim().parse().unwrap_or_else(|error| panic!("pid file {}: {text:?}: {error}", path.display()))
-}
-
-/// Polls (bounded: 5 s) until `pid` is dead.
-async fn wait_until_dead(pid: u32) -> bool {
-    for _ in 0..100 {
-        if process_is_dead(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
-}
+use crate::{marker, run, run_watching, runtime, sh, wait_for_processes, wait_until_gone};
 
 #[tokio::test]
 async fn timeout_kills_the_whole_group_in_about_a_second() {
     let runtime = runtime();
-    let request = ExecutionRequest::new(["sh", "-c", "sleep 30 & echo $! > grandchild.pid; sleep 30"])
+    let mark = marker();
+    let request = ExecutionRequest::new(["sh", "-c", &format!("sleep {mark} & sleep {mark}")])
         .with_timeout(Duration::from_secs(1));
-    let started = Instant::now();
-    let (outcome, workspace) = run(&runtime, request).await;
-    let elapsed = started.elapsed();
+    let (outcome, workspace, seen, elapsed) = run_watching(&runtime, request, &mark).await;
     assert!(outcome.timed_out, "{outcome:?}");
     assert_eq!(outcome.termination, Termination::TimedOut);
     assert_eq!(outcome.signal, Some(libc::SIGTERM));
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(900), "took {elapsed:?}");
-    let grandchild = read_pid(&workspace, "grandchild.pid");
-    // SIGKILL is delivered asynchronously: allow the kernel a moment to finish the process.
-    assert!(wait_until_dead(grandchild).await, "grandchild {grandchild} survived the timeout");
+    // The shell and both sleeps ran.
+    assert!(seen.len() >= 3, "{seen:?}");
+    // SIGKILL is delivered asynchronously: allow the kernel a moment to finish the processes.
+    let survivors = wait_until_gone(&mark).await;
+    assert!(survivors.is_empty(), "survived the timeout: {survivors:?}");
     assert_eq!(outcome.protections.timeout.status, ProtectionStatus::Applied);
     runtime.cleanup(&workspace).await.unwrap();
 }
@@ -55,28 +37,32 @@ async fn timeout_kills_the_whole_group_in_about_a_second() {
 #[tokio::test]
 async fn timeout_kills_a_group_that_ignores_sigterm() {
     let runtime = runtime();
+    let mark = marker();
     // `trap '' TERM` makes the shell and the sleep it starts ignore SIGTERM: only SIGKILL works.
-    let request = ExecutionRequest::new(["sh", "-c", "trap '' TERM; sleep 30 & echo $! > grandchild.pid; sleep 30"])
-        .with_timeout(Duration::from_secs(1));
-    let started = Instant::now();
-    let (outcome, workspace) = run(&runtime, request).await;
-    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    let script = format!("trap '' TERM; sleep {mark} & sleep {mark}");
+    let request = ExecutionRequest::new(["sh", "-c", &script]).with_timeout(Duration::from_secs(1));
+    let (outcome, workspace, seen, elapsed) = run_watching(&runtime, request, &mark).await;
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
     assert_eq!(outcome.termination, Termination::TimedOut);
     assert_eq!(outcome.signal, Some(libc::SIGKILL));
-    let grandchild = read_pid(&workspace, "grandchild.pid");
-    assert!(wait_until_dead(grandchild).await, "grandchild {grandchild} survived SIGKILL");
+    assert!(seen.len() >= 3, "{seen:?}");
+    let survivors = wait_until_gone(&mark).await;
+    assert!(survivors.is_empty(), "survived SIGKILL: {survivors:?}");
     runtime.cleanup(&workspace).await.unwrap();
 }
 
 #[tokio::test]
 async fn background_process_is_killed_when_the_program_exits() {
     let runtime = runtime();
-    let (outcome, workspace) = run(&runtime, sh("sleep 30 & echo $! > background.pid; echo done")).await;
+    let mark = marker();
+    let request = sh(&format!("sleep {mark} & sleep 0.5; echo done"));
+    let (outcome, workspace, seen, _) = run_watching(&runtime, request, &mark).await;
     assert!(outcome.success(), "{outcome:?}");
     assert_eq!(outcome.stdout.text, "done\n");
     assert!(!outcome.stdout.incomplete);
-    let background = read_pid(&workspace, "background.pid");
-    assert!(wait_until_dead(background).await, "background process {background} survived its parent");
+    assert!(seen.len() >= 2, "{seen:?}");
+    let survivors = wait_until_gone(&mark).await;
+    assert!(survivors.is_empty(), "background process survived its parent: {survivors:?}");
     runtime.cleanup(&workspace).await.unwrap();
 }
 
@@ -84,27 +70,16 @@ async fn background_process_is_killed_when_the_program_exits() {
 async fn dropping_execute_kills_the_process_group() {
     let runtime = runtime();
     let workspace = runtime.setup().await.unwrap();
-    let request = sh("echo $$ > leader.pid; sleep 30 & echo $! > child.pid; wait");
-    let pid_file = workspace.work_dir().join("child.pid");
-    let started_files = async {
-        // Bounded: 10 s.
-        for _ in 0..200 {
-            if pid_file.exists() && std::fs::read_to_string(&pid_file).is_ok_and(|text| text.ends_with('\n')) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the program never wrote {}", pid_file.display());
-    };
+    let mark = marker();
+    let request = sh(&format!("sleep {mark} & wait"));
     tokio::select! {
         outcome = runtime.execute(&workspace, &request) => panic!("the program ended by itself: {outcome:?}"),
-        () = started_files => {}
+        // The shell (its script names the marker) and the sleep.
+        seen = wait_for_processes(&mark, 2) => assert!(seen.len() >= 2),
     }
     // The execute future is dropped here: the whole group must die.
-    let leader = read_pid(&workspace, "leader.pid");
-    let child = read_pid(&workspace, "child.pid");
-    assert!(wait_until_dead(leader).await, "leader {leader} survived cancellation");
-    assert!(wait_until_dead(child).await, "child {child} survived cancellation");
+    let survivors = wait_until_gone(&mark).await;
+    assert!(survivors.is_empty(), "survived cancellation: {survivors:?}");
     runtime.cleanup(&workspace).await.unwrap();
 }
 
@@ -253,9 +228,11 @@ fn check_process_limit(outcome: &agentic_runtime::ExecutionOutcome) {
     match protection.status {
         ProtectionStatus::Applied => {
             let limits_line = outcome.stdout.text.lines().next().unwrap_or_default();
-            // The step gets 4; the supervisor takes one more.
-            assert!(limits_line.split_whitespace().nth(2) == Some("5"), "{limits_line:?}");
-            assert!(protection.detail.contains("4 for the step"), "{protection:?}");
+            // The step gets 4; the supervisor (and the PID namespace's init) take more.
+            let helpers = if outcome.protections.pid_namespace.is_applied() { 2 } else { 1 };
+            let expected = (4 + helpers).to_string();
+            assert!(limits_line.split_whitespace().nth(2) == Some(expected.as_str()), "{limits_line:?}");
+            assert!(protection.detail.contains(&format!("4 for the step and {helpers} for")), "{protection:?}");
             assert!(outcome.stderr.text.contains("fork"), "ten forks passed a limit of 4: {outcome:?}");
         }
         ProtectionStatus::NotAvailable => {
@@ -367,52 +344,51 @@ async fn no_network_means_loopback_connect_fails() {
     drop(listener);
 }
 
-/// Set in the environment of a copy of this test binary that plays the engine.
-const ENGINE_BASE_ENV: &str = "AGENTIC_RUNTIME_TEST_ENGINE_BASE";
+/// Set in the environment of a copy of this test binary that plays the engine: the marker of its step.
+const ENGINE_MARKER_ENV: &str = "AGENTIC_RUNTIME_TEST_ENGINE_MARKER";
+/// Set with it: `0` to run the step without a PID namespace (the subreaper fallback).
+const ENGINE_PID_NAMESPACE_ENV: &str = "AGENTIC_RUNTIME_TEST_ENGINE_PID_NAMESPACE";
 
-#[tokio::test]
-async fn killing_the_engine_kills_the_whole_step() {
-    if let Ok(base) = std::env::var(ENGINE_BASE_ENV) {
+async fn engine_death_kills_the_whole_step(pid_namespace: bool, test_name: &str) {
+    if let Ok(mark) = std::env::var(ENGINE_MARKER_ENV) {
         // Engine role: start a long step, then wait to be killed by the test below.
-        let runtime = runtime().with_base_dir(base);
+        let pid_namespace = std::env::var(ENGINE_PID_NAMESPACE_ENV).as_deref() != Ok("0");
+        let runtime = runtime().with_pid_namespace(pid_namespace);
         let workspace = runtime.setup().await.unwrap();
-        let script = "sleep 30 & echo $! > background.pid; echo $$ > leader.pid; exec sleep 30";
-        let _ = runtime.execute(&workspace, &sh(script)).await;
+        let script = format!("sleep {mark} & setsid sleep {mark} & exec sleep {mark}");
+        let _ = runtime.execute(&workspace, &sh(&script)).await;
         panic!("the engine role must be killed before its step ends");
     }
-    let base = std::env::temp_dir().join(format!("agentic-engine-test-{}", std::process::id()));
-    std::fs::create_dir_all(&base).unwrap();
+    let mark = marker();
     let mut engine = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["sandbox::killing_the_engine_kills_the_whole_step", "--exact", "--test-threads=1"])
-        .env(ENGINE_BASE_ENV, &base)
+        .args([test_name, "--exact", "--test-threads=1"])
+        .env(ENGINE_MARKER_ENV, &mark)
+        .env(ENGINE_PID_NAMESPACE_ENV, if pid_namespace { "1" } else { "0" })
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut pids = None;
-    // Bounded: 10 s.
-    for _ in 0..200 {
-        let work_dir = std::fs::read_dir(&base)
-            .unwrap()
-            .filter_map(Result::ok)
-            .map(|entry| entry.path().join("work"))
-            .find(|work| std::fs::read_to_string(work.join("leader.pid")).is_ok_and(|text| text.ends_with('\n')));
-        if let Some(work_dir) = work_dir {
-            let read =
-                |name: &str| std::fs::read_to_string(work_dir.join(name)).unwrap().trim().parse::<u32>().unwrap();
-            pids = Some((read("leader.pid"), read("background.pid")));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let (leader, background) = pids.expect("the engine never started its step");
-    assert!(!process_is_dead(leader), "the step died before the engine was killed");
-    assert!(!process_is_dead(background), "the background process died before the engine was killed");
+    // The program (exec'd sleep), the background sleep and the setsid one.
+    let seen = wait_for_processes(&mark, 3).await;
+    assert!(seen.iter().any(|process| process.session != seen[0].session), "no process left the session: {seen:?}");
     engine.kill().unwrap();
     engine.wait().unwrap();
-    assert!(wait_until_dead(leader).await, "step program {leader} survived the engine's death");
-    assert!(wait_until_dead(background).await, "background process {background} survived the engine's death");
-    std::fs::remove_dir_all(&base).unwrap();
+    let survivors = wait_until_gone(&mark).await;
+    assert!(survivors.is_empty(), "survived the engine's death: {survivors:?}");
+}
+
+#[tokio::test]
+async fn killing_the_engine_kills_the_whole_step() {
+    engine_death_kills_the_whole_step(true, "sandbox::killing_the_engine_kills_the_whole_step").await;
+}
+
+#[tokio::test]
+async fn killing_the_engine_kills_the_whole_step_without_a_pid_namespace() {
+    engine_death_kills_the_whole_step(
+        false,
+        "sandbox::killing_the_engine_kills_the_whole_step_without_a_pid_namespace",
+    )
+    .await;
 }
 
 #[tokio::test]
