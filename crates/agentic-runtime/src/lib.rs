@@ -3,8 +3,8 @@
 //!
 //! This crate runs processes. It knows nothing of workflows, expressions, scoring or HTTP: the
 //! engine turns a command step into an [`ExecutionRequest`] and gets an [`ExecutionOutcome`] back.
-//! It is NOT a security boundary against a determined attacker (no seccomp, no PID or mount
-//! namespace, no cgroups); it keeps honest-but-buggy agent code from harming the host and
+//! It is NOT a security boundary against a determined attacker (no seccomp, no mount namespace,
+//! no cgroups); it keeps honest-but-buggy agent code from harming the host and
 //! records in a [`ProtectionReport`] exactly which protections applied to each run.
 //!
 //! # Use
@@ -40,8 +40,12 @@
 //!   process group at once; a blocking thread then reaps the leader.
 //! - When the program ends (exit, timeout or cancel) every process left in its group is killed:
 //!   no orphan survives. When the engine itself dies, even by `SIGKILL`, a supervisor process
-//!   that leads the group kills it. A process that starts its own session (`setsid`) escapes the
-//!   group; that needs a PID namespace, which this runtime does not use yet.
+//!   that leads the group kills it. A process that starts its own session (`setsid`, a daemon)
+//!   dies too: where the kernel allows, the step runs in its own PID namespace under an init that
+//!   the runtime writes, and the kernel kills the whole namespace when that init exits; elsewhere
+//!   the supervisor is a child subreaper that kills every descendant. What remains: in the
+//!   fallback, a descendant outside the group survives if the supervisor itself is killed with
+//!   `SIGKILL` from outside the runtime; with the namespace, `/proc` still shows host pids.
 //! - `cleanup` is idempotent; a workspace is not removed on drop.
 //!
 //! # Wiring it into the engine

@@ -168,3 +168,23 @@ async fn signals_and_exit_codes_are_mirrored_both_ways() {
         runtime.cleanup(&workspace).await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_step_finds_its_host_pid_in_proc_self() {
+    // In a PID namespace `$$` is 2, but `/proc` is the host's, so `/proc/self/stat` gives the host
+    // pid (the shell opens it itself for the builtin `read`): what docs/runtime.md tells step authors.
+    for (runtime, pid_namespace) in runtimes() {
+        let mark = marker();
+        let script = format!("read pid _ < /proc/self/stat; echo $pid; exec sleep {mark}");
+        let request = ExecutionRequest::new(["sh", "-c", &script]).with_timeout(Duration::from_secs(1));
+        let (outcome, workspace, seen, _) = run_watching(&runtime, request, &mark).await;
+        assert_eq!(outcome.termination, Termination::TimedOut, "{outcome:?}");
+        let pid: u32 = outcome.stdout.text.trim().parse().unwrap_or_else(|error| panic!("{outcome:?}: {error}"));
+        assert!(
+            seen.iter().any(|process| process.pid == pid),
+            "pid namespace asked {pid_namespace}: {pid} is not the program {seen:?}"
+        );
+        assert!(wait_until_gone(&mark).await.is_empty());
+        runtime.cleanup(&workspace).await.unwrap();
+    }
+}
