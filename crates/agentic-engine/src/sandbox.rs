@@ -74,6 +74,7 @@ impl CommandRunner for SandboxRunner {
             "euid": host.euid,
             "user_namespace": state(&host.user_namespace),
             "network_namespace": state(&host.network_namespace),
+            "pid_namespace": state(&host.pid_namespace),
             "landlock_abi": match &host.landlock_abi {
                 Ok(abi) => json!(abi),
                 Err(reason) => json!({"unavailable": reason}),

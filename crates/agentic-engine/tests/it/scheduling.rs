@@ -19,7 +19,7 @@ name: slow
 steps:
   - name: sleeper
     kind: command
-    argv: [sh, -c, "sleep 30 & echo $! > child.pid; sleep 30"]
+    argv: [sh, -c, "sh -c 'read pid _ < /proc/self/stat; echo $pid > child.pid; exec sleep 30' & sleep 30"]
     timeout_s: 1
 "#,
     );
@@ -249,7 +249,7 @@ name: cancel
 steps:
   - name: long
     kind: command
-    argv: [sh, -c, "echo $$ > leader.pid; sleep 30 & echo $! > child.pid; wait"]
+    argv: [sh, -c, "read pid _ < /proc/self/stat; echo $pid > leader.pid; sh -c 'read pid _ < /proc/self/stat; echo $pid > child.pid; exec sleep 30' & wait"]
   - name: later
     kind: tool
     tool: noop
@@ -364,7 +364,7 @@ name: slow
 steps:
   - name: sleeper
     kind: command
-    argv: [sh, -c, "sleep 30 & echo $! > child.pid; sleep 30"]
+    argv: [sh, -c, "sh -c 'read pid _ < /proc/self/stat; echo $pid > child.pid; exec sleep 30' & sleep 30"]
     timeout_s: 0.5
 "#,
     );
