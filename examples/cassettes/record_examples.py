@@ -19,6 +19,7 @@ to show iterative repair).
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -137,8 +138,36 @@ PLAN_FULL = {
 }
 
 
+# The judge's scores (1..5) for the judged criteria of each run, chosen by what the judged run
+# was about. Evidence quotes the candidate output.
+JUDGE_SCORES = [
+    ("src/pricing.py", {"correctness_rubric": 4, "completeness_rubric": 4, "documentation_quality": 4}),
+    ("src/auth.py", {"correctness_rubric": 5, "completeness_rubric": 4, "documentation_quality": 4}),
+    ("src/cache.py", {"correctness_rubric": 4, "completeness_rubric": 3, "documentation_quality": 4}),
+    ('"module_name": "slug"', {"judge_quality": 4}),
+    ('"module_name": "stats"', {"judge_quality": 5}),
+    ("Serialize the report with serde", {"correctness_rubric": 4, "completeness_rubric": 4, "documentation_quality": 4}),
+    ("Print the report as JSON", {"correctness_rubric": 2, "completeness_rubric": 2, "documentation_quality": 3}),
+]
+
+
+def judge_reply(prompt):
+    """A pointwise verdict for every criterion the judge prompt lists (in the presented order)."""
+    names = re.findall(r"^### (\S+) \(integer score", prompt, flags=re.M)
+    candidate = prompt.split("<candidate>", 1)[1].split("</candidate>", 1)[0].strip()
+    quote = candidate.splitlines()[1].strip() if len(candidate.splitlines()) > 1 else candidate[:80]
+    for marker, scores in JUDGE_SCORES:
+        if marker in prompt:
+            return json.dumps({"criteria": [
+                {"name": name, "score": scores[name], "evidence": f"the output says: {quote[:120]}"} for name in names
+            ]})
+    raise KeyError(f"no scripted verdict for judge prompt {prompt[:200]!r}")
+
+
 def reply_for(model, prompt):
     """The scripted answer: chosen from the step's model tier and the prompt's content."""
+    if model == "judge":
+        return judge_reply(prompt)
     if model == "writer" and prompt.startswith("Summarize in one sentence:"):
         return SUMMARY
     if model == "planner" and "Plan the implementation of:" in prompt:

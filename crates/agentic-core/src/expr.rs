@@ -259,7 +259,10 @@ impl Cursor<'_> {
     }
 }
 
-const ROOTS: [&str; 3] = ["inputs", "steps", "attempt"];
+/// Roots an expression may start with. `outputs` (the workflow's resolved outputs) is only
+/// meaningful after a run, in an evaluation criterion's `score_from`; the validator rejects it
+/// elsewhere.
+const ROOTS: [&str; 4] = ["inputs", "steps", "attempt", "outputs"];
 
 fn parse_expression(inner: &str, offset: usize) -> Result<Expression, ExprError> {
     let mut cursor = Cursor { text: inner, pos: 0, base: offset };

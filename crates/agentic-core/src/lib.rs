@@ -23,4 +23,4 @@ pub use diagnostic::{Diagnostic, Position, Severity};
 pub use event::{CanonicalEvent, EventStatus, EventType};
 pub use result::{StepError, StepResult, StepStatus, WorkflowResult};
 pub use validate::{ValidatedWorkflow, WorkflowLoad, load_workflow};
-pub use workflow::{ErrorClass, Step, StepKind, Workflow};
+pub use workflow::{ErrorClass, RunMetric, ScoreSource, Step, StepKind, Workflow};

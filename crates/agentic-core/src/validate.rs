@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::diagnostic::{Diagnostic, Position, did_you_mean, sort_diagnostics};
 use crate::document::DocumentLoader;
 use crate::expr::{Expression, Part, Segment, Template};
-use crate::workflow::{StepKind, Workflow};
+use crate::workflow::{ScoreSource, StepKind, Workflow};
 use crate::yaml::{SourceMap, pointer_segment};
 
 /// One incoming edge of a step.
@@ -291,6 +291,8 @@ impl Checker<'_> {
                 self.check_reference(&pointer, &expression, &names, &mut used_inputs, &mut ignored, Some(name));
             }
         }
+        self.check_evaluation(&names, &mut used_inputs);
+        self.check_facts(&names, &mut used_inputs);
         for name in workflow.inputs.keys() {
             if !used_inputs.contains(name.as_str()) {
                 self.warning(
@@ -301,7 +303,6 @@ impl Checker<'_> {
                 );
             }
         }
-        self.check_evaluation();
         let graph = dependency_graph(&dependencies);
         self.check_cycles(&graph, &dependencies);
         (dependencies, graph)
@@ -611,6 +612,14 @@ impl Checker<'_> {
                 }
             }
             "with" | "loop" => {}
+            "outputs" => {
+                self.error(
+                    "unknown-reference",
+                    pointer,
+                    format!("`{shown}`: the workflow's `outputs` exist only after the run"),
+                    Some("refer to the step that produces the value: `${steps.<step>.outputs.<name>}` (`outputs.<name>` works in an evaluation criterion's `score_from`)".to_owned()),
+                );
+            }
             other => {
                 self.error(
                     "unknown-reference",
@@ -732,13 +741,16 @@ impl Checker<'_> {
         self.check_path(pointer, root, &segments, &keyed, false, &shown, names, used_inputs, deps, None);
     }
 
-    fn check_evaluation(&mut self) {
+    fn check_evaluation(&mut self, names: &HashMap<&str, usize>, used_inputs: &mut BTreeSet<String>) {
         let Some(evaluation) = &self.workflow.evaluation else {
             return;
         };
         let mut seen = BTreeSet::new();
         for (idx, criterion) in evaluation.criteria.iter().enumerate() {
             let base = format!("/evaluation/criteria/{idx}");
+            if let Some(source) = &criterion.score_from {
+                self.check_score_source(&format!("{base}/score_from"), &criterion.name, source, names, used_inputs);
+            }
             if !seen.insert(criterion.name.as_str()) {
                 self.error(
                     "duplicate-criterion",
@@ -768,6 +780,111 @@ impl Checker<'_> {
                 );
             }
         }
+    }
+
+    /// `score_from` of criterion `name`: `judge`, a known `metric.<name>`, or one expression
+    /// whose references exist (`outputs.<name>` names a declared workflow output).
+    fn check_score_source(
+        &mut self,
+        pointer: &str,
+        name: &str,
+        source: &str,
+        names: &HashMap<&str, usize>,
+        used_inputs: &mut BTreeSet<String>,
+    ) {
+        match ScoreSource::parse(source) {
+            Ok(ScoreSource::Expression(expression)) => {
+                self.check_run_expression(pointer, &format!("criterion `{name}`"), &expression, names, used_inputs)
+            }
+            Ok(_) => {}
+            Err(message) => {
+                self.error(
+                    "invalid-score-source",
+                    pointer,
+                    format!("criterion `{name}`: {message}"),
+                    Some("write `judge`, `metric.duration_s` (or another run metric), or one expression such as `${steps.tests.outputs.pass_rate}`".to_owned()),
+                );
+            }
+        }
+    }
+
+    /// `evaluation.facts`: one expression per fact, a `when:`-style condition per gate.
+    fn check_facts(&mut self, names: &HashMap<&str, usize>, used_inputs: &mut BTreeSet<String>) {
+        let Some(facts) = self.workflow.evaluation.as_ref().and_then(|evaluation| evaluation.facts.as_ref()) else {
+            return;
+        };
+        let expressions =
+            [("swe_tests", &facts.swe_tests), ("citations", &facts.citations), ("tool_calls", &facts.tool_calls)];
+        for (field, text) in expressions {
+            let Some(text) = text else { continue };
+            let pointer = format!("/evaluation/facts/{field}");
+            match Template::parse(text) {
+                Ok(template) => match template.parts.as_slice() {
+                    [Part::Expr(expression)] => {
+                        let expression = expression.clone();
+                        self.check_run_expression(
+                            &pointer,
+                            &format!("fact `{field}`"),
+                            &expression,
+                            names,
+                            used_inputs,
+                        );
+                    }
+                    _ => self.error(
+                        "invalid-value",
+                        &pointer,
+                        format!("fact `{field}` must be one `${{...}}` expression"),
+                        Some(format!("for example `{field}: \"${{steps.tests.outputs.{field}}}\"`")),
+                    ),
+                },
+                Err(error) => self.error(
+                    "expression-syntax",
+                    &pointer,
+                    format!("bad expression: {}", error.message),
+                    Some("write one expression such as `${steps.tests.outputs.swe_tests}`".to_owned()),
+                ),
+            }
+        }
+        for (gate, condition) in &facts.gates {
+            let pointer = format!("/evaluation/facts/gates/{}", pointer_segment(gate));
+            let mut ignored = HashMap::new();
+            self.check_when(&pointer, condition, names, used_inputs, &mut ignored);
+        }
+    }
+
+    /// An expression evaluated on the finished run (`score_from`, facts): its references exist,
+    /// and `outputs.<name>` names a declared workflow output.
+    fn check_run_expression(
+        &mut self,
+        pointer: &str,
+        owner: &str,
+        expression: &Expression,
+        names: &HashMap<&str, usize>,
+        used_inputs: &mut BTreeSet<String>,
+    ) {
+        let name = owner;
+        if expression.root == "outputs" {
+            let output = match expression.segments.first() {
+                Some(Segment::Key(output)) => output.as_str(),
+                _ => "",
+            };
+            if !self.workflow.outputs.contains_key(output) {
+                let declared = self.workflow.outputs.keys().map(String::as_str);
+                let hint = match did_you_mean(output, declared) {
+                    Some(suggestion) => format!("did you mean `outputs.{suggestion}`?"),
+                    None => "declare it under `outputs:`, or score from `${steps.<step>.outputs.<name>}`".to_owned(),
+                };
+                self.error(
+                    "unknown-output",
+                    pointer,
+                    format!("{name} reads `{expression}`, but the workflow has no output `{output}`"),
+                    Some(hint),
+                );
+            }
+            return;
+        }
+        let mut ignored = HashMap::new();
+        self.check_reference(pointer, expression, names, used_inputs, &mut ignored, None);
     }
 
     fn check_cycles(&mut self, graph: &DiGraph<usize, ()>, dependencies: &[Vec<Dependency>]) {

@@ -502,6 +502,31 @@ pub struct EvaluationSpec {
     /// Optional gates to evaluate besides the required five.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<String>,
+    /// Evidence for optional and profile gates, taken from the finished run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<GateFactsSpec>,
+}
+
+/// Where `agentic run` finds the evidence optional gates need (`evaluation.facts`). Without it
+/// those gates are "not proven" and fail.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateFactsSpec {
+    /// One `${...}` expression resolving to `{fail_to_pass: {passed, total}, pass_to_pass:
+    /// {passed, total}}`, for `tests_fail_to_pass_all_green` and `tests_pass_to_pass_threshold_met`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swe_tests: Option<String>,
+    /// One `${...}` expression resolving to `{claims, cited}`, for `citations_present_for_claims`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citations: Option<String>,
+    /// One `${...}` expression resolving to a list of `{tool, arguments, schema}`, for
+    /// `tool_call_schema_valid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<String>,
+    /// Verdicts of other gates by name, each a condition written like `when:`, for example
+    /// `patch_applies: "steps.apply.status == 'succeeded'"`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub gates: IndexMap<String, String>,
 }
 
 /// One rubric criterion, as written in a workflow's `evaluation` block or a rubric file.
@@ -534,6 +559,89 @@ pub struct CriterionSpec {
     /// Formula parameters, for example `{slo_good: 8, slo_bad: 30}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<serde_json::Map<String, Value>>,
+    /// Where `agentic run` takes the raw score from: `judge` (the LLM judge; the default for
+    /// `likert_*` criteria), `metric.<name>` (a measured run metric: `duration_s`,
+    /// `total_tokens`, `cost_usd`, `step_success_rate`, `retries`), or one expression such as
+    /// `${steps.tests.outputs.pass_rate}` or `${outputs.score}` that resolves to a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_from: Option<String>,
+}
+
+/// A measured run metric a criterion can be scored from (`score_from: metric.<name>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RunMetric {
+    /// Wall-clock duration of the run in seconds (use `lower_is_better` with SLOs).
+    DurationS,
+    /// Prompt plus completion tokens of every agent step.
+    TotalTokens,
+    /// Model cost in USD, when the provider reported it.
+    CostUsd,
+    /// Share of the steps that ran and succeeded (skipped by `when:` steps left out), 0..1.
+    StepSuccessRate,
+    /// Attempts beyond the first, summed over steps.
+    Retries,
+}
+
+impl RunMetric {
+    /// Every metric with its name.
+    pub const ALL: [(RunMetric, &'static str); 5] = [
+        (RunMetric::DurationS, "duration_s"),
+        (RunMetric::TotalTokens, "total_tokens"),
+        (RunMetric::CostUsd, "cost_usd"),
+        (RunMetric::StepSuccessRate, "step_success_rate"),
+        (RunMetric::Retries, "retries"),
+    ];
+
+    /// The metric called `name`.
+    pub fn from_name(name: &str) -> Option<RunMetric> {
+        RunMetric::ALL.iter().find(|(_, known)| *known == name).map(|(metric, _)| *metric)
+    }
+
+    /// Its name, as written after `metric.`.
+    pub fn name(self) -> &'static str {
+        RunMetric::ALL.iter().find(|(metric, _)| *metric == self).map(|(_, name)| *name).unwrap_or_default()
+    }
+}
+
+/// Where a criterion's raw score comes from, parsed from `score_from`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScoreSource {
+    /// The LLM judge grades the run's outputs against the criterion's anchors.
+    Judge,
+    /// A measured run metric.
+    Metric(RunMetric),
+    /// An expression over `inputs`, `steps` and `outputs` of the finished run.
+    Expression(crate::expr::Expression),
+}
+
+impl ScoreSource {
+    /// Parses `score_from`; the error says what is accepted.
+    pub fn parse(text: &str) -> Result<ScoreSource, String> {
+        let trimmed = text.trim();
+        if trimmed == "judge" {
+            return Ok(ScoreSource::Judge);
+        }
+        if let Some(name) = trimmed.strip_prefix("metric.") {
+            return RunMetric::from_name(name).map(ScoreSource::Metric).ok_or_else(|| {
+                let known: Vec<&str> = RunMetric::ALL.iter().map(|(_, name)| *name).collect();
+                match crate::diagnostic::did_you_mean(name, known.iter().copied()) {
+                    Some(suggestion) => format!("unknown run metric `{name}`; did you mean `metric.{suggestion}`?"),
+                    None => format!("unknown run metric `{name}`; known: metric.{}", known.join(", metric.")),
+                }
+            });
+        }
+        let template = crate::expr::Template::parse(trimmed).map_err(|error| format!("bad expression: {error}"))?;
+        match template.parts.as_slice() {
+            [crate::expr::Part::Expr(expression)] => Ok(ScoreSource::Expression(expression.clone())),
+            _ => Err(format!("`{trimmed}` is neither `judge`, `metric.<name>` nor one `${{...}}` expression")),
+        }
+    }
+
+    /// The default source of a criterion without `score_from`: the judge for `likert_*`
+    /// formulas, none otherwise (the criterion must say where its score comes from).
+    pub fn default_for(formula_id: &str) -> Option<ScoreSource> {
+        formula_id.starts_with("likert").then_some(ScoreSource::Judge)
+    }
 }
 
 /// A critical floor: normalized (a number in 0..1) or raw (`{raw: 3}`).

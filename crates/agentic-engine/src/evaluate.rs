@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use agentic_core::{StepStatus, ValidatedWorkflow, WorkflowResult};
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -23,13 +24,14 @@ pub struct RunEvaluation {
     pub failures: Vec<String>,
 }
 
-/// Judges attempts.
+/// Judges attempts. Asynchronous, because a full evaluation may ask an LLM judge.
+#[async_trait]
 pub trait RunEvaluator: Send + Sync {
     /// A short name recorded with the report.
     fn name(&self) -> &str;
 
     /// Judges `result`, one attempt of `workflow`.
-    fn evaluate(&self, workflow: &ValidatedWorkflow, result: &WorkflowResult) -> RunEvaluation;
+    async fn evaluate(&self, workflow: &ValidatedWorkflow, result: &WorkflowResult) -> RunEvaluation;
 }
 
 /// The engine's own hard gates; passes when all hold.
@@ -72,32 +74,38 @@ pub fn skipped_by_failure(step: &agentic_core::StepResult) -> bool {
         && step.metadata.get("skip_reason").and_then(Value::as_str) == Some("dependency_not_succeeded")
 }
 
+#[async_trait]
 impl RunEvaluator for GateEvaluator {
     fn name(&self) -> &str {
         "engine_gates"
     }
 
-    fn evaluate(&self, _workflow: &ValidatedWorkflow, result: &WorkflowResult) -> RunEvaluation {
-        let gates = engine_gates(result);
-        let failures: Vec<String> =
-            gates.iter().filter(|(_, passed, _)| !passed).map(|(name, _, _)| (*name).to_owned()).collect();
-        let hard_gates: serde_json::Map<String, Value> =
-            gates.iter().map(|(name, passed, _)| ((*name).to_owned(), json!(passed))).collect();
-        let reasons: serde_json::Map<String, Value> = gates
-            .iter()
-            .filter_map(|(name, _, reason)| reason.as_ref().map(|reason| ((*name).to_owned(), json!(reason))))
-            .collect();
-        RunEvaluation {
-            passed: failures.is_empty(),
-            report: json!({
-                "evaluator": "engine_gates",
-                "passed": failures.is_empty(),
-                "hard_gates": hard_gates,
-                "hard_gate_failures": failures,
-                "hard_gate_reasons": reasons,
-            }),
-            failures,
-        }
+    async fn evaluate(&self, _workflow: &ValidatedWorkflow, result: &WorkflowResult) -> RunEvaluation {
+        gate_evaluation(result)
+    }
+}
+
+/// The verdict of the engine's own gates on `result` (what [`GateEvaluator`] reports).
+pub fn gate_evaluation(result: &WorkflowResult) -> RunEvaluation {
+    let gates = engine_gates(result);
+    let failures: Vec<String> =
+        gates.iter().filter(|(_, passed, _)| !passed).map(|(name, _, _)| (*name).to_owned()).collect();
+    let hard_gates: serde_json::Map<String, Value> =
+        gates.iter().map(|(name, passed, _)| ((*name).to_owned(), json!(passed))).collect();
+    let reasons: serde_json::Map<String, Value> = gates
+        .iter()
+        .filter_map(|(name, _, reason)| reason.as_ref().map(|reason| ((*name).to_owned(), json!(reason))))
+        .collect();
+    RunEvaluation {
+        passed: failures.is_empty(),
+        report: json!({
+            "evaluator": "engine_gates",
+            "passed": failures.is_empty(),
+            "hard_gates": hard_gates,
+            "hard_gate_failures": failures,
+            "hard_gate_reasons": reasons,
+        }),
+        failures,
     }
 }
 

@@ -32,8 +32,8 @@ pub use command::{CommandError, CommandOutput, CommandRunner, CommandSpec};
 pub use context::{build_context, evaluate_when, extract_json, render_prompt, truthy};
 pub use engine::{Engine, EngineError, EngineSettings, RunOutcome, RunRequest};
 pub use evaluate::{
-    GateEvaluator, RunEvaluation, RunEvaluator, engine_gates, failure_signature, feedback_text, skipped_by_failure,
-    structured_feedback,
+    GateEvaluator, RunEvaluation, RunEvaluator, engine_gates, failure_signature, feedback_text, gate_evaluation,
+    skipped_by_failure, structured_feedback,
 };
 pub use events::EventBus;
 pub use local::LocalRunner;

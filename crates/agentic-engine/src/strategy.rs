@@ -97,8 +97,8 @@ impl RunHandle {
     }
 
     /// Evaluates an attempt's result.
-    pub fn evaluate(&self, result: &WorkflowResult) -> RunEvaluation {
-        self.evaluator.evaluate(&self.shared.workflow, result)
+    pub async fn evaluate(&self, result: &WorkflowResult) -> RunEvaluation {
+        self.evaluator.evaluate(&self.shared.workflow, result).await
     }
 
     /// Emits an event on the run's stream.
@@ -144,7 +144,7 @@ impl ExecutionStrategy for DagOnce {
 
     async fn execute(&self, run: &RunHandle) -> StrategyOutcome {
         let result = run.run_dag(&AttemptInput { number: None, max_attempts: 1, ..AttemptInput::default() }).await;
-        let evaluation = run.evaluate(&result);
+        let evaluation = run.evaluate(&result).await;
         let stop_reason = if run.is_cancelled() { StopReason::Cancelled } else { StopReason::Completed };
         StrategyOutcome { result, evaluation, attempts: Vec::new(), stop_reason }
     }
@@ -177,7 +177,7 @@ impl ExecutionStrategy for IterativeRepair {
             start.data = json!({"attempt_number": number, "max_attempts": max_attempts});
             run.emit(start);
             let result = run.run_dag(&input).await;
-            let evaluation = run.evaluate(&result);
+            let evaluation = run.evaluate(&result).await;
             let signature = if evaluation.passed { String::new() } else { failure_signature(&result, &evaluation) };
             let feedback = structured_feedback(&result, &evaluation);
             run.save_attempt(number, &result, &evaluation, &feedback);

@@ -20,6 +20,7 @@ mod profile;
 mod promote;
 mod report;
 mod rubric;
+mod run_scores;
 
 pub use cases::*;
 pub use compare::*;
@@ -43,6 +44,9 @@ pub use rubric::{
     ResolvedRubric, RubricCriterion, RubricDefinition, RubricError, RubricFile, RubricLoad, RubricSource,
     RubricSources, lint_rubric, lint_workflow_evaluation, load_rubric, looks_like_rubric, resolve_rubric,
     validate_criteria,
+};
+pub use run_scores::{
+    RunScores, ScoreOrigin, collect_run_scores, judged_criteria, run_context, run_metric, score_source,
 };
 
 pub mod compliance;

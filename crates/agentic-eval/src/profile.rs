@@ -64,6 +64,7 @@ fn likert(name: &str, weight: f64, definition: &str) -> CriterionSpec {
         critical_floor: None,
         formula_id: Some("likert_1_5".to_owned()),
         params: None,
+        score_from: None,
     }
 }
 
@@ -78,6 +79,7 @@ fn metric(name: &str, weight: f64, definition: &str) -> CriterionSpec {
         critical_floor: None,
         formula_id: Some("zero_one".to_owned()),
         params: None,
+        score_from: None,
     }
 }
 

@@ -45,6 +45,9 @@ pub struct RubricCriterion {
     pub formula_id: String,
     /// Formula parameters.
     pub params: Option<Map<String, Value>>,
+    /// Where a run's raw score comes from (`judge`, `metric.<name>`, `${...}`), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_from: Option<String>,
 }
 
 /// A validated rubric.
@@ -310,6 +313,7 @@ pub fn validate_criteria(
                 critical_floor: spec.critical_floor,
                 formula_id,
                 params: spec.params.clone(),
+                score_from: spec.score_from.clone(),
             });
         }
     }
@@ -385,6 +389,15 @@ pub fn load_rubric(text: &str, file: &str, registry: &FormulaRegistry) -> Rubric
         }
         let (criteria, found) = validate_criteria(&parsed.criteria, "/criteria", &registry);
         diagnostics.extend(found);
+        for (idx, spec) in parsed.criteria.iter().enumerate() {
+            if let Some(Err(message)) = spec.score_from.as_deref().map(agentic_core::ScoreSource::parse) {
+                diagnostics.push(
+                    Diagnostic::error("invalid-score-source", format!("criterion `{}`: {message}", spec.name))
+                        .at_pointer(format!("/criteria/{idx}/score_from"))
+                        .with_hint("write `judge`, `metric.duration_s` (or another run metric), or one expression such as `${steps.tests.outputs.pass_rate}`"),
+                );
+            }
+        }
         if structural_ok && !diagnostics.iter().any(Diagnostic::is_error) {
             rubric = Some(RubricDefinition {
                 rubric_id: parsed.rubric_id.clone(),
@@ -488,6 +501,29 @@ pub fn lint_workflow_evaluation(text: &str, file: &str) -> Vec<Diagnostic> {
             );
         }
     }
+    // Resolve the block as `agentic run` will (a `rubric_id` needs the rubric library, which
+    // lint does not have), so a criterion that cannot be scored is reported here, not first
+    // at run time. Problems already reported above are not repeated.
+    if evaluation.get("rubric_id").is_none()
+        && let Ok(spec) = serde_json::from_value::<agentic_core::workflow::EvaluationSpec>(evaluation.clone())
+    {
+        let profiles = ProfileRegistry::builtin();
+        let sources = RubricSources {
+            request: None,
+            workflow: Some(&spec),
+            library: &BTreeMap::new(),
+            profiles: &profiles,
+            formulas: &registry,
+        };
+        if let Err(RubricError::Invalid { diagnostics: found, .. }) = resolve_rubric(&sources) {
+            for diagnostic in found {
+                let repeated = diagnostics.iter().any(|d| d.code == diagnostic.code && d.pointer == diagnostic.pointer);
+                if !repeated {
+                    diagnostics.push(diagnostic);
+                }
+            }
+        }
+    }
     for diagnostic in &mut diagnostics {
         let pointer = diagnostic.pointer.clone().unwrap_or_default();
         diagnostic.position = Some(document.source_map.nearest(&pointer));
@@ -543,6 +579,7 @@ fn spec_of(criterion: &RubricCriterion) -> CriterionSpec {
         critical_floor: criterion.critical_floor,
         formula_id: Some(criterion.formula_id.clone()),
         params: criterion.params.clone(),
+        score_from: criterion.score_from.clone(),
     }
 }
 
@@ -631,6 +668,7 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
                     critical_floor: inline.critical_floor.or(existing.critical_floor),
                     formula_id: inline.formula_id.clone().or(existing.formula_id.take()),
                     params: inline.params.clone().or(existing.params.take()),
+                    score_from: inline.score_from.clone().or(existing.score_from.take()),
                 };
                 *existing = merged;
             }

@@ -25,7 +25,7 @@ impl ExecutionStrategy for DirectDag {
 
     async fn execute(&self, run: &RunHandle) -> StrategyOutcome {
         let result = run.run_dag(&AttemptInput { number: None, max_attempts: 1, ..AttemptInput::default() }).await;
-        let evaluation = run.evaluate(&result);
+        let evaluation = run.evaluate(&result).await;
         StrategyOutcome { result, evaluation, attempts: Vec::new(), stop_reason: StopReason::Completed }
     }
 }

@@ -3,6 +3,7 @@
 
 pub(crate) mod check;
 pub(crate) mod compare;
+pub(crate) mod evaluation;
 pub(crate) mod evidence;
 pub(crate) mod judge;
 pub(crate) mod lint;

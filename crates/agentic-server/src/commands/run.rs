@@ -5,7 +5,7 @@
 //! cassette). With `--json` the result is printed as one JSON document: a run object for a
 //! single run, or `{"runs": [...], "total", "passed"}` for several samples.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,9 +23,16 @@ use agentic_core::{
     match_workflow_dataset,
 };
 use agentic_engine::{CancelToken, Engine, EngineSettings, RunOutcome, RunRequest, SandboxRunner};
+use agentic_eval::{
+    FormulaRegistry, ProfileRegistry, ResolvedRubric, RubricDefinition, RubricSources, judged_criteria, load_rubric,
+    resolve_rubric,
+};
+use agentic_judge::{Judge, JudgeConfig, JudgeModelConfig};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
+
+use super::evaluation::{self, SharedJudge};
 
 /// Where agent steps get their answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -84,6 +91,14 @@ pub(crate) struct RunArgs {
     /// Print the result as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Score runs against this rubric file instead of the workflow's `evaluation` block.
+    #[arg(long, value_name = "FILE")]
+    rubric: Option<PathBuf>,
+    /// The LLM judge for judged criteria (a judge YAML, see `docs/judge.md`). Default: the run's
+    /// provider with the model of tier `judge` (`--tier judge=MODEL`, else `--model`, else a
+    /// model named `judge`); `--provider replay` answers it from the cassette.
+    #[arg(long, value_name = "FILE")]
+    judge: Option<PathBuf>,
 }
 
 /// `println!` that ignores a closed stdout (`agentic run ... | head`) instead of panicking.
@@ -119,6 +134,14 @@ struct Prepared {
     dataset: Option<Dataset>,
     engine: Engine,
     provider_note: Value,
+    scoring: Option<Scoring>,
+}
+
+/// How runs are scored: the rubric, its formulas and the judge.
+struct Scoring {
+    rubric: ResolvedRubric,
+    formulas: FormulaRegistry,
+    judge: SharedJudge,
 }
 
 fn read_text(path: &Path, what: &str) -> Result<String, Unusable> {
@@ -206,14 +229,119 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Unusable> {
         EngineSettings { max_parallel: args.max_parallel.max(1), allow_experimental: args.allow_experimental };
     let mut engine = Engine::new(runner).with_settings(settings);
     let mut provider_note = json!({"provider": "none"});
-    if definition.steps.iter().any(|step| step.kind == StepKind::Agent) {
-        let (provider, note) = build_provider(args, &workflow)?;
+    let rubric = resolve_run_rubric(args, &workflow)?;
+    let judged = rubric.as_ref().map(|(rubric, _)| judged_criteria(&rubric.rubric).len()).unwrap_or(0);
+    let has_agents = definition.steps.iter().any(|step| step.kind == StepKind::Agent);
+    let judge_on_run_provider = judged > 0 && (args.judge.is_none() || args.provider == ProviderKind::Replay);
+    let mut provider = None;
+    if has_agents || judge_on_run_provider {
+        let (built, note) = build_provider(args, &workflow)?;
         provider_note = note;
-        let agent = ProviderAgent::new(provider, agent_settings(args)?);
+        provider = Some(built);
+    }
+    if let (true, Some(provider)) = (has_agents, &provider) {
+        let agent = ProviderAgent::new(provider.clone(), agent_settings(args)?);
         engine = engine.with_agent(Arc::new(agent));
     }
     engine.check(&workflow).map_err(|error| Unusable(format!("error: {error}")))?;
-    Ok(Prepared { workflow, runs, dataset, engine, provider_note })
+    let scoring = match rubric {
+        None => None,
+        Some((rubric, formulas)) => {
+            let judge =
+                if judged == 0 { Err("no criterion is judged".to_owned()) } else { build_judge(args, provider)? };
+            if let Ok(judge) = &judge {
+                provider_note["judge"] = json!(
+                    judge.config().judges.iter().map(|j| json!({"name": j.name, "model": j.model})).collect::<Vec<_>>()
+                );
+            }
+            Some(Scoring { rubric, formulas, judge })
+        }
+    };
+    Ok(Prepared { workflow, runs, dataset, engine, provider_note, scoring })
+}
+
+/// The rubric runs are scored against: `--rubric FILE`, else the workflow's `evaluation`
+/// block; `None` when there is neither (the engine's gates decide alone).
+fn resolve_run_rubric(
+    args: &RunArgs,
+    workflow: &ValidatedWorkflow,
+) -> Result<Option<(ResolvedRubric, FormulaRegistry)>, Unusable> {
+    let definition = workflow.workflow();
+    let mut formulas = FormulaRegistry::builtin();
+    let mut library = BTreeMap::new();
+    let mut request = None;
+    let load = |path: &Path, formulas: &mut FormulaRegistry| -> Result<RubricDefinition, Unusable> {
+        let shown = path.display().to_string();
+        let loaded = load_rubric(&read_text(path, "rubric")?, &shown, formulas);
+        match loaded.rubric {
+            Some(rubric) => {
+                *formulas = loaded.registry;
+                Ok(rubric)
+            }
+            None => {
+                let mut message: String = loaded.diagnostics.iter().map(|d| format!("{d}\n")).collect();
+                message.push_str(&format!("error: rubric `{shown}` has errors; fix them (see `agentic lint {shown}`)"));
+                Err(Unusable(message))
+            }
+        }
+    };
+    if let Some(path) = &args.rubric {
+        request = Some(load(path, &mut formulas)?);
+    } else if definition.evaluation.is_none() {
+        return Ok(None);
+    } else if let Some(id) = definition.evaluation.as_ref().and_then(|evaluation| evaluation.rubric_id.as_deref()) {
+        let dir = args.workflow.parent().unwrap_or(Path::new("."));
+        let candidates: Vec<PathBuf> = [dir.parent().map(|parent| parent.join("rubrics")), Some(dir.join("rubrics"))]
+            .into_iter()
+            .flatten()
+            .flat_map(|rubrics| [rubrics.join(format!("{id}.yaml")), rubrics.join(format!("{id}.yml"))])
+            .collect();
+        if let Some(path) = candidates.iter().find(|path| path.is_file()) {
+            let rubric = load(path, &mut formulas)?;
+            library.insert(rubric.rubric_id.clone(), rubric);
+        }
+    }
+    let profiles = ProfileRegistry::builtin();
+    let sources = RubricSources {
+        request: request.as_ref(),
+        workflow: definition.evaluation.as_ref(),
+        library: &library,
+        profiles: &profiles,
+        formulas: &formulas,
+    };
+    let resolved = resolve_rubric(&sources).map_err(|error| {
+        Unusable(format!(
+            "error: cannot score `{}`: {error}\n  hint: rubric ids are looked up as `rubrics/<id>.yaml` beside or above the workflow's directory; or pass `--rubric FILE`",
+            args.workflow.display()
+        ))
+    })?;
+    Ok(Some((resolved, formulas)))
+}
+
+/// The judge for judged criteria: `--judge FILE` (answered from the cassette under
+/// `--provider replay`), else one judge on the run's provider with model tier `judge`.
+/// Without a seed in the configuration the judge uses seed 0, so replays ask what was recorded.
+fn build_judge(args: &RunArgs, provider: Option<Arc<dyn ModelProvider>>) -> Result<SharedJudge, Unusable> {
+    let mut config = match &args.judge {
+        Some(path) => JudgeConfig::load(path).map_err(|error| Unusable(format!("error: {error}")))?,
+        None => {
+            let tiers = agent_settings(args)?.tiers;
+            let model = tiers
+                .get("judge")
+                .cloned()
+                .or_else(|| args.model.clone())
+                .or_else(|| std::env::var("AGENTIC_MODEL").ok())
+                .unwrap_or_else(|| "judge".to_owned());
+            let base_url = args.base_url.clone().unwrap_or_else(|| "http://127.0.0.1/unused".to_owned());
+            JudgeConfig::single(JudgeModelConfig::openai("judge", base_url, model))
+        }
+    };
+    config.seed = config.seed.or(Some(0));
+    let mut builder = Judge::builder(config.clone());
+    if let Some(provider) = provider.filter(|_| args.judge.is_none() || args.provider == ProviderKind::Replay) {
+        builder = builder.providers(config.judges.iter().map(|_| provider.clone()).collect());
+    }
+    Ok(builder.build().map_err(|error| format!("the judge cannot be configured: {error}")))
 }
 
 fn parse_inputs(raw: &[String], workflow: &ValidatedWorkflow) -> Result<Map<String, Value>, Unusable> {
@@ -390,7 +518,7 @@ async fn show_progress(mut events: tokio::sync::mpsc::UnboundedReceiver<Canonica
 }
 
 async fn execute(args: &RunArgs, prepared: Prepared) -> anyhow::Result<ExitCode> {
-    let Prepared { workflow, runs, dataset, engine, provider_note } = prepared;
+    let Prepared { workflow, runs, dataset, engine, provider_note, scoring } = prepared;
     let cancel = CancelToken::new();
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
@@ -425,7 +553,17 @@ async fn execute(args: &RunArgs, prepared: Prepared) -> anyhow::Result<ExitCode>
                 }),
             );
         }
+        let evaluator = scoring.as_ref().map(|scoring| {
+            evaluation::evaluator(
+                &scoring.rubric,
+                &scoring.formulas,
+                &scoring.judge,
+                dataset.as_ref().map(|dataset| &dataset.descriptor),
+                sample.as_deref(),
+            )
+        });
         let request = RunRequest {
+            evaluator,
             inputs,
             runs_dir: Some(args.runs_dir.clone()),
             workspace: args.workspace.clone(),
@@ -546,6 +684,20 @@ fn print_summary(outcome: &RunOutcome, sample: Option<&str>) {
     }
     if !result.unresolved_required_outputs.is_empty() {
         out!("  unresolved required outputs: {}", result.unresolved_required_outputs.join(", "));
+    }
+    let report = &outcome.evaluation.report;
+    if let (Some(grade), Some(score)) =
+        (report.get("grade").and_then(Value::as_str), report.get("weighted_score").and_then(Value::as_f64))
+    {
+        let threshold = report.get("pass_threshold").and_then(Value::as_f64).unwrap_or(70.0);
+        out!("  grade {grade}  weighted score {score:.2} (pass threshold {threshold})");
+        if let Some(sources) = report.get("score_sources").and_then(Value::as_object) {
+            for (name, origin) in sources {
+                if let Some(missing) = origin.get("missing").and_then(Value::as_str) {
+                    out!("  not scored: {name}: {missing}");
+                }
+            }
+        }
     }
     if let Some(failures) = outcome.evaluation.report.get("hard_gate_failures").and_then(Value::as_array)
         && !failures.is_empty()
