@@ -22,6 +22,7 @@
 
 mod claude_hook;
 mod otlp;
+mod parallel;
 mod tooltrace;
 
 use std::collections::VecDeque;
@@ -35,6 +36,7 @@ use serde_json::Value;
 
 pub use claude_hook::ClaudeHookAdapter;
 pub use otlp::OtlpJsonAdapter;
+pub use parallel::{BLOCK_BYTES, IN_FLIGHT_PER_WORKER, for_each_item_parallel};
 pub use tooltrace::{TooltraceAdapter, TooltraceView};
 
 /// The largest record accepted, in bytes.

@@ -210,11 +210,22 @@ fn shape_of_event(event: &CanonicalEvent) -> EventShape {
     )
 }
 
+fn shape_of_view(view: &TooltraceView<'_>) -> EventShape {
+    (
+        view.seq,
+        view.event_type,
+        Some(view.tool_name.clone().into_owned()),
+        view.span_id.clone().map(|s| s.into_owned()),
+        view.parent_span_id.clone().map(|s| s.into_owned()),
+        view.span_type_parent,
+        view.args.map(|a| serde_json::from_str(a).unwrap()),
+        Some(view.line),
+    )
+}
+
 /// What the iterator yields and what `for_each_item` yields, in the same comparable shape.
 fn both_paths(text: &str) -> (Vec<Shape>, Vec<Shape>, usize) {
-    let slow: Vec<Shape> = TraceReader::new(text.as_bytes(), None)
-        .map(|r| r.map(|e| shape_of_event(&e)).map_err(|e| (e.line, e.message)))
-        .collect();
+    let slow = reference_path(text.as_bytes(), None);
     let mut fast = Vec::new();
     let mut views = 0;
     TraceReader::new(text.as_bytes(), None).for_each_item(|item| {
@@ -222,22 +233,134 @@ fn both_paths(text: &str) -> (Vec<Shape>, Vec<Shape>, usize) {
             Ok(TraceItem::Event(event)) => Ok(shape_of_event(&event)),
             Ok(TraceItem::Tooltrace(view)) => {
                 views += 1;
-                Ok((
-                    view.seq,
-                    view.event_type,
-                    Some(view.tool_name.into_owned()),
-                    view.span_id.map(|s| s.into_owned()),
-                    view.parent_span_id.map(|s| s.into_owned()),
-                    view.span_type_parent,
-                    view.args.map(|a| serde_json::from_str(a).unwrap()),
-                    Some(view.line),
-                ))
+                Ok(shape_of_view(&view))
             }
             Err(error) => Err((error.line, error.message)),
         });
         std::ops::ControlFlow::Continue(())
     });
     (slow, fast, views)
+}
+
+/// The reference: the iterator, which builds every canonical event with the full adapter.
+fn reference_path(bytes: &[u8], format: Option<TraceFormat>) -> Vec<Shape> {
+    TraceReader::new(bytes, format).map(|r| r.map(|e| shape_of_event(&e)).map_err(|e| (e.line, e.message))).collect()
+}
+
+/// The parallel reader with `workers` threads and blocks of `block` bytes. Checks on the way
+/// that what the worker prepared belongs to the view it comes with.
+fn parallel_path(bytes: &[u8], format: Option<TraceFormat>, workers: usize, block: usize) -> (Vec<Shape>, usize) {
+    let mut items = Vec::new();
+    let mut views = 0;
+    parallel::run(
+        bytes,
+        format,
+        workers,
+        block,
+        || |view: &TooltraceView<'_>| shape_of_view(view),
+        |item, prepared| {
+            items.push(match item {
+                Ok(TraceItem::Event(event)) => {
+                    assert!(prepared.is_none());
+                    Ok(shape_of_event(&event))
+                }
+                Ok(TraceItem::Tooltrace(view)) => {
+                    views += 1;
+                    let shape = shape_of_view(&view);
+                    let prepared = prepared.expect("a view comes with its prepared value");
+                    // The worker saw the view before it had a line and seq.
+                    assert_eq!(
+                        (&prepared.1, &prepared.2, &prepared.3, &prepared.4),
+                        (&shape.1, &shape.2, &shape.3, &shape.4)
+                    );
+                    assert_eq!((prepared.5, &prepared.6), (shape.5, &shape.6));
+                    Ok(shape)
+                }
+                Err(error) => Err((error.line, error.message)),
+            });
+            std::ops::ControlFlow::Continue(())
+        },
+    );
+    (items, views)
+}
+
+/// The reference and the parallel reader at several thread counts and block sizes (tiny
+/// blocks put block boundaries everywhere) agree item for item.
+fn assert_parallel_agrees(bytes: &[u8], format: Option<TraceFormat>) {
+    let reference = reference_path(bytes, format);
+    for (workers, block) in [(0, 7), (1, 1), (1, 13), (2, 5), (2, 64), (3, 4096), (2, 1 << 20)] {
+        let (parallel, _) = parallel_path(bytes, format, workers, block);
+        assert_eq!(reference, parallel, "{workers} worker(s), {block}-byte blocks");
+    }
+}
+
+#[test]
+fn the_parallel_reader_equals_the_reference_on_every_format() {
+    let tooltrace = r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Task","span_type":"parent","trace_id":"abc123"}
+{"timestamp":"2026-02-19T10:00:05Z","tool_name":"Re\u0061d","span_type":"child","parent_trace_id":"abc123","args":{"file_path":"a \"b\".md"}}
+  {"args":{"command":"ls -la /tmp/é ✓ 😀"},"trace_id":"t-2","tool_name":"Bash"}  
+{"tool_name":"Bash","phase":"pre","tool_use_id":"toolu_1","agent_id":"ag","args":"ls"}
+[{"tool_name":"Bash","trace_id":"x"},{"tool_name":"Read","trace_id":"y"}]
+{"tool_name":"Bash","trace_id":17}
+{"timestamp":"yesterday","tool_name":"Read"}
+{"tool_name":"Read","tool_name":"Write"}
+
+{"tool_name":""}
+not json
+{"tool_name":"Edit",
+ "args": {"file_path": "x.rs"}}
+{"tool_name":"Edit","span_type":"sibling"}
+{"tool_name":"Edit","phase":"post_failure","status":"error","error":"boom"}
+{"tool_name":"Grep","args":{"pattern":"\ud800"}}
+{"tool_name":"Grep","args":{"n":1e400}}
+{"tool_name":"Glob","args":{"pattern":"**/*.rs"}}
+{"tool_name":"Glob","args":{"pattern":"**/*.rs"}}
+{"tool_name":"Glob","args":{"pattern":"unclosed"}
+"#;
+    let crlf = tooltrace.replace('\n', "\r\n");
+    let no_final_newline = tooltrace.trim_end();
+    for text in [tooltrace, crlf.as_str(), no_final_newline] {
+        assert_parallel_agrees(text.as_bytes(), None);
+        assert_parallel_agrees(text.as_bytes(), Some(TraceFormat::Tooltrace));
+    }
+    let (_, views) = parallel_path(tooltrace.as_bytes(), None, 2, 64);
+    assert!(views >= 5, "{views} lines took the fast path");
+    let hooks = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{},"tool_use_id":"toolu_1"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"code-reviewer"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"ag_1","agent_type":"code-reviewer"}
+"#;
+    assert_parallel_agrees(hooks.as_bytes(), None);
+    let otlp = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"execute_tool Read","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},{"key":"gen_ai.tool.name","value":{"stringValue":"Read"}}]}]}]}]}
+"#;
+    assert_parallel_agrees(otlp.as_bytes(), None);
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(otlp).unwrap()).unwrap();
+    assert_parallel_agrees(pretty.as_bytes(), None);
+}
+
+#[test]
+fn the_parallel_reader_handles_bytes_that_are_not_utf8() {
+    let mut bytes = b"{\"tool_name\":\"Read\"}\n{\"tool_name\":\"Bash\",\"args\":\"\xff\"}\n".to_vec();
+    bytes.extend_from_slice(b"{\"tool_name\":\"Write\"}\n\xc3\n{\"tool_name\":\"Edit\"}");
+    assert_parallel_agrees(&bytes, None);
+}
+
+#[test]
+fn the_parallel_reader_stops_when_asked() {
+    let text = "{\"tool_name\":\"Read\"}\n".repeat(10_000);
+    let mut seen = 0;
+    parallel::run(
+        text.as_bytes(),
+        None,
+        2,
+        64,
+        || |_: &TooltraceView<'_>| (),
+        |_, _| {
+            seen += 1;
+            if seen == 100 { std::ops::ControlFlow::Break(()) } else { std::ops::ControlFlow::Continue(()) }
+        },
+    );
+    assert_eq!(seen, 100);
 }
 
 #[test]
@@ -286,6 +409,11 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("\"timestamp\":\"2026-02-30T10:00:00Z\",".to_owned()),
         Just("\"timestamp\":\"2026-02-19T10:00:00.5+01:00\",".to_owned()),
         Just("\"tool_name\":\"Read\"}".to_owned()),
+        Just("\r\n".to_owned()),
+        Just("  ".to_owned()),
+        Just("\"args\":{\"file_path\":\"/é/✓/😀.rs\",\"file_path\":\"x\"},".to_owned()),
+        Just("{\"tool_name\":\"Bash\",\"args\":{\"command\":\"rm -rf /\"},\"trace_id\":\"t-9\"}\n".to_owned()),
+        Just("{\"span_type\":\"child\",\"parent_trace_id\":\"t-1\",\"tool_name\":\"Write\"}\n".to_owned()),
         "[ -~]{0,12}".prop_map(|s| s),
     ]
 }
@@ -305,6 +433,22 @@ proptest! {
         let text = format!("{{\"tool_name\":\"Read\"}}\n{}", parts.concat());
         let (slow, fast, _) = both_paths(&text);
         prop_assert_eq!(slow, fast);
+    }
+
+    #[test]
+    fn the_parallel_reader_agrees_on_random_lines(parts in proptest::collection::vec(fragment(), 0..40), forced in 0usize..4, workers in 0usize..4, block in 1usize..96) {
+        let text = format!("{{\"tool_name\":\"Read\"}}\n{}", parts.concat());
+        let format = TraceFormat::ALL.get(forced).copied();
+        let reference = reference_path(text.as_bytes(), format);
+        let (parallel, _) = parallel_path(text.as_bytes(), format, workers, block);
+        prop_assert_eq!(reference, parallel);
+    }
+
+    #[test]
+    fn the_parallel_reader_agrees_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512), workers in 0usize..3, block in 1usize..64) {
+        let reference = reference_path(&bytes, None);
+        let (parallel, _) = parallel_path(&bytes, None, workers, block);
+        prop_assert_eq!(reference, parallel);
     }
 
     #[test]

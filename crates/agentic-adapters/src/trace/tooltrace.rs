@@ -177,9 +177,8 @@ impl<'a> Scanner<'a> {
         let start = self.pos;
         let mut escaped = false;
         loop {
-            // Skip plain bytes in one tight loop.
-            let plain = self.bytes.get(self.pos..)?.iter().position(|b| matches!(b, b'"' | b'\\' | 0..=0x1f))?;
-            self.pos += plain;
+            // Skip plain bytes eight at a time.
+            self.pos += find_special(self.bytes.get(self.pos..)?)?;
             match *self.bytes.get(self.pos)? {
                 b'"' => {
                     let inner = &self.text[start..self.pos];
@@ -320,18 +319,20 @@ impl<'a> Scanner<'a> {
                 self.ws();
                 self.eat(b':')?;
                 self.ws();
-                let slot = match key {
-                    "timestamp" => &mut fields.timestamp,
-                    "tool_name" => &mut fields.tool_name,
-                    "span_type" => &mut fields.span_type,
-                    "trace_id" => &mut fields.trace_id,
-                    "parent_trace_id" => &mut fields.parent_trace_id,
-                    "tool_use_id" => &mut fields.tool_use_id,
-                    "agent_id" => &mut fields.agent_id,
-                    "session_id" => &mut fields.session_id,
-                    "phase" => &mut fields.phase,
-                    "status" => &mut fields.status,
-                    "args" => {
+                // Dispatch on length first so every comparison is against a constant size.
+                let k = key.as_bytes();
+                let slot = match k.len() {
+                    9 if k == b"timestamp" => &mut fields.timestamp,
+                    9 if k == b"tool_name" => &mut fields.tool_name,
+                    9 if k == b"span_type" => &mut fields.span_type,
+                    8 if k == b"trace_id" => &mut fields.trace_id,
+                    15 if k == b"parent_trace_id" => &mut fields.parent_trace_id,
+                    11 if k == b"tool_use_id" => &mut fields.tool_use_id,
+                    8 if k == b"agent_id" => &mut fields.agent_id,
+                    10 if k == b"session_id" => &mut fields.session_id,
+                    5 if k == b"phase" => &mut fields.phase,
+                    6 if k == b"status" => &mut fields.status,
+                    4 if k == b"args" => {
                         if fields.args.is_some() {
                             return None;
                         }
@@ -412,6 +413,52 @@ impl TooltraceAdapter {
 
 fn borrowed(field: Option<Option<&str>>) -> Option<std::borrow::Cow<'_, str>> {
     field.flatten().map(std::borrow::Cow::Borrowed)
+}
+
+/// The index of the first `"`, `\\` or control character (below 0x20) in `bytes`, looking at
+/// eight bytes per step (SWAR: the classic "has zero byte" and "has byte less than" tricks;
+/// the lowest flagged byte is always a true hit, false hits can only follow it).
+pub(crate) fn find_special(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        let hits = ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word))
+            & HIGH;
+        if hits != 0 {
+            return Some(offset + (hits.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    chunks.remainder().iter().position(|b| matches!(b, b'"' | b'\\' | 0..=0x1f)).map(|found| offset + found)
+}
+
+/// The index of the first `needle` in `bytes`, eight bytes per step.
+pub(crate) fn find_byte(needle: u8, bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let pattern = ONES * u64::from(needle);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word) ^ pattern;
+        let hits = word.wrapping_sub(ONES) & !word & HIGH;
+        if hits != 0 {
+            return Some(offset + (hits.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    chunks.remainder().iter().position(|b| *b == needle).map(|found| offset + found)
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` with valid ranges: the common case, checked without chrono.

@@ -26,7 +26,7 @@
 //! most [`MAX_OPEN_SPANS`] started spans (a rule whose scope overflows fails with a note
 //! saying so) plus the latest [`POST_ONLY_SCOPE_WINDOW`] post-only spans, which never end.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use agentic_core::{CanonicalEvent, Diagnostic, EventType};
 use regex::Regex;
@@ -174,6 +174,7 @@ pub fn glob_to_regex(glob: &str) -> String {
 #[derive(Debug, Clone)]
 enum NameMatch {
     Exact(String),
+    Contains(String),
     Pattern(Regex),
 }
 
@@ -181,6 +182,7 @@ impl NameMatch {
     fn is_match(&self, text: &str) -> bool {
         match self {
             NameMatch::Exact(exact) => exact == text,
+            NameMatch::Contains(needle) => text.contains(needle.as_str()),
             NameMatch::Pattern(regex) => regex.is_match(text),
         }
     }
@@ -205,35 +207,27 @@ pub struct CompiledMatcher {
 
 impl CompiledMatcher {
     fn matches(&self, occurrence: &Occurrence<'_>) -> bool {
-        if occurrence.kind != self.kind {
-            return false;
-        }
-        if !self.names.is_empty() && !self.names.iter().any(|name| name.is_match(occurrence.name)) {
-            return false;
-        }
+        self.name_matches(occurrence.kind, occurrence.name) && self.args_match(occurrence)
+    }
+
+    /// The kind and name checks.
+    fn name_matches(&self, kind: CallKind, name: &str) -> bool {
+        kind == self.kind && (self.names.is_empty() || self.names.iter().any(|pattern| pattern.is_match(name)))
+    }
+
+    /// The argument checks.
+    fn args_match(&self, occurrence: &Occurrence<'_>) -> bool {
         for (path, matchers) in &self.args {
-            let mut value = occurrence.args();
-            for segment in path {
-                value = match value.and_then(|v| v.get(segment.as_str())) {
-                    Some(found) => Some(found),
-                    None => return false,
-                };
-            }
-            let Some(value) = value else { return false };
-            let text = match value {
-                Value::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
-                other => std::borrow::Cow::Owned(other.to_string()),
+            let text = match occurrence.arg_text(path) {
+                Some(text) => text,
+                None => return false,
             };
             if !matchers.iter().all(|m| m.is_match(&text)) {
                 return false;
             }
         }
         if !self.args_text.is_empty() {
-            let text = match occurrence.args() {
-                None => std::borrow::Cow::Borrowed(""),
-                Some(Value::String(text)) => std::borrow::Cow::Borrowed(text.as_str()),
-                Some(other) => std::borrow::Cow::Owned(other.to_string()),
-            };
+            let text = occurrence.args_text();
             if !self.args_text.iter().all(|m| m.is_match(&text)) {
                 return false;
             }
@@ -267,7 +261,7 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
         out.push(NameMatch::Exact(equals.clone()));
     }
     if let Some(contains) = &text.contains {
-        out.push(NameMatch::Pattern(Regex::new(&regex::escape(contains)).expect("escaped text is a valid regex")));
+        out.push(NameMatch::Contains(contains.clone()));
     }
     if out.is_empty() && text.regex.is_none() {
         diagnostics.push(
@@ -474,7 +468,7 @@ struct Occurrence<'a> {
     location: Location,
 }
 
-impl Occurrence<'_> {
+impl<'a> Occurrence<'a> {
     /// The arguments as JSON; JSON text is parsed on first use only.
     fn args(&self) -> Option<&Value> {
         match self.raw_args {
@@ -482,6 +476,164 @@ impl Occurrence<'_> {
             ArgsRef::Value(value) => Some(value),
             ArgsRef::Json(text) => self.parsed_args.get_or_init(|| serde_json::from_str(text).ok()).as_ref(),
         }
+    }
+
+    /// The text of the argument at `path` (a string as is, anything else as compact JSON),
+    /// `None` when it is absent.
+    fn arg_text(&self, path: &[String]) -> Option<std::borrow::Cow<'_, str>> {
+        if let ArgsRef::Json(text) = self.raw_args
+            && self.parsed_args.get().is_none()
+            && let Some(found) = borrowed_arg(text, path)
+        {
+            return found;
+        }
+        let mut value = self.args();
+        for segment in path {
+            value = Some(value?.get(segment.as_str())?);
+        }
+        Some(match value? {
+            Value::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
+            other => std::borrow::Cow::Owned(other.to_string()),
+        })
+    }
+
+    /// The whole argument text: a string argument as is, anything else as compact JSON.
+    fn args_text(&self) -> std::borrow::Cow<'_, str> {
+        if let ArgsRef::Json(text) = self.raw_args
+            && self.parsed_args.get().is_none()
+            && let Ok(plain) = serde_json::from_str::<&str>(text)
+        {
+            return std::borrow::Cow::Borrowed(plain);
+        }
+        match self.args() {
+            None => std::borrow::Cow::Borrowed(""),
+            Some(Value::String(text)) => std::borrow::Cow::Borrowed(text.as_str()),
+            Some(other) => std::borrow::Cow::Owned(other.to_string()),
+        }
+    }
+}
+
+/// The argument at `path` read straight from JSON text without building a [`Value`]:
+/// `Some(found)` when the answer is certain (the text is valid JSON, every object on the
+/// way has plain keys and no duplicate of the key looked up, and the value is a plain
+/// string or any other value re-serialized from its own text), `None` when only the full
+/// parse can tell (escapes, duplicates, invalid JSON, a top level that is not an object).
+fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow::Cow<'t, str>>> {
+    let mut raw = text;
+    for (depth, segment) in path.iter().enumerate() {
+        let opens_object = raw.trim_start().starts_with('{');
+        if !opens_object {
+            // Below the top level `raw` is a validated value: a non-object has no keys.
+            return if depth == 0 { None } else { Some(None) };
+        }
+        let seed = FindKey { key: segment };
+        let mut deserializer = serde_json::Deserializer::from_str(raw);
+        let found = serde::de::DeserializeSeed::deserialize(seed, &mut deserializer).ok()?;
+        deserializer.end().ok()?;
+        match found {
+            Some(value) => raw = value.get(),
+            None => return Some(None),
+        }
+    }
+    if raw.starts_with('"') {
+        return serde_json::from_str::<&str>(raw).ok().map(|plain| Some(std::borrow::Cow::Borrowed(plain)));
+    }
+    let value: Value = serde_json::from_str(raw).ok()?;
+    Some(Some(std::borrow::Cow::Owned(value.to_string())))
+}
+
+/// Finds one key of a JSON object, borrowing its value; fails on escaped keys and on a
+/// duplicate of the key (the full parse decides those).
+struct FindKey<'k> {
+    key: &'k str,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for FindKey<'_> {
+    type Value = Option<&'de serde_json::value::RawValue>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FindKey<'_> {
+    type Value = Option<&'de serde_json::value::RawValue>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON object")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            if key == self.key {
+                if found.is_some() {
+                    return Err(serde::de::Error::custom("duplicate key"));
+                }
+                found = Some(map.next_value::<&'de serde_json::value::RawValue>()?);
+            } else {
+                map.next_value::<Skip>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Any JSON value, validated exactly as parsing it into a [`Value`] would (escapes,
+/// surrogates, number ranges, depth) but without building it.
+struct Skip;
+
+impl<'de> serde::Deserialize<'de> for Skip {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Skip, D::Error> {
+        deserializer.deserialize_any(Skip)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Skip {
+    type Value = Skip;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_none<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Skip, M::Error> {
+        while map.next_key::<Skip>()?.is_some() {
+            map.next_value::<Skip>()?;
+        }
+        Ok(Skip)
     }
 }
 
@@ -556,9 +708,164 @@ impl std::fmt::Display for Location {
     }
 }
 
+/// The matcher ids of one rule (`usize::MAX` when absent): the relation's first and second
+/// matcher and the scope root.
+#[derive(Debug, Clone, Copy)]
+struct RuleIds {
+    first: usize,
+    second: usize,
+    within: usize,
+}
+
+/// Where match results come from: matching the occurrence now, or precomputed bits.
+enum Matches<'o, 'a> {
+    Lazy(&'o Occurrence<'a>),
+    Bits(&'o MatchBits),
+}
+
+impl Matches<'_, '_> {
+    fn check(&self, matcher: &CompiledMatcher, id: usize) -> bool {
+        match self {
+            Matches::Lazy(occurrence) => matcher.matches(occurrence),
+            Matches::Bits(bits) => bits.get(id),
+        }
+    }
+}
+
+/// The matchers of a rule set, numbered; see [`SequenceEngine::match_plan`].
+///
+/// Matching depends only on the event itself, so it can run on any thread, in any order.
+#[derive(Debug, Clone)]
+pub struct MatchPlan {
+    matchers: Vec<CompiledMatcher>,
+    /// For every exact name some matcher mentions: by kind (tool, agent), the matchers whose
+    /// kind and name checks pass for it, so only their argument checks are left.
+    by_name: FastMap<String, [Vec<usize>; 2]>,
+    /// By kind, the matchers that can match a name no matcher mentions exactly (those with a
+    /// name glob or no name at all).
+    others: [Vec<usize>; 2],
+}
+
+impl MatchPlan {
+    /// Which matchers `event` satisfies.
+    pub fn evaluate(&self, event: &EventRef<'_>) -> MatchBits {
+        let mut bits = MatchBits::default();
+        let kind = match event.event_type {
+            EventType::ToolCallStart | EventType::ToolCallEnd => CallKind::Tool,
+            EventType::AgentInvokeStart | EventType::AgentInvokeEnd => CallKind::Agent,
+            _ => return bits,
+        };
+        let occurrence = Occurrence {
+            kind,
+            name: event.name.unwrap_or(""),
+            raw_args: event.args,
+            parsed_args: std::cell::OnceCell::new(),
+            span_id: event.span_id,
+            parent_span_id: event.parent_span_id,
+            location: Location { line: event.line, seq: event.seq },
+        };
+        let slot = usize::from(kind == CallKind::Agent);
+        match self.by_name.get(occurrence.name) {
+            Some(lists) => {
+                for &id in &lists[slot] {
+                    if self.matchers[id].args_match(&occurrence) {
+                        bits.set(id);
+                    }
+                }
+            }
+            None => {
+                for &id in &self.others[slot] {
+                    if self.matchers[id].matches(&occurrence) {
+                        bits.set(id);
+                    }
+                }
+            }
+        }
+        bits
+    }
+}
+
+/// The matchers one event satisfies (see [`MatchPlan::evaluate`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MatchBits {
+    low: u128,
+    more: Vec<u64>,
+}
+
+impl MatchBits {
+    fn set(&mut self, id: usize) {
+        if id < 128 {
+            self.low |= 1 << id;
+        } else {
+            let word = (id - 128) / 64;
+            if self.more.len() <= word {
+                self.more.resize(word + 1, 0);
+            }
+            self.more[word] |= 1 << ((id - 128) % 64);
+        }
+    }
+
+    fn get(&self, id: usize) -> bool {
+        if id < 128 {
+            self.low & (1 << id) != 0
+        } else {
+            self.more.get((id - 128) / 64).is_some_and(|word| word & (1 << ((id - 128) % 64)) != 0)
+        }
+    }
+}
+
+/// A hash map with [`FastHasher`].
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+/// A hash set with [`FastHasher`].
+type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
+
+/// A small multiply-rotate hasher (the FxHash scheme) for span ids and names: trace text is
+/// not adversarial input to a long-running service, and every set here is size-capped.
+#[derive(Debug, Default, Clone, Copy)]
+struct FastHasher {
+    hash: u64,
+}
+
+impl FastHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl std::hash::Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.add(value as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
 #[derive(Debug, Default)]
 struct Scope {
-    open: HashSet<String>,
+    open: FastSet<String>,
     post_only: VecDeque<String>,
     overflowed: bool,
 }
@@ -620,9 +927,11 @@ pub struct TraceOutcome {
 #[derive(Debug)]
 pub struct SequenceEngine {
     rules: Vec<CompiledRule>,
+    ids: Vec<RuleIds>,
+    matcher_count: usize,
     states: Vec<RuleState>,
     scopes: Vec<Option<Scope>>,
-    open_calls: HashSet<String>,
+    open_calls: FastSet<String>,
     open_call_order: VecDeque<String>,
     excerpt: VecDeque<String>,
     excerpt_capacity: usize,
@@ -646,11 +955,29 @@ impl SequenceEngine {
             })
             .collect();
         let scopes = rules.iter().map(|rule| rule.within.as_ref().map(|_| Scope::default())).collect();
+        let mut matcher_count = 0;
+        let mut next_id = |present: bool| {
+            if present {
+                matcher_count += 1;
+                matcher_count - 1
+            } else {
+                usize::MAX
+            }
+        };
+        let ids = rules
+            .iter()
+            .map(|rule| {
+                let pair = !matches!(rule.relation, Relation::Never(..) | Relation::Count(..));
+                RuleIds { first: next_id(true), second: next_id(pair), within: next_id(rule.within.is_some()) }
+            })
+            .collect();
         SequenceEngine {
             rules,
+            ids,
+            matcher_count,
             states,
             scopes,
-            open_calls: HashSet::new(),
+            open_calls: FastSet::default(),
             open_call_order: VecDeque::new(),
             excerpt: VecDeque::new(),
             excerpt_capacity,
@@ -677,8 +1004,57 @@ impl SequenceEngine {
         self.feed_ref(&EventRef::from_event(event));
     }
 
+    /// The matchers of this engine's rules, to evaluate events apart from the engine (for
+    /// example on other threads) and feed them with [`SequenceEngine::feed_matched`].
+    pub fn match_plan(&self) -> MatchPlan {
+        let mut matchers = Vec::with_capacity(self.matcher_count);
+        for rule in &self.rules {
+            match &rule.relation {
+                Relation::Before(a, b) | Relation::OnlyAfter(a, b) | Relation::ImmediatelyBefore(a, b) => {
+                    matchers.push(a.clone());
+                    matchers.push(b.clone());
+                }
+                Relation::Never(m) | Relation::Count(m, ..) => matchers.push(m.clone()),
+            }
+            if let Some(within) = &rule.within {
+                matchers.push(within.clone());
+            }
+        }
+        let mut by_name = FastMap::default();
+        for matcher in &matchers {
+            for name in &matcher.names {
+                let NameMatch::Exact(name) = name else { continue };
+                let lists = [CallKind::Tool, CallKind::Agent]
+                    .map(|kind| (0..matchers.len()).filter(|&id| matchers[id].name_matches(kind, name)).collect());
+                by_name.insert(name.clone(), lists);
+            }
+        }
+        let others = [CallKind::Tool, CallKind::Agent].map(|kind| {
+            (0..matchers.len())
+                .filter(|&id| {
+                    let matcher = &matchers[id];
+                    matcher.kind == kind
+                        && (matcher.names.is_empty()
+                            || matcher.names.iter().any(|name| !matches!(name, NameMatch::Exact(_))))
+                })
+                .collect()
+        });
+        MatchPlan { matchers, by_name, others }
+    }
+
     /// Processes one event given as a borrowed view.
     pub fn feed_ref(&mut self, event: &EventRef<'_>) {
+        self.feed_inner(event, None);
+    }
+
+    /// Processes one event whose matches [`MatchPlan::evaluate`] (of this engine's
+    /// [`SequenceEngine::match_plan`]) already computed; the same as [`SequenceEngine::feed_ref`]
+    /// on that event, without matching again.
+    pub fn feed_matched(&mut self, event: &EventRef<'_>, bits: &MatchBits) {
+        self.feed_inner(event, Some(bits));
+    }
+
+    fn feed_inner(&mut self, event: &EventRef<'_>, bits: Option<&MatchBits>) {
         self.events += 1;
         let span_id = event.span_id;
         let parent_span_id = event.parent_span_id;
@@ -719,6 +1095,10 @@ impl SequenceEngine {
             parent_span_id,
             location: Location { line: event.line, seq: event.seq },
         };
+        let matches = match bits {
+            Some(bits) => Matches::Bits(bits),
+            None => Matches::Lazy(&occurrence),
+        };
         if counts {
             self.calls += 1;
             if self.excerpt_capacity > 0 {
@@ -736,6 +1116,7 @@ impl SequenceEngine {
         }
         for idx in 0..self.rules.len() {
             let rule = &self.rules[idx];
+            let ids = self.ids[idx];
             let in_scope = match (&rule.within, &mut self.scopes[idx]) {
                 (Some(root), Some(scope)) => {
                     let inside = occurrence.parent_span_id.is_some_and(|parent| scope.open.contains(parent));
@@ -744,7 +1125,7 @@ impl SequenceEngine {
                         // (no start seen) is the whole call and may open a scope.
                         if is_end && !counts {
                             scope.open.remove(id);
-                        } else if root.matches(&occurrence) || (inside && is_container) {
+                        } else if matches.check(root, ids.within) || (inside && is_container) {
                             scope.open(id, is_end);
                         }
                     }
@@ -755,7 +1136,7 @@ impl SequenceEngine {
             if !counts || !in_scope {
                 continue;
             }
-            step_rule(&rule.relation, &mut self.states[idx], &occurrence);
+            step_rule(&rule.relation, ids, &mut self.states[idx], occurrence.location, &matches);
         }
     }
 
@@ -803,19 +1184,19 @@ impl SequenceEngine {
     }
 }
 
-fn step_rule(relation: &Relation, state: &mut RuleState, occurrence: &Occurrence<'_>) {
-    let here = occurrence.location;
+fn step_rule(relation: &Relation, ids: RuleIds, state: &mut RuleState, here: Location, matches: &Matches<'_, '_>) {
+    let (first_id, second_id) = (ids.first, ids.second);
     match (relation, state) {
         (Relation::Before(a, b), RuleState::Before { first_a, first_b }) => {
-            if first_b.is_none() && b.matches(occurrence) {
+            if first_b.is_none() && matches.check(b, second_id) {
                 *first_b = Some(here);
             }
-            if first_a.is_none() && a.matches(occurrence) {
+            if first_a.is_none() && matches.check(a, first_id) {
                 *first_a = Some(here);
             }
         }
         (Relation::OnlyAfter(a, b), RuleState::OnlyAfter { seen_a, first_b, violation }) => {
-            if b.matches(occurrence) {
+            if matches.check(b, second_id) {
                 if first_b.is_none() {
                     *first_b = Some(here);
                 }
@@ -823,7 +1204,7 @@ fn step_rule(relation: &Relation, state: &mut RuleState, occurrence: &Occurrence
                     *violation = Some(here);
                 }
             }
-            if seen_a.is_none() && a.matches(occurrence) {
+            if seen_a.is_none() && matches.check(a, first_id) {
                 *seen_a = Some(here);
             }
         }
@@ -831,7 +1212,7 @@ fn step_rule(relation: &Relation, state: &mut RuleState, occurrence: &Occurrence
             Relation::ImmediatelyBefore(a, b),
             RuleState::ImmediatelyBefore { previous_is_a, count_b, violation, first_b },
         ) => {
-            if b.matches(occurrence) {
+            if matches.check(b, second_id) {
                 *count_b += 1;
                 if first_b.is_none() {
                     *first_b = Some(here);
@@ -840,15 +1221,15 @@ fn step_rule(relation: &Relation, state: &mut RuleState, occurrence: &Occurrence
                     *violation = Some(here);
                 }
             }
-            *previous_is_a = a.matches(occurrence);
+            *previous_is_a = matches.check(a, first_id);
         }
-        (Relation::Never(m), RuleState::Never { first, count }) if m.matches(occurrence) => {
+        (Relation::Never(m), RuleState::Never { first, count }) if matches.check(m, first_id) => {
             *count += 1;
             if first.is_none() {
                 *first = Some(here);
             }
         }
-        (Relation::Count(m, _, _), RuleState::Count { count }) if m.matches(occurrence) => {
+        (Relation::Count(m, _, _), RuleState::Count { count }) if matches.check(m, first_id) => {
             *count += 1;
         }
         _ => {}
@@ -1108,6 +1489,118 @@ mod tests {
             outcome.outcomes[0].notes,
             format!("within Task: Bash occurs {} time(s); expected at least 0", total + 1)
         );
+    }
+
+    /// Argument texts for the differential tests: plain, escaped, duplicated, nested,
+    /// non-string, unicode and invalid JSON.
+    const ARG_TEXTS: [&str; 22] = [
+        r#"{"file_path":"/repo/skills/skill.md"}"#,
+        r#"{"file_path":"/repo/src/a.rs","extra":[1,2,{"x":null}]}"#,
+        r#"{"file_path":"/repo/sk\u0069lls/skill.md"}"#,
+        r#"{"file\u005fpath":"/repo/skills/skill.md"}"#,
+        r#"{"file_path":"a","file_path":"/x/skill.md"}"#,
+        r#"{"file_path":7}"#,
+        r#"{"file_path":{"nested":"skill.md"}}"#,
+        r#"{"command":"cargo test --all"}"#,
+        r#"{"command":"rm -rf /","command":"ls"}"#,
+        r#"{"command":"git commit -m \"x\""}"#,
+        r#"{"command":["rm -rf",1.50]}"#,
+        r#"{"opts":{"deep":{"k":"v"}},"command":"ls"}"#,
+        r#"{"opts":{"deep":"v"}}"#,
+        r#"{"opts":{"deep":{"k":"v"},"deep":{"k":"w"}}}"#,
+        r#"{"command":"é ✓ 😀 cargo test"}"#,
+        r#"{"pattern":"\ud800","command":"ls"}"#,
+        r#"{"n":1e400,"command":"ls"}"#,
+        r#""cargo test as a string""#,
+        r#""with \"escape\"""#,
+        r#"[1,2]"#,
+        r#"{"command":"ls""#,
+        r#"  {"command" : "cargo test" }  "#,
+    ];
+
+    fn rule_pool() -> Vec<Value> {
+        let skill = json!({"tool": "Read", "args": {"file_path": {"glob": "**/skill.md"}}});
+        vec![
+            json!({"before": {"a": skill, "b": {"tool": ["Bash", "Write"]}}}),
+            json!({"only_after": {"a": skill, "b": {"tool": "Bash", "args": {"command": {"contains": "cargo test"}}}}}),
+            json!({"immediately_before": {"a": {"tool": "Read"}, "b": {"tool": "B*"}}}),
+            json!({"never": {"tool": "Bash", "args_text": {"contains": "rm -rf"}}}),
+            json!({"never": {"tool": "*", "args": {"opts.deep.k": {"equals": "v"}}}}),
+            json!({"count": {"of": {"tool": "Bash", "args": {"command": {"regex": "^(ls|cargo)"}}}, "at_least": 1}}),
+            json!({"count": {"of": {"tool": "Read", "args": {"file_path": {"equals": "7"}}}, "at_most": 0}}),
+            json!({"count": {"of": {"agent": "rev*"}, "at_least": 1}}),
+            json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}),
+            json!({"count": {"of": {"tool": "*", "args_text": {"regex": "\\[1"}}, "at_least": 1}, "within": {"agent": "reviewer"}}),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// Matching apart from the engine (as the parallel reader does) and reading arguments
+        /// from JSON text without a `Value` give exactly the verdicts of the reference: every
+        /// argument parsed into a `Value` and matched inside the engine.
+        #[test]
+        fn precomputed_matches_and_borrowed_args_equal_the_reference(
+            picks in proptest::collection::vec((0usize..8, 0usize..ARG_TEXTS.len(), 0usize..4, 0usize..4), 0..60),
+            chosen in proptest::collection::vec(0usize..10, 1..6),
+        ) {
+            let names = ["Read", "Bash", "Write", "Task", "reviewer", "Grep", "Edit", "helper"];
+            let kinds = [EventType::ToolCallEnd, EventType::ToolCallStart, EventType::AgentInvokeStart, EventType::AgentInvokeEnd];
+            let pool = rule_pool();
+            let rules: Vec<CompiledRule> = chosen.iter().map(|&idx| rule(pool[idx].clone())).collect();
+            let parsed: Vec<Option<Value>> = ARG_TEXTS.iter().map(|text| serde_json::from_str(text).ok()).collect();
+            let ids = ["s0", "s1", "s2", "s3"];
+            let mut reference = SequenceEngine::new(rules.clone(), 0);
+            let mut fast = SequenceEngine::new(rules, 0);
+            let plan = fast.match_plan();
+            for (seq, &(name, args, kind, span)) in picks.iter().enumerate() {
+                let kind = if (3..=4).contains(&name) && kind < 2 { kinds[kind + 2] } else { kinds[kind] };
+                let event = |args| EventRef {
+                    event_type: kind,
+                    name: Some(names[name]),
+                    args,
+                    span_id: Some(ids[span]),
+                    parent_span_id: (span > 0).then(|| ids[span - 1]),
+                    post_only_parent: name == 3,
+                    line: Some(seq as u64 + 1),
+                    seq: seq as u64 + 1,
+                };
+                let reference_args = parsed[args].as_ref().map_or(ArgsRef::None, ArgsRef::Value);
+                reference.feed_ref(&event(reference_args));
+                let text = event(ArgsRef::Json(ARG_TEXTS[args]));
+                fast.feed_matched(&text, &plan.evaluate(&text));
+            }
+            proptest::prop_assert_eq!(reference.finish(), fast.finish());
+        }
+    }
+
+    #[test]
+    fn borrowed_arguments_read_like_parsed_ones() {
+        for text in ARG_TEXTS {
+            let value: Option<Value> = serde_json::from_str(text).ok();
+            for path in
+                [&["file_path"][..], &["command"], &["opts", "deep", "k"], &["opts", "deep"], &["n"], &["missing"]]
+            {
+                let path: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
+                let expected = value.as_ref().and_then(|v| {
+                    let found = path.iter().try_fold(v, |v, segment| v.get(segment.as_str()))?;
+                    Some(match found {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    })
+                });
+                if let Some(found) = borrowed_arg(text, &path) {
+                    assert_eq!(found.map(|c| c.into_owned()), expected, "{text} at {path:?}");
+                }
+            }
+        }
+        // The common shapes are answered without the full parse.
+        assert!(borrowed_arg(ARG_TEXTS[0], &["file_path".to_owned()]).is_some());
+        assert!(borrowed_arg(ARG_TEXTS[7], &["missing".to_owned()]).is_some());
+        // Escaped keys and duplicates are left to it.
+        assert!(borrowed_arg(ARG_TEXTS[3], &["file_path".to_owned()]).is_none());
+        assert!(borrowed_arg(ARG_TEXTS[4], &["file_path".to_owned()]).is_none());
     }
 
     #[test]

@@ -12,12 +12,11 @@
 //! missing or invalid tier-3 verdict).
 
 use std::fs::File;
-use std::io::BufReader;
 use std::process::ExitCode;
 
 use std::ops::ControlFlow;
 
-use agentic_adapters::trace::{TraceFormat, TraceItem, TraceReader};
+use agentic_adapters::trace::{TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader, for_each_item_parallel};
 use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
 use agentic_eval::compliance::spec::{CheckpointSpec, Tier};
@@ -286,39 +285,39 @@ fn run_trace(
         TraceFormatArg::ClaudeHook => Some(TraceFormat::ClaudeHook),
         TraceFormatArg::OtlpJson => Some(TraceFormat::OtlpJson),
     };
-    let mut reader = TraceReader::new(BufReader::with_capacity(1 << 20, file), format);
     let has_tier3 = spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic);
     let mut engine = SequenceEngine::new(spec.rules.clone(), if has_tier3 { 40 } else { 0 });
     let mut skipped = 0u64;
     let mut fatal = None;
-    reader.for_each_item(|item| {
-        match item {
-            Ok(TraceItem::Event(event)) => engine.feed(&event),
-            Ok(TraceItem::Tooltrace(view)) => engine.feed_ref(&EventRef {
-                event_type: view.event_type,
-                name: Some(&view.tool_name),
-                args: view.args.map_or(ArgsRef::None, ArgsRef::Json),
-                span_id: view.span_id.as_deref(),
-                parent_span_id: view.parent_span_id.as_deref(),
-                post_only_parent: view.span_type_parent,
-                line: Some(view.line),
-                seq: view.seq,
-            }),
-            Err(error) => match malformed {
-                Malformed::Fail => {
-                    fatal = Some(error);
-                    return ControlFlow::Break(());
-                }
-                Malformed::Skip => {
-                    skipped += 1;
-                    if skipped <= 20 {
-                        eprintln!("warning: {path}:{error} (skipped)");
+    let mut on_error = |error: TraceError| match malformed {
+        Malformed::Fail => {
+            fatal = Some(error);
+            ControlFlow::Break(())
+        }
+        Malformed::Skip => {
+            skipped += 1;
+            if skipped <= 20 {
+                eprintln!("warning: {path}:{error} (skipped)");
+            }
+            ControlFlow::Continue(())
+        }
+    };
+    let setting = std::env::var("AGENTIC_CHECK_WORKERS").ok();
+    if setting.as_deref() == Some("reference") {
+        // The reference path (for differential tests): a full canonical event per record.
+        for item in TraceReader::new(std::io::BufReader::new(file), format) {
+            match item {
+                Ok(event) => engine.feed(&event),
+                Err(error) => {
+                    if on_error(error).is_break() {
+                        break;
                     }
                 }
-            },
+            }
         }
-        ControlFlow::Continue(())
-    });
+    } else {
+        run_fast(file, format, setting.as_deref(), &mut engine, &mut on_error);
+    }
     if let Some(error) = fatal {
         bail!("{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records");
     }
@@ -326,6 +325,58 @@ fn run_trace(
         eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
     }
     Ok(engine.finish())
+}
+
+/// The fast tier-2 pass: workers scan lines and match them against the rules' matchers;
+/// this thread feeds the engine in trace order (the result equals the reference pass).
+/// `workers` overrides the thread count (`0`: everything on this thread).
+fn run_fast(
+    file: File,
+    format: Option<TraceFormat>,
+    workers: Option<&str>,
+    engine: &mut SequenceEngine,
+    on_error: &mut dyn FnMut(TraceError) -> ControlFlow<()>,
+) {
+    let plan = engine.match_plan();
+    let workers = workers.and_then(|n| n.parse().ok()).unwrap_or_else(|| {
+        match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+            1 => 0,
+            n => n,
+        }
+    });
+    let make_prepare = || {
+        // One copy per thread: compiled regexes then keep per-thread caches.
+        let plan = plan.clone();
+        move |view: &TooltraceView<'_>| plan.evaluate(&view_ref(view))
+    };
+    for_each_item_parallel(file, format, workers, make_prepare, |item, bits| match item {
+        Ok(TraceItem::Event(event)) => {
+            engine.feed(&event);
+            ControlFlow::Continue(())
+        }
+        Ok(TraceItem::Tooltrace(view)) => {
+            match bits {
+                Some(bits) => engine.feed_matched(&view_ref(&view), bits),
+                None => engine.feed_ref(&view_ref(&view)),
+            }
+            ControlFlow::Continue(())
+        }
+        Err(error) => on_error(error),
+    });
+}
+
+/// The engine's view of a tooltrace line.
+fn view_ref<'a>(view: &'a TooltraceView<'_>) -> EventRef<'a> {
+    EventRef {
+        event_type: view.event_type,
+        name: Some(&view.tool_name),
+        args: view.args.map_or(ArgsRef::None, ArgsRef::Json),
+        span_id: view.span_id.as_deref(),
+        parent_span_id: view.parent_span_id.as_deref(),
+        post_only_parent: view.span_type_parent,
+        line: Some(view.line),
+        seq: view.seq,
+    }
 }
 
 /// True when YAML text is a checkpoint spec (its top level has `checkpoints`).

@@ -457,3 +457,112 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert_eq!(not_a_repo.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&not_a_repo.stderr).contains("is not inside a git work tree"));
 }
+
+/// A trace mixing every shape the fast path must get right or hand over: plain lines, odd key
+/// order, escapes, unicode, whitespace, CRLF, blank and malformed lines, a multi-line
+/// document, duplicate keys, and sub-agent spans, over several 1 MiB blocks.
+fn mixed_trace(lines: usize) -> String {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut out = String::new();
+    let mut parent = String::new();
+    for idx in 0..lines {
+        let id = format!("t-{idx}");
+        let child = if parent.is_empty() { String::new() } else { format!(",\"parent_trace_id\":\"{parent}\"") };
+        let line = match next(24) {
+            0 => {
+                parent = id.clone();
+                format!(
+                    "{{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"{id}\"}}\n"
+                )
+            }
+            1 => format!(
+                "{{\"tool_name\":\"Write\",\"span_type\":\"child\",\"trace_id\":\"{id}\"{child},\"args\":{{\"file_path\":\"/repo/a.rs\"}}}}\n"
+            ),
+            2 => format!(
+                "{{\"args\":{{\"command\":\"cargo test -p x\"}},\"trace_id\":\"{id}\",\"tool_name\":\"Bash\"}}\n"
+            ),
+            3 => format!(
+                "{{\"tool_name\":\"Bash\",\"trace_id\":\"{id}\",\"args\":{{\"command\":\"rm -rf \\\"build\\\"\"}}}}\n"
+            ),
+            4 => format!(
+                "{{\"tool_name\":\"Read\",\"trace_id\":\"{id}\",\"args\":{{\"file_path\":\"/repo/src/module7/f\\u00e9.rs\"}}}}\n"
+            ),
+            5 => format!(
+                "{{\"tool_name\":\"Read\",\"trace_id\":\"{id}\",\"args\":{{\"file_path\":\"/repo/src/module7/é✓😀.rs\"}}}}\r\n"
+            ),
+            6 => format!("  {{ \"tool_name\" : \"Edit\" , \"trace_id\" : \"{id}\" }}  \n"),
+            7 => "\n".to_owned(),
+            8 => format!(
+                "{{\"tool_name\":\"Bash\",\"trace_id\":\"{id}\",\"args\":{{\"command\":\"ls\",\"command\":\"cargo test\"}}}}\n"
+            ),
+            9 => "not json at all\n".to_owned(),
+            10 => format!(
+                "{{\"tool_name\":\"Re\\u0061d\",\"trace_id\":\"{id}\",\"args\":{{\"file_path\":\"/repo/src/module7/x.rs\"}}}}\n"
+            ),
+            11 => format!(
+                "{{\"tool_name\":\"Bash\",\n \"trace_id\":\"{id}\",\n \"args\":{{\"command\":\"cargo test\"}}}}\n"
+            ),
+            12 => format!("{{\"tool_name\":\"Glob\",\"trace_id\":{idx},\"args\":[1,2.5,true,null]}}\n"),
+            13 => format!("{{\"tool_name\":\"Bash\",\"trace_id\":\"{id}\",\"args\":\"rm -rf /tmp/x\"}}\n"),
+            14 => format!("{{\"tool_name\":\"Read\",\"span_type\":\"sibling\",\"trace_id\":\"{id}\"}}\n"),
+            15 => format!("{{\"timestamp\":\"2026-02-30T10:00:00Z\",\"tool_name\":\"Read\",\"trace_id\":\"{id}\"}}\n"),
+            16 => format!(
+                "{{\"tool_name\":\"Write\",\"span_type\":\"child\",\"trace_id\":\"{id}\"{child},\"args\":{{\"file_path\":\"/repo/\\ud83d\\ude00.rs\"}}}}\n"
+            ),
+            _ => format!(
+                "{{\"timestamp\":\"2026-02-19T10:00:01Z\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"{id}\",\"args\":{{\"command\":\"cargo test --package p{idx}\"}}}}\n"
+            ),
+        };
+        out.push_str(&line);
+    }
+    out
+}
+
+/// The fast path (worker threads, borrowed fields, precomputed matches) and the reference
+/// path (a full canonical event per record) give the same report and the same warnings, on
+/// every trace format.
+#[test]
+fn the_fast_tier_two_pass_equals_the_reference_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("mixed.jsonl");
+    std::fs::write(&trace, mixed_trace(30_000)).unwrap();
+    let trace = trace.to_str().unwrap().to_owned();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["benches/compliance/bench.yaml".into(), "--trace".into(), trace.clone()],
+        full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl"),
+        full_example("code-review", "code-review.trace.claude_hook.jsonl"),
+        full_example("weather-agent", "weather-agent.trace.otlp_json.json"),
+    ];
+    for case in cases {
+        let run = |workers: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let json_path = dir.path().join("report.json");
+            let output = agentic()
+                .env("AGENTIC_CHECK_WORKERS", workers)
+                .arg("check")
+                .args(&case)
+                .args(["--threshold", "0", "--evaluated-at", "2026-11-23T00:00:00Z", "--json"])
+                .arg(&json_path)
+                .output()
+                .expect("agentic runs");
+            let report = std::fs::read_to_string(&json_path).expect("a report");
+            (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned(), report)
+        };
+        let reference = run("reference");
+        assert_eq!(reference.0, Some(0), "{case:?}: {}", reference.1);
+        for workers in ["0", "1", "2", "3"] {
+            assert_eq!(run(workers), reference, "{case:?} with {workers} worker(s)");
+        }
+        if case[0].starts_with("benches") {
+            // The mixed trace really exercises the rules and the error paths.
+            assert!(reference.1.contains("malformed record(s) skipped in total"), "{}", reference.1);
+            assert!(reference.2.contains("occurs"), "{}", reference.2);
+        }
+    }
+}
