@@ -1,8 +1,10 @@
 //! `agentic check SPEC`: checkpoint compliance of one run, from its trace and evidence.
 //!
 //! Reads the checkpoint spec (lint errors stop the check), merges the evidence JSON files,
-//! streams the trace once through the tier-2 rules, asks the tier-3 evaluator (recorded
-//! verdicts from `--tier3-verdicts`), and prints a summary. `--json` writes the report
+//! streams the trace once through the tier-2 rules (worker threads scan and match lines, this
+//! thread feeds the engine in trace order), asks the tier-3 evaluator (the LLM judge of
+//! `--judge`, live or from `--judge-cassette`, or recorded verdicts from `--tier3-verdicts`),
+//! and prints a summary. `--json` writes the report
 //! (`docs/schema/compliance-report.schema.json`), `--markdown` a report for people,
 //! `--baseline` compares with an older JSON report.
 //!
@@ -12,10 +14,14 @@
 //! missing or invalid tier-3 verdict).
 
 use std::fs::File;
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use std::ops::ControlFlow;
 
+use agentic_adapters::provider::{AdaptiveLimiter, ModelProvider};
+use agentic_adapters::replay::{RecordingProvider, ReplayProvider};
 use agentic_adapters::trace::{TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader, for_each_item_parallel};
 use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
@@ -25,6 +31,7 @@ use agentic_eval::compliance::{
     ReplayEvaluator, SequenceEngine, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, calibrate,
     compare_reports, evaluate, lint_against_previous, load_spec, render_markdown, render_summary,
 };
+use agentic_judge::{Judge, JudgeConfig, JudgeTier3Evaluator};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
@@ -81,8 +88,22 @@ pub(crate) struct CheckArgs {
     #[arg(long, requires = "baseline")]
     fail_on_regression: bool,
     /// Recorded tier-3 verdicts (JSON keyed by checkpoint id).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "judge")]
     tier3_verdicts: Option<String>,
+    /// Tier 3 asks this LLM judge (a judge configuration, like `examples/judge/judge.yaml`;
+    /// its first judge answers).
+    #[arg(long)]
+    judge: Option<String>,
+    /// Override the judge's base URL (for example `http://127.0.0.1:8090/v1`).
+    #[arg(long, requires = "judge")]
+    judge_base_url: Option<String>,
+    /// Answer the judge's requests from this cassette instead of calling the model (offline;
+    /// a request that is not in it is an error). Needs a fixed `seed` in the configuration.
+    #[arg(long, requires = "judge", conflicts_with_all = ["judge_record", "judge_base_url"])]
+    judge_cassette: Option<String>,
+    /// Record the judge's exchanges into this cassette (JSONL, appended) for `--judge-cassette`.
+    #[arg(long, requires = "judge")]
+    judge_record: Option<String>,
     /// Run tier 3 this many times and report the spread of the compliance score.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     eval_runs: u32,
@@ -107,12 +128,20 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(run_trace(&spec, path, args.trace_format, args.malformed)?),
         None => None,
     };
+    let mut judge = match &args.judge {
+        Some(path) => Some(judge_evaluator(path, &args)?),
+        None => None,
+    };
     let mut evaluator: Box<dyn Tier3Evaluator> = match &args.tier3_verdicts {
         Some(path) => {
             let text = read_text(path)?;
             Box::new(ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?)
         }
         None => Box::new(NoVerdicts),
+    };
+    let evaluator: &mut dyn Tier3Evaluator = match judge.as_mut() {
+        Some(judge) => judge,
+        None => evaluator.as_mut(),
     };
     let evaluated_at = match &args.evaluated_at {
         Some(stamp) => {
@@ -123,7 +152,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
     let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };
-    let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, evaluator.as_mut(), &options)?;
+    let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options)?;
     let baseline = match &args.baseline {
         Some(path) => {
             let text = read_text(path)?;
@@ -136,10 +165,17 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let comparison = baseline.as_ref().map(|baseline| compare_reports(baseline, &report));
     let calibration = match &args.golden {
-        Some(path) => Some(run_golden(&spec, path, &options)?),
+        Some(path) => Some(run_golden(&spec, path, &options, judge.as_mut())?),
         None => None,
     };
     print!("{}", render_summary(&report, comparison.as_ref()));
+    if let Some(judge) = &judge {
+        let usage = &judge.usage;
+        eprintln!(
+            "judge: {} call(s), {} repair(s), {} prompt + {} completion tokens",
+            usage.calls, usage.repairs, usage.prompt_tokens, usage.completion_tokens
+        );
+    }
     if let Some(calibration) = &calibration {
         print!("{}", calibration.render());
     }
@@ -194,11 +230,18 @@ struct GoldenEntry {
     trace: Option<String>,
     #[serde(default)]
     evidence: Vec<String>,
-    tier3_verdicts: String,
+    /// Recorded verdicts; with `--judge` the judge evaluates the case instead.
+    #[serde(default)]
+    tier3_verdicts: Option<String>,
     human: std::collections::BTreeMap<String, agentic_eval::compliance::ResultState>,
 }
 
-fn run_golden(spec: &CompiledSpec, path: &str, options: &CheckOptions) -> anyhow::Result<Calibration> {
+fn run_golden(
+    spec: &CompiledSpec,
+    path: &str,
+    options: &CheckOptions,
+    mut judge: Option<&mut JudgeTier3Evaluator>,
+) -> anyhow::Result<Calibration> {
     let text = read_text(path)?;
     let golden: GoldenFile = serde_json::from_str(&text).with_context(|| {
         format!("golden set `{path}` is invalid; write {{\"cases\": [{{\"name\", \"trace\", \"evidence\": [...], \"tier3_verdicts\", \"human\": {{\"ID\": \"PASS\"}}}}]}}")
@@ -213,11 +256,22 @@ fn run_golden(spec: &CompiledSpec, path: &str, options: &CheckOptions) -> anyhow
             Some(trace) => Some(run_trace(spec, &resolve(trace), TraceFormatArg::Auto, Malformed::Fail)?),
             None => None,
         };
-        let verdicts = read_text(&resolve(&entry.tier3_verdicts))?;
-        let mut evaluator = ReplayEvaluator::from_json(&verdicts)
-            .with_context(|| format!("golden case `{}`: reading `{}`", entry.name, entry.tier3_verdicts))?;
+        let mut recorded;
+        let evaluator: &mut dyn Tier3Evaluator = match (judge.as_deref_mut(), &entry.tier3_verdicts) {
+            (Some(judge), _) => judge,
+            (None, Some(file)) => {
+                let verdicts = read_text(&resolve(file))?;
+                recorded = ReplayEvaluator::from_json(&verdicts)
+                    .with_context(|| format!("golden case `{}`: reading `{file}`", entry.name))?;
+                &mut recorded
+            }
+            (None, None) => bail!(
+                "golden case `{}` has no `tier3_verdicts`; add the file, or pass `--judge` to let the judge evaluate it",
+                entry.name
+            ),
+        };
         let single = CheckOptions { evaluated_at: options.evaluated_at.clone(), eval_runs: 1 };
-        let report = evaluate(spec, &EvidenceSet { values, trace }, &mut evaluator, &single)
+        let report = evaluate(spec, &EvidenceSet { values, trace }, evaluator, &single)
             .with_context(|| format!("golden case `{}`", entry.name))?;
         cases.push(GoldenCase { name: entry.name, report, human: entry.human });
     }
@@ -231,9 +285,36 @@ impl Tier3Evaluator for NoVerdicts {
     fn evaluate(&mut self, request: &Tier3Request<'_>) -> Result<Tier3Verdict, Tier3Error> {
         Err(Tier3Error::Evaluator {
             checkpoint: request.checkpoint.id.clone(),
-            reason: "no tier-3 evaluator is configured; pass `--tier3-verdicts FILE` with recorded verdicts".to_owned(),
+            reason: "no tier-3 evaluator is configured; pass `--judge JUDGE.yaml` (an LLM judge) or `--tier3-verdicts FILE` (recorded verdicts)".to_owned(),
         })
     }
+}
+
+/// The LLM judge of `--judge` as the tier-3 evaluator: built from the configuration like
+/// `agentic judge calibrate` builds it (`JudgeConfig::load`, `Judge::builder`), with the
+/// clients of the configuration, or answered from `--judge-cassette` by the replay provider,
+/// or recorded into `--judge-record`.
+fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Evaluator> {
+    let mut config = JudgeConfig::load(Path::new(path))?;
+    if let Some(base_url) = &args.judge_base_url {
+        for judge in &mut config.judges {
+            judge.base_url.clone_from(base_url);
+        }
+    }
+    let mut builder = Judge::builder(config.clone());
+    if let Some(cassette) = &args.judge_cassette {
+        let replay: Arc<dyn ModelProvider> = Arc::new(ReplayProvider::load(Path::new(cassette))?);
+        builder = builder.providers(vec![replay; config.judges.len()]);
+    } else if let Some(cassette) = &args.judge_record {
+        let limiter = Arc::new(AdaptiveLimiter::new(config.max_concurrency));
+        let mut providers: Vec<Arc<dyn ModelProvider>> = Vec::new();
+        for judge in &config.judges {
+            providers.push(Arc::new(RecordingProvider::new(judge.client(limiter.clone())?, Path::new(cassette))?));
+        }
+        builder = builder.providers(providers);
+    }
+    let judge = builder.build().with_context(|| format!("configuring the judge from `{path}`"))?;
+    Ok(JudgeTier3Evaluator::new(judge)?)
 }
 
 fn read_text(path: &str) -> anyhow::Result<String> {

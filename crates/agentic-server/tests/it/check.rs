@@ -566,3 +566,145 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
         }
     }
 }
+
+/// Runs the binary off the async runtime, so a test server keeps answering.
+async fn check_blocking(args: Vec<String>) -> Check {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        check(&args)
+    })
+    .await
+    .expect("the check finishes")
+}
+
+fn judge_args(extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        example("feature-workflow.yaml"),
+        "--trace".into(),
+        example("feature-workflow.trace.tooltrace.jsonl"),
+        "--evidence".into(),
+        example("feature-workflow.evidence.json"),
+        "--judge".into(),
+        "examples/judge/judge.yaml".into(),
+        "--evaluated-at".into(),
+        "2026-11-23T00:00:00Z".into(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+/// Tier 3 through a real OpenAI-compatible judge on 127.0.0.1: the verdicts, the audit and
+/// the confidence over `--eval-runs` come from its replies (one of them invalid, then
+/// repaired); the exchanges recorded with `--judge-record` replay offline with
+/// `--judge-cassette` to the same report, and a request the cassette lacks stops the check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tier_three_asks_the_judge_live_and_from_a_cassette() {
+    use agentic_adapters::provider::testing::{Reply, TestServer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = {
+        let count = count.clone();
+        TestServer::start(move |_| match count.fetch_add(1, Ordering::SeqCst) {
+            // Run 1: a PASS without notes or citation (the audit counts both).
+            0 => Reply::chat_json(&json!({"result": "PASS"})),
+            // Run 2: not JSON, so the judge repairs once.
+            1 => Reply::chat("I think it is partly done."),
+            2 => Reply::chat_json(&json!({"result": "PARTIAL", "matched_condition": 0, "notes": "How is missing.",
+                                           "evidence_citation": "pr_body: '## What', '## Why'"})),
+            // Run 3.
+            _ => Reply::chat_json(&json!({"result": "FAIL", "notes": "No sections.", "evidence_citation": "pr_body"})),
+        })
+        .await
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("judge.cassette.jsonl");
+    let cassette = cassette.to_str().unwrap();
+    let live = check_blocking(judge_args(&[
+        "--judge-base-url",
+        &server.base_url(),
+        "--judge-record",
+        cassette,
+        "--eval-runs",
+        "3",
+    ]))
+    .await;
+    assert_eq!(live.code(), 1, "{}{}", live.stdout(), live.stderr());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "three runs and one repair");
+    let prompt = requests[0].prompt_text();
+    assert!(
+        prompt.contains("(checkpoint P3-01)") && prompt.contains("0: Has WHAT and WHY, but missing HOW"),
+        "{prompt}"
+    );
+    assert!(requests[2].last_message().contains("not valid JSON"), "{}", requests[2].last_message());
+    // The first run decides the report: P3-01 PASS makes it 4 / 6.
+    assert!(live.results().contains(&("P3-01".to_owned(), "PASS".to_owned(), 1.0)), "{:?}", live.results());
+    assert_eq!(live.report["scores"]["compliance_percent"], json!(66.67));
+    assert_eq!(
+        live.report["evaluator_audit"],
+        json!({"undocumented_passes": 1, "undocumented_fails": 0, "tier_3_checkpoints_count": 1, "tier_3_without_evidence_citation": 1})
+    );
+    // Runs: PASS 4/6, PARTIAL 0.7 3.7/6, FAIL 3/6 = 66.667, 61.667, 50.0; mean 59.44;
+    // deviations 7.222, 2.222, -9.444: sample variance 146.2963 / 2 = 73.1481.
+    assert_eq!(
+        live.report["tier_3_confidence"],
+        json!({"protocol_enabled": true, "runs": 3, "score_range": [50.0, 66.67], "mean": 59.44, "variance": 73.1481, "status": "LOW_CONFIDENCE"})
+    );
+    assert!(live.stderr().contains("judge: 4 call(s), 1 repair(s)"), "{}", live.stderr());
+    drop(server);
+
+    // Offline: the same report from the cassette, with no server.
+    let offline = check_blocking(judge_args(&["--judge-cassette", cassette, "--eval-runs", "3"])).await;
+    assert_eq!(offline.code(), 1, "{}{}", offline.stdout(), offline.stderr());
+    assert_eq!(offline.report, live.report);
+    // A fourth run asks something the cassette never recorded: a loud input error.
+    let missing = check_blocking(judge_args(&["--judge-cassette", cassette, "--eval-runs", "4"])).await;
+    assert_eq!(missing.code(), 2, "{}{}", missing.stdout(), missing.stderr());
+    assert!(missing.stderr().contains("P3-01"), "{}", missing.stderr());
+    // Recorded verdicts and the judge do not mix.
+    let both = check_blocking(judge_args(&["--tier3-verdicts", &example("feature-workflow.tier3.json")])).await;
+    assert_eq!(both.code(), 2, "{}", both.stderr());
+}
+
+/// With `--judge`, the golden set calibrates the judge itself: here a judge that reads the
+/// PR body's sections agrees with every human label (the recorded verdicts disagree once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_golden_set_calibrates_the_judge() {
+    use agentic_adapters::provider::testing::{Reply, TestServer};
+
+    let server = TestServer::start(|request| {
+        let prompt = request.prompt_text();
+        let body = prompt.split("\"pr_body\":").nth(1).and_then(|rest| rest.lines().next()).unwrap_or("");
+        let verdict = if body.contains("## How") {
+            json!({"result": "PASS", "notes": "all three", "evidence_citation": "## How"})
+        } else if body.contains("## Why") {
+            json!({"result": "PARTIAL", "matched_condition": 0, "notes": "no How", "evidence_citation": "## Why"})
+        } else if body.contains("## What") {
+            json!({"result": "PARTIAL", "matched_condition": 1, "notes": "What only", "evidence_citation": "## What"})
+        } else {
+            json!({"result": "FAIL", "notes": "no sections", "evidence_citation": "pr_body"})
+        };
+        Reply::chat_json(&verdict)
+    })
+    .await
+    .unwrap();
+    let run = check_blocking(judge_args(&[
+        "--judge-base-url",
+        &server.base_url(),
+        "--golden",
+        "examples/checkpoints/golden/feature-workflow.golden.json",
+    ]))
+    .await;
+    let stdout = run.stdout();
+    assert!(
+        stdout
+            .contains("golden-set calibration: tier-3 agreement 100.00% (5 of 5 annotated checkpoints over 5 case(s))"),
+        "{stdout}{}",
+        run.stderr()
+    );
+    assert!(!stdout.contains("CALIBRATION WARNING"), "{stdout}");
+    // One call for the run itself and one per golden case.
+    assert_eq!(server.requests().len(), 6);
+}
