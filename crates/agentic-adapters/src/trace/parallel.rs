@@ -202,16 +202,39 @@ struct Entry<S> {
     fast: Option<Fast<S>>,
 }
 
-/// A [`TooltraceView`] as byte ranges into the block, with the prepared value.
+/// A [`TooltraceView`] as byte ranges into the block (compact: the consumer reads one per
+/// line), with the prepared value.
 struct Fast<S> {
     event_type: EventType,
-    tool_name: Range<usize>,
-    span_id: Option<Range<usize>>,
-    parent_span_id: Option<Range<usize>>,
     span_type_parent: bool,
-    args: Option<Range<usize>>,
-    raw: Range<usize>,
+    tool_name: Span,
+    span_id: Span,
+    parent_span_id: Span,
+    args: Span,
+    raw: Span,
     prepared: S,
+}
+
+/// A byte range of a block (blocks are below 4 GiB); [`Span::NONE`] for an absent field.
+#[derive(Clone, Copy)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    const NONE: Span = Span { start: u32::MAX, end: u32::MAX };
+
+    fn of(range: Range<usize>) -> Span {
+        Span { start: range.start as u32, end: range.end as u32 }
+    }
+
+    fn get(self, text: &str) -> Option<&str> {
+        if self.start == u32::MAX {
+            return None;
+        }
+        text.get(self.start as usize..self.end as usize)
+    }
 }
 
 /// Splits a block into lines and scans each (on a worker).
@@ -260,12 +283,12 @@ fn scan_block<S>(
             } else {
                 TooltraceAdapter::view(trimmed, 0).map(|view| Fast {
                     event_type: view.event_type,
-                    tool_name: range(&view.tool_name),
-                    span_id: view.span_id.as_deref().map(range),
-                    parent_span_id: view.parent_span_id.as_deref().map(range),
                     span_type_parent: view.span_type_parent,
-                    args: view.args.map(range),
-                    raw: range(trimmed),
+                    tool_name: Span::of(range(&view.tool_name)),
+                    span_id: view.span_id.as_deref().map_or(Span::NONE, |s| Span::of(range(s))),
+                    parent_span_id: view.parent_span_id.as_deref().map_or(Span::NONE, |s| Span::of(range(s))),
+                    args: view.args.map_or(Span::NONE, |s| Span::of(range(s))),
+                    raw: Span::of(range(trimmed)),
                     prepared: prepare(&view),
                 })
             }
@@ -425,17 +448,16 @@ impl<S> BlockLines<S> {
     /// The view of an accepted line (see [`BlockLines::peek_fast`]).
     fn view(&self, fast: &Fast<S>, line: u64, seq: u64) -> Option<TooltraceView<'_>> {
         let BlockData::Text(text) = &self.current.as_ref()?.data else { return None };
-        let part = |range: &Range<usize>| text.get(range.clone());
         Some(TooltraceView {
             event_type: fast.event_type,
-            tool_name: std::borrow::Cow::Borrowed(part(&fast.tool_name)?),
-            span_id: fast.span_id.as_ref().and_then(part).map(std::borrow::Cow::Borrowed),
-            parent_span_id: fast.parent_span_id.as_ref().and_then(part).map(std::borrow::Cow::Borrowed),
+            tool_name: std::borrow::Cow::Borrowed(fast.tool_name.get(text)?),
+            span_id: fast.span_id.get(text).map(std::borrow::Cow::Borrowed),
+            parent_span_id: fast.parent_span_id.get(text).map(std::borrow::Cow::Borrowed),
             span_type_parent: fast.span_type_parent,
-            args: fast.args.as_ref().and_then(part),
+            args: fast.args.get(text),
             line,
             seq,
-            raw: part(&fast.raw)?,
+            raw: fast.raw.get(text)?,
         })
     }
 

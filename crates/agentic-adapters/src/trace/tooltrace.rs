@@ -161,17 +161,20 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.bytes.get(self.pos) {
             self.pos += 1;
         }
     }
 
+    #[inline(always)]
     fn eat(&mut self, byte: u8) -> Option<()> {
         (self.bytes.get(self.pos) == Some(&byte)).then(|| self.pos += 1)
     }
 
     /// A string; returns its inner text and whether it has escapes.
+    #[inline(always)]
     fn string(&mut self) -> Option<(&'a str, bool)> {
         self.eat(b'"')?;
         let start = self.pos;
@@ -293,6 +296,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A plain string (no escapes) or `null`; anything else is `None`.
+    #[inline(always)]
     fn plain_or_null(&mut self) -> Option<Option<&'a str>> {
         if self.bytes.get(self.pos) == Some(&b'n') {
             self.literal(b"null")?;
@@ -418,6 +422,7 @@ fn borrowed(field: Option<Option<&str>>) -> Option<std::borrow::Cow<'_, str>> {
 /// The index of the first `"`, `\\` or control character (below 0x20) in `bytes`, looking at
 /// eight bytes per step (SWAR: the classic "has zero byte" and "has byte less than" tricks;
 /// the lowest flagged byte is always a true hit, false hits can only follow it).
+#[inline(always)]
 pub(crate) fn find_special(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;

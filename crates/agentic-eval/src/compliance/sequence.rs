@@ -740,7 +740,9 @@ pub struct MatchPlan {
     matchers: Vec<CompiledMatcher>,
     /// For every exact name some matcher mentions: by kind (tool, agent), the matchers whose
     /// kind and name checks pass for it, so only their argument checks are left.
-    by_name: FastMap<String, [Vec<usize>; 2]>,
+    by_name: Vec<(String, [Vec<usize>; 2])>,
+    /// An index into `by_name` when it is long (a short one is searched in order).
+    name_index: Option<FastMap<String, usize>>,
     /// By kind, the matchers that can match a name no matcher mentions exactly (those with a
     /// name glob or no name at all).
     others: [Vec<usize>; 2],
@@ -765,7 +767,12 @@ impl MatchPlan {
             location: Location { line: event.line, seq: event.seq },
         };
         let slot = usize::from(kind == CallKind::Agent);
-        match self.by_name.get(occurrence.name) {
+        let found = match &self.name_index {
+            None => self.by_name.iter().find(|(name, _)| name.as_str() == occurrence.name),
+            Some(index) => index.get(occurrence.name).map(|&idx| &self.by_name[idx]),
+        }
+        .map(|(_, lists)| lists);
+        match found {
             Some(lists) => {
                 for &id in &lists[slot] {
                     if self.matchers[id].args_match(&occurrence) {
@@ -788,28 +795,32 @@ impl MatchPlan {
 /// The matchers one event satisfies (see [`MatchPlan::evaluate`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MatchBits {
-    low: u128,
-    more: Vec<u64>,
+    low: u64,
+    more: Option<Box<[u64]>>,
 }
 
 impl MatchBits {
     fn set(&mut self, id: usize) {
-        if id < 128 {
+        if id < 64 {
             self.low |= 1 << id;
         } else {
-            let word = (id - 128) / 64;
-            if self.more.len() <= word {
-                self.more.resize(word + 1, 0);
+            let word = (id - 64) / 64;
+            let more = self.more.get_or_insert_with(Default::default);
+            if more.len() <= word {
+                let mut grown = more.to_vec();
+                grown.resize(word + 1, 0);
+                *more = grown.into_boxed_slice();
             }
-            self.more[word] |= 1 << ((id - 128) % 64);
+            more[word] |= 1 << ((id - 64) % 64);
         }
     }
 
     fn get(&self, id: usize) -> bool {
-        if id < 128 {
+        if id < 64 {
             self.low & (1 << id) != 0
         } else {
-            self.more.get((id - 128) / 64).is_some_and(|word| word & (1 << ((id - 128) % 64)) != 0)
+            let word = self.more.as_deref().and_then(|more| more.get((id - 64) / 64));
+            word.is_some_and(|word| word & (1 << ((id - 64) % 64)) != 0)
         }
     }
 }
@@ -877,13 +888,20 @@ impl Scope {
             return;
         }
         if post_only {
+            // Reuse the forgotten span's strings: no allocation once the window is full.
+            let (mut queued, mut member) = (String::new(), String::new());
             if self.post_only.len() == POST_ONLY_SCOPE_WINDOW
                 && let Some(oldest) = self.post_only.pop_front()
             {
-                self.open.remove(&oldest);
+                member = self.open.take(&oldest).unwrap_or_default();
+                queued = oldest;
             }
-            self.post_only.push_back(id.to_owned());
-            self.open.insert(id.to_owned());
+            queued.clear();
+            queued.push_str(id);
+            member.clear();
+            member.push_str(id);
+            self.post_only.push_back(queued);
+            self.open.insert(member);
         } else if self.open.len() < MAX_OPEN_SPANS {
             self.open.insert(id.to_owned());
         } else {
@@ -1020,13 +1038,16 @@ impl SequenceEngine {
                 matchers.push(within.clone());
             }
         }
-        let mut by_name = FastMap::default();
+        let mut by_name: Vec<(String, [Vec<usize>; 2])> = Vec::new();
         for matcher in &matchers {
             for name in &matcher.names {
                 let NameMatch::Exact(name) = name else { continue };
+                if by_name.iter().any(|(known, _)| known == name) {
+                    continue;
+                }
                 let lists = [CallKind::Tool, CallKind::Agent]
                     .map(|kind| (0..matchers.len()).filter(|&id| matchers[id].name_matches(kind, name)).collect());
-                by_name.insert(name.clone(), lists);
+                by_name.push((name.clone(), lists));
             }
         }
         let others = [CallKind::Tool, CallKind::Agent].map(|kind| {
@@ -1039,7 +1060,9 @@ impl SequenceEngine {
                 })
                 .collect()
         });
-        MatchPlan { matchers, by_name, others }
+        let name_index = (by_name.len() > 16)
+            .then(|| by_name.iter().enumerate().map(|(idx, (name, _))| (name.clone(), idx)).collect());
+        MatchPlan { matchers, by_name, name_index, others }
     }
 
     /// Processes one event given as a borrowed view.
