@@ -536,6 +536,13 @@ fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow
         }
     }
     if raw.starts_with('"') {
+        // `raw` is a string token serde_json already checked (no control characters); without
+        // a backslash its content is the value itself.
+        if !raw.contains('\\')
+            && let Some(inner) = raw.strip_prefix('"').and_then(|rest| rest.strip_suffix('"'))
+        {
+            return Some(Some(std::borrow::Cow::Borrowed(inner)));
+        }
         return serde_json::from_str::<&str>(raw).ok().map(|plain| Some(std::borrow::Cow::Borrowed(plain)));
     }
     let value: Value = serde_json::from_str(raw).ok()?;
@@ -855,9 +862,9 @@ impl std::hash::Hasher for FastHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
+            // Fold the tail bytes in place (a variable-length copy would call `memcpy`).
+            let word = rest.iter().fold(rest.len() as u64, |word, byte| (word << 8) | u64::from(*byte));
+            self.add(word);
         }
     }
 
