@@ -237,6 +237,9 @@ impl ToolAdapter for BuiltinTools {
                         .await
                         .map_err(|error| io_error(call, &path, &error))?;
                     file.write_all(content.as_bytes()).await.map_err(|error| io_error(call, &path, &error))?;
+                    // tokio's File finishes writes in the background; without a flush the
+                    // next step could read the file before the appended bytes land.
+                    file.flush().await.map_err(|error| io_error(call, &path, &error))?;
                 }
                 json!({"path": path, "bytes": content.len()})
             }
