@@ -148,6 +148,23 @@ struct Fields<'a> {
     args: Option<&'a str>,
 }
 
+/// A top-level key of a record.
+#[derive(Clone, Copy)]
+enum Key {
+    Timestamp,
+    ToolName,
+    SpanType,
+    TraceId,
+    ParentTraceId,
+    ToolUseId,
+    AgentId,
+    SessionId,
+    Phase,
+    Status,
+    Args,
+    Other,
+}
+
 /// The deepest nesting the scanner follows; deeper records take the full path.
 const MAX_SCAN_DEPTH: usize = 100;
 
@@ -308,6 +325,53 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// An object key without escapes (a key with escapes is `None`). The keys the reader
+    /// knows are compared whole, closing quote included, before any byte search.
+    #[inline(always)]
+    fn key(&mut self) -> Option<Key> {
+        let rest = self.bytes.get(self.pos..)?;
+        // Constant-size comparisons (no `memcmp` call).
+        fn is<const N: usize>(rest: &[u8], quoted: &[u8; N]) -> bool {
+            rest.first_chunk::<N>() == Some(quoted)
+        }
+        let known = match rest.get(1) {
+            Some(b't') if is(rest, b"\"timestamp\"") => Some((Key::Timestamp, 11)),
+            Some(b't') if is(rest, b"\"tool_name\"") => Some((Key::ToolName, 11)),
+            Some(b't') if is(rest, b"\"trace_id\"") => Some((Key::TraceId, 10)),
+            Some(b't') if is(rest, b"\"tool_use_id\"") => Some((Key::ToolUseId, 13)),
+            Some(b's') if is(rest, b"\"span_type\"") => Some((Key::SpanType, 11)),
+            Some(b's') if is(rest, b"\"session_id\"") => Some((Key::SessionId, 12)),
+            Some(b's') if is(rest, b"\"status\"") => Some((Key::Status, 8)),
+            Some(b'p') if is(rest, b"\"parent_trace_id\"") => Some((Key::ParentTraceId, 17)),
+            Some(b'p') if is(rest, b"\"phase\"") => Some((Key::Phase, 7)),
+            Some(b'a') if is(rest, b"\"args\"") => Some((Key::Args, 6)),
+            Some(b'a') if is(rest, b"\"agent_id\"") => Some((Key::AgentId, 10)),
+            _ => None,
+        };
+        if let Some((key, len)) = known {
+            self.pos += len;
+            return Some(key);
+        }
+        let (text, escaped) = self.string()?;
+        if escaped {
+            return None;
+        }
+        Some(match text.as_bytes() {
+            b"timestamp" => Key::Timestamp,
+            b"tool_name" => Key::ToolName,
+            b"span_type" => Key::SpanType,
+            b"trace_id" => Key::TraceId,
+            b"parent_trace_id" => Key::ParentTraceId,
+            b"tool_use_id" => Key::ToolUseId,
+            b"agent_id" => Key::AgentId,
+            b"session_id" => Key::SessionId,
+            b"phase" => Key::Phase,
+            b"status" => Key::Status,
+            b"args" => Key::Args,
+            _ => Key::Other,
+        })
+    }
+
     fn record(mut self) -> Option<Fields<'a>> {
         let mut fields = Fields::default();
         self.ws();
@@ -316,27 +380,22 @@ impl<'a> Scanner<'a> {
         if self.eat(b'}').is_none() {
             loop {
                 self.ws();
-                let (key, escaped) = self.string()?;
-                if escaped {
-                    return None;
-                }
+                let key = self.key()?;
                 self.ws();
                 self.eat(b':')?;
                 self.ws();
-                // Dispatch on length first so every comparison is against a constant size.
-                let k = key.as_bytes();
-                let slot = match k.len() {
-                    9 if k == b"timestamp" => &mut fields.timestamp,
-                    9 if k == b"tool_name" => &mut fields.tool_name,
-                    9 if k == b"span_type" => &mut fields.span_type,
-                    8 if k == b"trace_id" => &mut fields.trace_id,
-                    15 if k == b"parent_trace_id" => &mut fields.parent_trace_id,
-                    11 if k == b"tool_use_id" => &mut fields.tool_use_id,
-                    8 if k == b"agent_id" => &mut fields.agent_id,
-                    10 if k == b"session_id" => &mut fields.session_id,
-                    5 if k == b"phase" => &mut fields.phase,
-                    6 if k == b"status" => &mut fields.status,
-                    4 if k == b"args" => {
+                let slot = match key {
+                    Key::Timestamp => &mut fields.timestamp,
+                    Key::ToolName => &mut fields.tool_name,
+                    Key::SpanType => &mut fields.span_type,
+                    Key::TraceId => &mut fields.trace_id,
+                    Key::ParentTraceId => &mut fields.parent_trace_id,
+                    Key::ToolUseId => &mut fields.tool_use_id,
+                    Key::AgentId => &mut fields.agent_id,
+                    Key::SessionId => &mut fields.session_id,
+                    Key::Phase => &mut fields.phase,
+                    Key::Status => &mut fields.status,
+                    Key::Args => {
                         if fields.args.is_some() {
                             return None;
                         }
@@ -350,7 +409,7 @@ impl<'a> Scanner<'a> {
                         self.eat(b'}')?;
                         break;
                     }
-                    _ => {
+                    Key::Other => {
                         self.value(1)?;
                         self.ws();
                         if self.eat(b',').is_some() {

@@ -26,6 +26,7 @@
 //! most [`MAX_OPEN_SPANS`] started spans (a rule whose scope overflows fails with a note
 //! saying so) plus the latest [`POST_ONLY_SCOPE_WINDOW`] post-only spans, which never end.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use agentic_core::{CanonicalEvent, Diagnostic, EventType};
@@ -217,12 +218,21 @@ impl CompiledMatcher {
 
     /// The argument checks.
     fn args_match(&self, occurrence: &Occurrence<'_>) -> bool {
-        for (path, matchers) in &self.args {
-            let text = match occurrence.arg_text(path) {
-                Some(text) => text,
-                None => return false,
+        self.args_match_memo(occurrence, &[], &mut [])
+    }
+
+    /// The argument checks, with the argument at `self.args[i]`'s path remembered in
+    /// `memo[slots[i]]` (when both exist), so matchers of one event that read the same
+    /// argument look it up once.
+    fn args_match_memo<'a>(&self, occurrence: &Occurrence<'a>, slots: &[usize], memo: &mut [ArgMemo<'a>]) -> bool {
+        for (idx, (path, matchers)) in self.args.iter().enumerate() {
+            let cell = slots.get(idx).and_then(|&slot| memo.get_mut(slot));
+            let ok = match cell.and_then(|cell| occurrence.borrowed_arg_memo(path, cell)) {
+                Some(Some(text)) => matchers.iter().all(|m| m.is_match(&text)),
+                Some(None) => false,
+                None => occurrence.arg_text(path).is_some_and(|text| matchers.iter().all(|m| m.is_match(&text))),
             };
-            if !matchers.iter().all(|m| m.is_match(&text)) {
+            if !ok {
                 return false;
             }
         }
@@ -249,6 +259,11 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
     }
     if let Some(pattern) = &text.regex {
         match Regex::new(pattern) {
+            // A pattern of plain characters only (no metacharacter, no flag) matches exactly
+            // where the text contains it: a substring search is enough.
+            Ok(_) if pattern.bytes().all(|b| b.is_ascii_alphanumeric() || b" -_/,:;=@%!<>'\"`".contains(&b)) => {
+                out.push(NameMatch::Contains(pattern.clone()))
+            }
             Ok(regex) => out.push(NameMatch::Pattern(regex)),
             Err(_) => diagnostics.push(
                 Diagnostic::error("invalid-regex", format!("`regex` pattern `{pattern}` is not a valid regex"))
@@ -457,6 +472,9 @@ pub(crate) fn compile_rule(
     Some(CompiledRule { relation, within })
 }
 
+/// One remembered [`borrowed_arg`] answer (`None`: not looked up yet).
+type ArgMemo<'a> = Option<Option<Option<Cow<'a, str>>>>;
+
 /// One tool call or agent invocation seen in the trace.
 struct Occurrence<'a> {
     kind: CallKind,
@@ -476,6 +494,15 @@ impl<'a> Occurrence<'a> {
             ArgsRef::Value(value) => Some(value),
             ArgsRef::Json(text) => self.parsed_args.get_or_init(|| serde_json::from_str(text).ok()).as_ref(),
         }
+    }
+
+    /// [`borrowed_arg`] on this occurrence's JSON arguments, computed once per `cell`.
+    fn borrowed_arg_memo(&self, path: &[String], cell: &mut ArgMemo<'a>) -> Option<Option<Cow<'a, str>>> {
+        let ArgsRef::Json(text) = self.raw_args else { return None };
+        if self.parsed_args.get().is_some() {
+            return None;
+        }
+        cell.get_or_insert_with(|| borrowed_arg(text, path)).clone()
     }
 
     /// The text of the argument at `path` (a string as is, anything else as compact JSON),
@@ -722,6 +749,19 @@ struct RuleIds {
     first: usize,
     second: usize,
     within: usize,
+    /// The bits of `first` and `second` in [`MatchBits::low`].
+    relation_mask: u64,
+    /// The rule's state can change on an event that matches neither `first` nor `second`
+    /// (`immediately_before`), or a relation id is beyond `low`: always step it.
+    always_step: bool,
+}
+
+impl RuleIds {
+    fn new(first: usize, second: usize, within: usize, immediately: bool) -> RuleIds {
+        let bit = |id: usize| if id < 64 { 1u64 << id } else { 0 };
+        let wide = first >= 64 || (second != usize::MAX && second >= 64);
+        RuleIds { first, second, within, relation_mask: bit(first) | bit(second), always_step: immediately || wide }
+    }
 }
 
 /// Where match results come from: matching the occurrence now, or precomputed bits.
@@ -731,6 +771,16 @@ enum Matches<'o, 'a> {
 }
 
 impl Matches<'_, '_> {
+    /// False only when the rule's relation certainly does not change on this event: with
+    /// precomputed bits, neither of its matchers matched (and its state only changes on a
+    /// match).
+    fn may_step(&self, ids: &RuleIds) -> bool {
+        match self {
+            Matches::Lazy(_) => true,
+            Matches::Bits(bits) => ids.always_step || bits.low & ids.relation_mask != 0,
+        }
+    }
+
     fn check(&self, matcher: &CompiledMatcher, id: usize) -> bool {
         match self {
             Matches::Lazy(occurrence) => matcher.matches(occurrence),
@@ -748,6 +798,11 @@ pub struct MatchPlan {
     /// For every exact name some matcher mentions: by kind (tool, agent), the matchers whose
     /// kind and name checks pass for it, so only their argument checks are left.
     by_name: Vec<(String, [Vec<usize>; 2])>,
+    /// For every entry of `by_name`, its [`name_key`] and length: a short name is found
+    /// without a `memcmp` call.
+    name_keys: Vec<(u64, usize)>,
+    /// Per matcher, per argument check: the index of its path among the distinct paths.
+    arg_slots: Vec<Vec<usize>>,
     /// An index into `by_name` when it is long (a short one is searched in order).
     name_index: Option<FastMap<String, usize>>,
     /// By kind, the matchers that can match a name no matcher mentions exactly (those with a
@@ -775,14 +830,22 @@ impl MatchPlan {
         };
         let slot = usize::from(kind == CallKind::Agent);
         let found = match &self.name_index {
-            None => self.by_name.iter().find(|(name, _)| name.as_str() == occurrence.name),
+            None => {
+                let (key, len) = (name_key(occurrence.name), occurrence.name.len());
+                self.name_keys
+                    .iter()
+                    .zip(&self.by_name)
+                    .find(|(known, (name, _))| **known == (key, len) && (len <= 8 || name.as_str() == occurrence.name))
+                    .map(|(_, entry)| entry)
+            }
             Some(index) => index.get(occurrence.name).map(|&idx| &self.by_name[idx]),
         }
         .map(|(_, lists)| lists);
         match found {
             Some(lists) => {
+                let mut memo: [ArgMemo<'_>; 4] = Default::default();
                 for &id in &lists[slot] {
-                    if self.matchers[id].args_match(&occurrence) {
+                    if self.matchers[id].args_match_memo(&occurrence, &self.arg_slots[id], &mut memo) {
                         bits.set(id);
                     }
                 }
@@ -797,6 +860,12 @@ impl MatchPlan {
         }
         bits
     }
+}
+
+/// The first eight bytes of a name as a number: with the length, the whole of a name of at
+/// most eight bytes.
+fn name_key(name: &str) -> u64 {
+    name.as_bytes().iter().take(8).fold(0, |key, byte| (key << 8) | u64::from(*byte))
 }
 
 /// The matchers one event satisfies (see [`MatchPlan::evaluate`]).
@@ -993,7 +1062,9 @@ impl SequenceEngine {
             .iter()
             .map(|rule| {
                 let pair = !matches!(rule.relation, Relation::Never(..) | Relation::Count(..));
-                RuleIds { first: next_id(true), second: next_id(pair), within: next_id(rule.within.is_some()) }
+                let immediately = matches!(rule.relation, Relation::ImmediatelyBefore(..));
+                let (first, second) = (next_id(true), next_id(pair));
+                RuleIds::new(first, second, next_id(rule.within.is_some()), immediately)
             })
             .collect();
         SequenceEngine {
@@ -1069,7 +1140,23 @@ impl SequenceEngine {
         });
         let name_index = (by_name.len() > 16)
             .then(|| by_name.iter().enumerate().map(|(idx, (name, _))| (name.clone(), idx)).collect());
-        MatchPlan { matchers, by_name, name_index, others }
+        let name_keys = by_name.iter().map(|(name, _)| (name_key(name), name.len())).collect();
+        let mut paths: Vec<&[String]> = Vec::new();
+        let arg_slots = matchers
+            .iter()
+            .map(|matcher| {
+                (matcher.args.iter())
+                    .map(|(path, _)| match paths.iter().position(|known| *known == path.as_slice()) {
+                        Some(slot) => slot,
+                        None => {
+                            paths.push(path);
+                            paths.len() - 1
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others }
     }
 
     /// Processes one event given as a borrowed view.
@@ -1147,9 +1234,13 @@ impl SequenceEngine {
         for idx in 0..self.rules.len() {
             let rule = &self.rules[idx];
             let ids = self.ids[idx];
+            let steps = counts && matches.may_step(&ids);
             let in_scope = match (&rule.within, &mut self.scopes[idx]) {
                 (Some(root), Some(scope)) => {
-                    let inside = occurrence.parent_span_id.is_some_and(|parent| scope.open.contains(parent));
+                    // Whether the parent is in scope matters only to step the rule or to
+                    // open a container (read before the scope changes, as the events go).
+                    let inside = (steps || is_container)
+                        && occurrence.parent_span_id.is_some_and(|parent| scope.open.contains(parent));
                     if let Some(id) = occurrence.span_id {
                         // An end that pairs with a start closes the span; a post-only end
                         // (no start seen) is the whole call and may open a scope.
@@ -1163,7 +1254,7 @@ impl SequenceEngine {
                 }
                 _ => true,
             };
-            if !counts || !in_scope {
+            if !steps || !in_scope {
                 continue;
             }
             step_rule(&rule.relation, ids, &mut self.states[idx], occurrence.location, &matches);
@@ -1642,6 +1733,26 @@ mod tests {
         let regex = Regex::new(&glob_to_regex("src/*.rs")).unwrap();
         assert!(regex.is_match("src/a.rs"));
         assert!(!regex.is_match("src/a/b.rs"));
+    }
+
+    #[test]
+    fn plain_regex_patterns_match_like_the_regex() {
+        let texts = ["rm -rf /", "rm  -rf", "RM -RF", "x rm -rf", "", "a.b", "axb", "a-b=c'd\"e`f"];
+        for pattern in ["rm -rf", "a.b", "a-b=c'd\"e`f", "^rm", "(?i)rm -rf", "rm\\s+-rf", ""] {
+            let text = TextMatch { regex: Some(pattern.to_owned()), ..TextMatch::default() };
+            let mut diagnostics = Vec::new();
+            let compiled = compile_text_match(&text, "/x", &mut diagnostics);
+            assert!(diagnostics.is_empty(), "{pattern}");
+            let regex = Regex::new(pattern).unwrap();
+            for text in texts {
+                assert_eq!(compiled[0].is_match(text), regex.is_match(text), "{pattern} on {text}");
+            }
+        }
+        let plain = |pattern: &str| {
+            let text = TextMatch { regex: Some(pattern.to_owned()), ..TextMatch::default() };
+            matches!(compile_text_match(&text, "/x", &mut Vec::new())[0], NameMatch::Contains(_))
+        };
+        assert!(plain("rm -rf") && !plain("a.b") && !plain("(?i)rm"));
     }
 
     #[test]
