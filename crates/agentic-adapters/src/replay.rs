@@ -340,7 +340,7 @@ mod tests {
         assert_eq!(provider.chat("a", &request("q")).await.unwrap().content, "two");
         let error = provider.chat("a", &request("question")).await.unwrap_err();
         let message = error.to_string();
-        assert!(message.contains("for `a`"), "{message}");
+        assert!(message.contains("step `a`"), "{message}");
         assert!(message.contains("differs at character 1"), "{message}");
         let error = provider.chat("b", &request("q?")).await.unwrap_err();
         assert!(error.to_string().contains("nothing is recorded for `b`"), "{error}");

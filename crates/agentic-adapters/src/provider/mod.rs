@@ -125,7 +125,7 @@ pub enum ProviderError {
     InvalidResponse(String),
     /// The replay provider has no recorded exchange for this request.
     #[error(
-        "no recorded exchange for `{step}` (key {key}) in {cassette}; record it against a real provider (`agentic run --provider openai --record`, `agentic check --judge-record FILE`)"
+        "no recorded exchange for step `{step}` (key {key}) in {cassette}; record it against a real provider (`agentic run --provider openai --record`, `agentic check --judge-record FILE`)"
     )]
     ReplayMiss {
         /// The step (or judge call) that asked.

@@ -237,7 +237,7 @@ fn a_replay_miss_names_the_step() {
     assert_eq!(review["status"], json!("failed"));
     assert_eq!(review["error"]["type"], json!("replay_miss"));
     let message = review["error"]["message"].as_str().unwrap();
-    assert!(message.contains("for `review`") && message.contains("code_review.jsonl"), "{message}");
+    assert!(message.contains("step `review`") && message.contains("code_review.jsonl"), "{message}");
     assert!(message.contains("agentic run --provider openai --record"), "{message}");
     assert_eq!(report["steps"][2]["status"], json!("skipped"));
 }
