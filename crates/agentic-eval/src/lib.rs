@@ -42,7 +42,7 @@ pub use promote::*;
 pub use report::*;
 pub use rubric::{
     ResolvedRubric, RubricCriterion, RubricDefinition, RubricError, RubricFile, RubricLoad, RubricSource,
-    RubricSources, lint_rubric, lint_workflow_evaluation, load_rubric, looks_like_rubric, resolve_rubric,
+    RubricSources, lint_rubric, lint_workflow_evaluation, load_rubric, looks_like_rubric, resolve_rubric, spec_of,
     validate_criteria,
 };
 pub use run_scores::{

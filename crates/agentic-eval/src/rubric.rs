@@ -568,7 +568,8 @@ pub struct RubricSources<'a> {
     pub formulas: &'a FormulaRegistry,
 }
 
-fn spec_of(criterion: &RubricCriterion) -> CriterionSpec {
+/// The criterion as a workflow-style spec (every field filled in).
+pub fn spec_of(criterion: &RubricCriterion) -> CriterionSpec {
     CriterionSpec {
         name: criterion.name.clone(),
         definition: criterion.definition.clone(),

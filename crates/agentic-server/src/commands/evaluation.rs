@@ -13,12 +13,11 @@ use std::sync::Arc;
 
 use agentic_core::dataset::DatasetDescriptor;
 use agentic_core::expr::Template;
-use agentic_core::workflow::CriterionSpec;
 use agentic_core::{ValidatedWorkflow, WorkflowResult};
 use agentic_engine::{RunEvaluation, RunEvaluator, evaluate_when, gate_evaluation};
 use agentic_eval::{
     FormulaRegistry, GateFacts, ResolvedRubric, RubricCriterion, RubricSource, RunScores, SCHEMA_CONTRACT_VALID,
-    collect_run_scores, evaluate_run, judged_criteria, run_context,
+    collect_run_scores, evaluate_run, judged_criteria, run_context, spec_of,
 };
 use agentic_judge::{Judge, JudgeCase, JudgeCriterion, sha256_hex};
 use async_trait::async_trait;
@@ -262,21 +261,6 @@ fn source_name(source: RubricSource) -> &'static str {
         RubricSource::Request => "request",
         RubricSource::Workflow => "workflow",
         RubricSource::GlobalDefault => "global_default",
-    }
-}
-
-fn spec_of(criterion: &RubricCriterion) -> CriterionSpec {
-    CriterionSpec {
-        name: criterion.name.clone(),
-        definition: criterion.definition.clone(),
-        evidence_required: criterion.evidence_required.clone(),
-        scale: criterion.scale,
-        anchors: criterion.anchors.clone(),
-        weight: Some(criterion.weight),
-        critical_floor: criterion.critical_floor,
-        formula_id: Some(criterion.formula_id.clone()),
-        params: criterion.params.clone(),
-        score_from: criterion.score_from.clone(),
     }
 }
 
