@@ -163,6 +163,16 @@ impl<R> fmt::Debug for TraceReader<R> {
     }
 }
 
+/// What [`TraceReader::step_queued`] did.
+pub(super) enum Queued {
+    /// Visited one item.
+    Visited,
+    /// The trace ended, or the visitor asked to stop.
+    Stop,
+    /// The next record is a tooltrace line: read it.
+    ReadLine,
+}
+
 impl<R: BufRead> TraceReader<R> {
     /// A reader; `format` `None` detects the format from the first record.
     pub fn new(reader: R, format: Option<TraceFormat>) -> TraceReader<R> {
@@ -260,62 +270,75 @@ impl<R: BufRead> TraceReader<R> {
     /// [`CanonicalEvent`]. Every other record (and every malformed one) goes through the
     /// adapter exactly as with the iterator. `visit` returns `Break` to stop early.
     pub fn for_each_item(&mut self, mut visit: impl FnMut(Result<TraceItem<'_>, TraceError>) -> ControlFlow<()>) {
+        let mut visit = |item: Result<TraceItem<'_>, TraceError>, _: Option<&()>| visit(item);
         loop {
-            if let Some(event) = self.pending.pop_front() {
-                if visit(Ok(TraceItem::Event(Box::new(event)))).is_break() {
-                    return;
-                }
-                continue;
+            match self.step_queued(&mut visit) {
+                Queued::Stop => return,
+                Queued::Visited => continue,
+                Queued::ReadLine => {}
             }
-            if self.done {
+            if self.step_line(&mut |_| (), &mut visit).is_break() {
                 return;
             }
-            if self.format() != Some(TraceFormat::Tooltrace) {
-                let Some(item) = self.next() else { return };
-                if visit(item.map(|event| TraceItem::Event(Box::new(event)))).is_break() {
-                    return;
-                }
-                continue;
+        }
+    }
+
+    /// The first part of one step of [`TraceReader::for_each_item`]: a queued event, the end,
+    /// or a record of another format (which always goes through the adapter).
+    pub(super) fn step_queued<S>(
+        &mut self,
+        visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
+    ) -> Queued {
+        let flow = if let Some(event) = self.pending.pop_front() {
+            visit(Ok(TraceItem::Event(Box::new(event))), None)
+        } else if self.done {
+            return Queued::Stop;
+        } else if self.format() != Some(TraceFormat::Tooltrace) {
+            let Some(item) = self.next() else { return Queued::Stop };
+            visit(item.map(|event| TraceItem::Event(Box::new(event))), None)
+        } else {
+            return Queued::ReadLine;
+        };
+        if flow.is_break() { Queued::Stop } else { Queued::Visited }
+    }
+
+    /// The second part: reads one tooltrace line; a well-formed one is visited as a borrowed
+    /// view (with what `prepare` makes of it), any other goes through the adapter.
+    pub(super) fn step_line<S>(
+        &mut self,
+        prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
+        visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        match self.read_line() {
+            Err(error) => return visit(Err(error), None),
+            Ok(false) => {
+                self.done = true;
+                return ControlFlow::Break(());
             }
-            match self.read_line() {
-                Err(error) => {
-                    if visit(Err(error)).is_break() {
-                        return;
-                    }
-                    continue;
-                }
-                Ok(false) => {
-                    self.done = true;
-                    return;
-                }
-                Ok(true) => {}
-            }
-            let line = self.line;
-            let view = std::str::from_utf8(&self.buffer)
-                .ok()
-                .map(str::trim)
-                .filter(|text| !text.is_empty())
-                .and_then(|text| TooltraceAdapter::view(text, line));
-            if let Some(mut view) = view {
-                self.seq += 1;
-                view.seq = self.seq;
-                if visit(Ok(TraceItem::Tooltrace(view))).is_break() {
-                    return;
-                }
-                continue;
-            }
-            if let Some(parsed) = self.parse_current() {
-                let outcome = match parsed {
-                    Err(error) => Err(error),
-                    Ok((record, start)) => self.ingest(record, start),
-                };
-                if let Err(error) = outcome
-                    && visit(Err(error)).is_break()
-                {
-                    return;
-                }
+            Ok(true) => {}
+        }
+        let line = self.line;
+        let view = std::str::from_utf8(&self.buffer)
+            .ok()
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+            .and_then(|text| TooltraceAdapter::view(text, line));
+        if let Some(mut view) = view {
+            self.seq += 1;
+            view.seq = self.seq;
+            let prepared = prepare(&view);
+            return visit(Ok(TraceItem::Tooltrace(view)), Some(&prepared));
+        }
+        if let Some(parsed) = self.parse_current() {
+            let outcome = match parsed {
+                Err(error) => Err(error),
+                Ok((record, start)) => self.ingest(record, start),
+            };
+            if let Err(error) = outcome {
+                return visit(Err(error), None);
             }
         }
+        ControlFlow::Continue(())
     }
 
     /// Accumulates lines until they form one JSON document.

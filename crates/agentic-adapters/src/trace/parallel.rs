@@ -24,7 +24,9 @@ use std::sync::{Mutex, mpsc};
 use agentic_core::EventType;
 
 use super::tooltrace::find_byte;
-use super::{MAX_RECORD_BYTES, TooltraceAdapter, TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader};
+use super::{
+    MAX_RECORD_BYTES, Queued, TooltraceAdapter, TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader,
+};
 
 /// The size of one block.
 pub const BLOCK_BYTES: usize = 1 << 20;
@@ -513,21 +515,10 @@ impl<S> TraceReader<BlockLines<S>> {
         V: FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
     {
         loop {
-            if let Some(event) = self.pending.pop_front() {
-                if visit(Ok(TraceItem::Event(Box::new(event))), None).is_break() {
-                    return;
-                }
-                continue;
-            }
-            if self.done {
-                return;
-            }
-            if self.format() != Some(TraceFormat::Tooltrace) {
-                let Some(item) = self.next() else { return };
-                if visit(item.map(|event| TraceItem::Event(Box::new(event))), None).is_break() {
-                    return;
-                }
-                continue;
+            match self.step_queued(visit) {
+                Queued::Stop => return,
+                Queued::Visited => continue,
+                Queued::ReadLine => {}
             }
             if self.reader.peek_fast().is_some() {
                 self.line += 1;
@@ -548,47 +539,11 @@ impl<S> TraceReader<BlockLines<S>> {
                 }
                 continue;
             }
-            match self.read_line() {
-                Err(error) => {
-                    if visit(Err(error), None).is_break() {
-                        return;
-                    }
-                    continue;
-                }
-                Ok(false) => {
-                    self.done = true;
-                    return;
-                }
-                Ok(true) => {}
-            }
             // The workers did not accept this line; as in `for_each_item`, it is scanned here
             // (it may still pass when its block as a whole was not UTF-8), else it goes
             // through the full adapter.
-            let line = self.line;
-            let view = std::str::from_utf8(&self.buffer)
-                .ok()
-                .map(str::trim)
-                .filter(|text| !text.is_empty())
-                .and_then(|text| TooltraceAdapter::view(text, line));
-            if let Some(mut view) = view {
-                self.seq += 1;
-                view.seq = self.seq;
-                let prepared = prepare(&view);
-                if visit(Ok(TraceItem::Tooltrace(view)), Some(&prepared)).is_break() {
-                    return;
-                }
-                continue;
-            }
-            if let Some(parsed) = self.parse_current() {
-                let outcome = match parsed {
-                    Err(error) => Err(error),
-                    Ok((record, start)) => self.ingest(record, start),
-                };
-                if let Err(error) = outcome
-                    && visit(Err(error), None).is_break()
-                {
-                    return;
-                }
+            if self.step_line(prepare, visit).is_break() {
+                return;
             }
         }
     }
