@@ -1289,9 +1289,9 @@ mod tests {
         })
     }
 
-    #[test]
-    fn root_host_with_every_capability() {
-        let capabilities = HostCapabilities {
+    /// A root host where every protection is available (Landlock ABI 7).
+    fn root_with_everything() -> HostCapabilities {
+        HostCapabilities {
             euid: 0,
             egid: 0,
             user_namespace: Ok(()),
@@ -1299,7 +1299,12 @@ mod tests {
             pid_namespace: Ok(()),
             pid_namespace_without_user_namespace: Ok(()),
             landlock_abi: Ok(7),
-        };
+        }
+    }
+
+    #[test]
+    fn root_host_with_every_capability() {
+        let capabilities = root_with_everything();
         insta::assert_json_snapshot!(check(&request(false), &capabilities, options()));
     }
 
@@ -1341,15 +1346,7 @@ mod tests {
 
     #[test]
     fn switched_off_protections_are_not_requested() {
-        let capabilities = HostCapabilities {
-            euid: 0,
-            egid: 0,
-            user_namespace: Ok(()),
-            network_namespace: Ok(()),
-            pid_namespace: Ok(()),
-            pid_namespace_without_user_namespace: Ok(()),
-            landlock_abi: Ok(7),
-        };
+        let capabilities = root_with_everything();
         let options = SandboxOptions { user_namespace: false, landlock: false, ..options() };
         let report = check(&request(false), &capabilities, options);
         assert_eq!(report["report"]["user_namespace"]["status"], "not_requested");
@@ -1361,15 +1358,7 @@ mod tests {
 
     #[test]
     fn report_renders_one_line_per_protection() {
-        let capabilities = HostCapabilities {
-            euid: 0,
-            egid: 0,
-            user_namespace: Ok(()),
-            network_namespace: Ok(()),
-            pid_namespace: Ok(()),
-            pid_namespace_without_user_namespace: Ok(()),
-            landlock_abi: Ok(7),
-        };
+        let capabilities = root_with_everything();
         let identity = StepIdentity { uid: 0, gid: 0, switched: false, user_namespace: Ok(()), pid_namespace: Ok(()) };
         let (_, report) = plan(
             &request(false),
