@@ -340,16 +340,21 @@ outputs:
         assert_eq!(evaluation.grade, Grade::A);
     }
 
-    fn resolve(evaluation: Option<&EvaluationSpec>, request: Option<&RubricDefinition>) -> crate::ResolvedRubric {
-        let library = BTreeMap::new();
+    fn try_resolve(
+        evaluation: Option<&EvaluationSpec>,
+        request: Option<&RubricDefinition>,
+    ) -> Result<crate::ResolvedRubric, crate::RubricError> {
         resolve_rubric(&RubricSources {
             request,
             workflow: evaluation,
-            library: &library,
+            library: &BTreeMap::new(),
             profiles: &ProfileRegistry::builtin(),
             formulas: &FormulaRegistry::builtin(),
         })
-        .unwrap()
+    }
+
+    fn resolve(evaluation: Option<&EvaluationSpec>, request: Option<&RubricDefinition>) -> crate::ResolvedRubric {
+        try_resolve(evaluation, request).unwrap()
     }
 
     fn evaluation_block(yaml: &str) -> EvaluationSpec {
@@ -392,27 +397,12 @@ outputs:
         let spec = evaluation_block("  criteria:\n    - {name: a, formula_id: zero_one, weight: 1}\n");
         let mut bad = spec.clone();
         bad.criteria[0].weight = Some(-1.0);
-        let library = BTreeMap::new();
-        let error = resolve_rubric(&RubricSources {
-            request: None,
-            workflow: Some(&bad),
-            library: &library,
-            profiles: &ProfileRegistry::builtin(),
-            formulas: &FormulaRegistry::builtin(),
-        })
-        .unwrap_err();
+        let error = try_resolve(Some(&bad), None).unwrap_err();
         let text = error.to_string();
         assert!(text.contains("weights must be positive") && text.contains("`a`"), "{text}");
         assert!(text.contains("hint: use a positive weight"), "actionable: {text}");
         bad.criteria[0].weight = Some(0.0);
-        let error = resolve_rubric(&RubricSources {
-            request: None,
-            workflow: Some(&bad),
-            library: &library,
-            profiles: &ProfileRegistry::builtin(),
-            formulas: &FormulaRegistry::builtin(),
-        })
-        .unwrap_err();
+        let error = try_resolve(Some(&bad), None).unwrap_err();
         assert!(error.to_string().contains("is 0"), "{error}");
     }
 
@@ -427,15 +417,7 @@ outputs:
     #[test]
     fn test_rubric_unknown_formula_id_rejected() {
         let spec = evaluation_block("  criteria:\n    - {name: a, formula_id: likert_1_7, weight: 1}\n");
-        let library = BTreeMap::new();
-        let error = resolve_rubric(&RubricSources {
-            request: None,
-            workflow: Some(&spec),
-            library: &library,
-            profiles: &ProfileRegistry::builtin(),
-            formulas: &FormulaRegistry::builtin(),
-        })
-        .unwrap_err();
+        let error = try_resolve(Some(&spec), None).unwrap_err();
         let text = error.to_string();
         assert!(text.contains("unknown formula `likert_1_7`") && text.contains("likert_1_5"), "{text}");
     }
@@ -488,17 +470,29 @@ outputs:
     }
 
     #[test]
+    fn problems_in_merged_criteria_point_where_they_were_written() {
+        // Profile B has five criteria; the inline `efficiency` (entry 0) merges into the
+        // profile's fifth and lacks params, the inline `extra` (entry 1) is appended sixth and
+        // lacks anchors. Both must point at their own inline entry, not at merged index 4 or 5.
+        let spec = evaluation_block(
+            "  scoring_profile: B\n  criteria:\n    - {name: efficiency, formula_id: lower_is_better}\n    - {name: extra, weight: 1, formula_id: likert_1_5}\n",
+        );
+        let Err(crate::RubricError::Invalid { diagnostics, .. }) = try_resolve(Some(&spec), None) else {
+            panic!("the block is invalid");
+        };
+        let at: Vec<(&str, &str)> =
+            diagnostics.iter().map(|d| (d.code.as_str(), d.pointer.as_deref().unwrap_or_default())).collect();
+        assert_eq!(
+            at,
+            [("invalid-params", "/evaluation/criteria/0"), ("missing-anchors", "/evaluation/criteria/1")],
+            "{diagnostics:?}"
+        );
+    }
+
+    #[test]
     fn weights_for_unknown_criteria_are_rejected() {
         let spec = evaluation_block("  scoring_profile: A\n  weights:\n    objectve_tests: 0.3\n");
-        let library = BTreeMap::new();
-        let error = resolve_rubric(&RubricSources {
-            request: None,
-            workflow: Some(&spec),
-            library: &library,
-            profiles: &ProfileRegistry::builtin(),
-            formulas: &FormulaRegistry::builtin(),
-        })
-        .unwrap_err();
+        let error = try_resolve(Some(&spec), None).unwrap_err();
         assert!(error.to_string().contains("unknown criterion `objectve_tests`"), "{error}");
     }
 

@@ -618,6 +618,9 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
     let mut rubric_id = "workflow".to_owned();
     let mut version = "1".to_owned();
     let mut base: Vec<CriterionSpec> = Vec::new();
+    // Where each criterion of `base` was written, so a problem points at that place, not at
+    // its index in the merged list.
+    let mut origins: Vec<String> = Vec::new();
     let mut extra_gates: Vec<String> = Vec::new();
     let mut pass_threshold = None;
     if let Some(id) = &evaluation.rubric_id {
@@ -628,6 +631,7 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
         rubric_id = rubric.rubric_id.clone();
         version = rubric.version.clone();
         base = rubric.criteria.iter().map(spec_of).collect();
+        origins = vec!["/evaluation/rubric_id".to_owned(); base.len()];
         pass_threshold = rubric.pass_threshold;
         extra_gates.extend(rubric.extra_gates.iter().cloned());
     }
@@ -639,6 +643,7 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
         for criterion in &profile.criteria {
             if !base.iter().any(|c| c.name == criterion.name) {
                 base.push(criterion.clone());
+                origins.push("/evaluation/scoring_profile".to_owned());
             }
         }
         extra_gates.extend(profile.extra_gates.iter().cloned());
@@ -647,10 +652,14 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
         let profile = sources.profiles.get(DEFAULT_PROFILE).map_err(RubricError::UnknownProfile)?;
         rubric_id = "default".to_owned();
         base = profile.criteria.clone();
+        origins = vec!["/evaluation".to_owned(); base.len()];
     }
-    for inline in &evaluation.criteria {
-        match base.iter_mut().find(|c| c.name == inline.name) {
-            Some(existing) => {
+    for (idx, inline) in evaluation.criteria.iter().enumerate() {
+        let origin = format!("/evaluation/criteria/{idx}");
+        match base.iter().position(|c| c.name == inline.name) {
+            Some(position) => {
+                origins[position] = origin;
+                let existing = &mut base[position];
                 let merged = CriterionSpec {
                     name: inline.name.clone(),
                     definition: inline.definition.clone().or(existing.definition.take()),
@@ -673,7 +682,10 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
                 };
                 *existing = merged;
             }
-            None => base.push(inline.clone()),
+            None => {
+                base.push(inline.clone());
+                origins.push(origin);
+            }
         }
     }
     let mut unknown = Vec::new();
@@ -698,9 +710,29 @@ pub fn resolve_rubric(sources: &RubricSources<'_>) -> Result<ResolvedRubric, Rub
         return Err(RubricError::Invalid { rubric_id, diagnostics: unknown });
     }
     let mut resolved =
-        build(&rubric_id, &version, &base, &extra_gates, pass_threshold, sources.formulas, RubricSource::Workflow)?;
+        build(&rubric_id, &version, &base, &extra_gates, pass_threshold, sources.formulas, RubricSource::Workflow)
+            .map_err(|error| relocate(error, &origins))?;
     resolved.rubric.extra_gates.dedup();
     Ok(resolved)
+}
+
+/// Points diagnostics about merged criterion `i` (`/evaluation/criteria/i/...`) at where that
+/// criterion was written: its inline entry (keeping the field), else the profile or rubric.
+fn relocate(error: RubricError, origins: &[String]) -> RubricError {
+    let RubricError::Invalid { rubric_id, mut diagnostics } = error else { return error };
+    for diagnostic in &mut diagnostics {
+        let Some(rest) = diagnostic.pointer.as_deref().and_then(|p| p.strip_prefix("/evaluation/criteria/")) else {
+            continue;
+        };
+        let (index, field) = rest.split_once('/').map_or((rest, ""), |(index, field)| (index, field));
+        let Some(origin) = index.parse::<usize>().ok().and_then(|index| origins.get(index)) else { continue };
+        diagnostic.pointer = Some(if origin.starts_with("/evaluation/criteria/") && !field.is_empty() {
+            format!("{origin}/{field}")
+        } else {
+            origin.clone()
+        });
+    }
+    RubricError::Invalid { rubric_id, diagnostics }
 }
 
 fn build(

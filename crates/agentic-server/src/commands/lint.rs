@@ -129,7 +129,16 @@ fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
         };
     }
     let mut diagnostics = load_workflow(&text, file).diagnostics;
-    diagnostics.extend(agentic_eval::lint_workflow_evaluation(&text, file));
+    // The scoring engine re-checks some of what core checks (weights, duplicate names); one
+    // problem is reported once.
+    for diagnostic in agentic_eval::lint_workflow_evaluation(&text, file) {
+        let known = diagnostics
+            .iter()
+            .any(|d| d.code == diagnostic.code && d.pointer == diagnostic.pointer && d.message == diagnostic.message);
+        if !known {
+            diagnostics.push(diagnostic);
+        }
+    }
     agentic_core::diagnostic::sort_diagnostics(&mut diagnostics);
     FileReport { file: file.to_owned(), diagnostics, unreadable: None }
 }

@@ -81,3 +81,22 @@ fn warnings_alone_exit_0() {
     assert_eq!(code, 0, "{stdout}");
     assert!(stdout.contains("warning[unused-input]"), "{stdout}");
 }
+
+#[test]
+fn evaluation_problems_are_reported_once_where_they_were_written() {
+    // Core and the scoring engine both check weights; the problem is listed once. A criterion
+    // merged with a profile's is reported at its own inline entry (line 10), not elsewhere.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wf.yaml");
+    std::fs::write(
+        &path,
+        "name: wf\nsteps:\n  - name: a\n    kind: command\n    argv: [echo, hi]\nevaluation:\n  scoring_profile: B\n  criteria:\n    - {name: x, weight: -1, formula_id: zero_one, score_from: metric.retries}\n    - name: efficiency\n      formula_id: lower_is_better\n",
+    )
+    .unwrap();
+    let shown = path.display().to_string();
+    let (code, stdout, _) = run(&[&shown]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout.matches("error[invalid-weight]").count(), 1, "{stdout}");
+    assert!(stdout.contains(&format!("{shown}:9:")), "{stdout}");
+    assert!(stdout.contains(&format!("{shown}:10:7: error[invalid-params]: criterion `efficiency`")), "{stdout}");
+}
