@@ -862,7 +862,6 @@ impl Checker<'_> {
         names: &HashMap<&str, usize>,
         used_inputs: &mut BTreeSet<String>,
     ) {
-        let name = owner;
         if expression.root == "outputs" {
             let output = match expression.segments.first() {
                 Some(Segment::Key(output)) => output.as_str(),
@@ -877,7 +876,7 @@ impl Checker<'_> {
                 self.error(
                     "unknown-output",
                     pointer,
-                    format!("{name} reads `{expression}`, but the workflow has no output `{output}`"),
+                    format!("{owner} reads `{expression}`, but the workflow has no output `{output}`"),
                     Some(hint),
                 );
             }

@@ -16,8 +16,8 @@ use agentic_core::expr::Template;
 use agentic_core::{ValidatedWorkflow, WorkflowResult};
 use agentic_engine::{RunEvaluation, RunEvaluator, evaluate_when, gate_evaluation};
 use agentic_eval::{
-    FormulaRegistry, GateFacts, ResolvedRubric, RubricCriterion, RubricSource, RunScores, SCHEMA_CONTRACT_VALID,
-    collect_run_scores, evaluate_run, judged_criteria, run_context, spec_of,
+    FormulaRegistry, GateFacts, ResolvedRubric, RubricCriterion, RunScores, SCHEMA_CONTRACT_VALID, collect_run_scores,
+    evaluate_run, judged_criteria, run_context, spec_of,
 };
 use agentic_judge::{Judge, JudgeCase, JudgeCriterion, sha256_hex};
 use async_trait::async_trait;
@@ -170,7 +170,7 @@ impl RunEvaluator for ScoringEvaluator {
                 let mut report = serde_json::to_value(&evaluation).unwrap_or_else(|_| json!({}));
                 if let Value::Object(map) = &mut report {
                     map.insert("evaluator".into(), json!("scoring"));
-                    map.insert("rubric_source".into(), json!(source_name(self.rubric.source)));
+                    map.insert("rubric_source".into(), json!(self.rubric.source));
                     map.insert("score_sources".into(), json!(scores.origins));
                     map.insert("judge".into(), judge_record);
                     if !facts_record.is_empty() {
@@ -254,14 +254,6 @@ fn explain_missing(scores: &RunScores, reasons: &mut BTreeMap<String, String>) {
     }
     let listed: Vec<String> = missing.iter().map(|(name, reason)| format!("`{name}`: {reason}")).collect();
     reasons.insert(SCHEMA_CONTRACT_VALID.to_owned(), format!("criteria without a score: {}", listed.join("; ")));
-}
-
-fn source_name(source: RubricSource) -> &'static str {
-    match source {
-        RubricSource::Request => "request",
-        RubricSource::Workflow => "workflow",
-        RubricSource::GlobalDefault => "global_default",
-    }
 }
 
 /// What the workflow was asked to do: its name, description and inputs.

@@ -247,8 +247,11 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Unusable> {
     let scoring = match rubric {
         None => None,
         Some((rubric, formulas)) => {
-            let judge =
-                if judged == 0 { Err("no criterion is judged".to_owned()) } else { build_judge(args, provider)? };
+            let judge = if judged == 0 {
+                Err("no criterion is judged".to_owned())
+            } else {
+                build_judge(args, provider.filter(|_| judge_on_run_provider))?
+            };
             if let Ok(judge) = &judge {
                 provider_note["judge"] = json!(
                     judge.config().judges.iter().map(|j| json!({"name": j.name, "model": j.model})).collect::<Vec<_>>()
@@ -318,8 +321,9 @@ fn resolve_run_rubric(
     Ok(Some((resolved, formulas)))
 }
 
-/// The judge for judged criteria: `--judge FILE` (answered from the cassette under
-/// `--provider replay`), else one judge on the run's provider with model tier `judge`.
+/// The judge for judged criteria: `--judge FILE` (answered by `provider`, the cassette, under
+/// `--provider replay`), else one judge on `provider`, the run's, with model tier `judge`.
+/// `provider` is `None` when the judges of `--judge FILE` call their own endpoints.
 /// Without a seed in the configuration the judge uses seed 0, so replays ask what was recorded.
 fn build_judge(args: &RunArgs, provider: Option<Arc<dyn ModelProvider>>) -> Result<SharedJudge, Unusable> {
     let mut config = match &args.judge {
@@ -338,7 +342,7 @@ fn build_judge(args: &RunArgs, provider: Option<Arc<dyn ModelProvider>>) -> Resu
     };
     config.seed = config.seed.or(Some(0));
     let mut builder = Judge::builder(config.clone());
-    if let Some(provider) = provider.filter(|_| args.judge.is_none() || args.provider == ProviderKind::Replay) {
+    if let Some(provider) = provider {
         builder = builder.providers(config.judges.iter().map(|_| provider.clone()).collect());
     }
     Ok(builder.build().map_err(|error| format!("the judge cannot be configured: {error}")))
