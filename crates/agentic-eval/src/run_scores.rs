@@ -160,7 +160,12 @@ pub fn collect_run_scores(
                 (
                     expression.to_string(),
                     raw_score_of(&value)
-                        .ok_or_else(|| format!("`{expression}` resolved to {}, not a number", shown(&value))),
+                        .ok_or_else(|| {
+                        format!(
+                            "`{expression}` resolved to {}, not a number; make that output a number (a boolean counts as 1/0; `{{passed, total}}` for test formulas)",
+                            shown(&value)
+                        )
+                    }),
                 )
             }
         };
@@ -303,7 +308,11 @@ mod tests {
         assert_eq!(scores.origins["speed"].source, "metric.duration_s");
         let missing: BTreeMap<String, String> = scores.missing().into_iter().collect();
         assert_eq!(missing.len(), 4, "{missing:?}");
-        assert!(missing["label"].contains("resolved to \"x\", not a number"), "{}", missing["label"]);
+        assert!(
+            missing["label"].contains("resolved to \"x\", not a number; make that output a number"),
+            "{}",
+            missing["label"]
+        );
         assert!(missing["absent"].contains("nothing (null)"), "{}", missing["absent"]);
         assert!(missing["unsourced"].contains("add `score_from:`"), "{}", missing["unsourced"]);
         assert_eq!(missing["judged_missing"], "the judge errored: timeout");
