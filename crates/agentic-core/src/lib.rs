@@ -11,6 +11,7 @@ pub mod diagnostic;
 pub mod document;
 pub mod event;
 pub mod expr;
+pub mod json_scan;
 pub mod result;
 pub mod validate;
 pub mod workflow;

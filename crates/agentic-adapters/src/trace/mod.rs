@@ -21,6 +21,7 @@
 //! reader then continues with the next record, so the caller decides to skip or stop.
 
 mod claude_hook;
+mod layout;
 mod otlp;
 mod parallel;
 mod tooltrace;
@@ -36,7 +37,7 @@ use serde_json::Value;
 
 pub use claude_hook::ClaudeHookAdapter;
 pub use otlp::OtlpJsonAdapter;
-pub use parallel::{BLOCK_BYTES, IN_FLIGHT_PER_WORKER, for_each_item_parallel};
+pub use parallel::{BLOCK_BYTES, IN_FLIGHT_PER_WORKER, LINE_TAIL_BYTES, ReadAt, for_each_item_parallel};
 pub use tooltrace::{TooltraceAdapter, TooltraceView};
 
 /// The largest record accepted, in bytes.
@@ -147,6 +148,8 @@ pub struct TraceReader<R> {
     adapter: Option<Box<dyn TraceAdapter>>,
     line: u64,
     seq: u64,
+    /// Bytes of `reader` consumed as lines so far.
+    consumed: u64,
     pending: VecDeque<CanonicalEvent>,
     scratch: Vec<CanonicalEvent>,
     buffer: Vec<u8>,
@@ -181,6 +184,7 @@ impl<R: BufRead> TraceReader<R> {
             adapter: format.map(TraceFormat::adapter),
             line: 0,
             seq: 0,
+            consumed: 0,
             pending: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
@@ -197,19 +201,22 @@ impl<R: BufRead> TraceReader<R> {
     fn read_line(&mut self) -> Result<bool, TraceError> {
         self.buffer.clear();
         let limit = (MAX_RECORD_BYTES + 1) as u64;
-        let read = (&mut self.reader)
-            .take(limit)
-            .read_until(b'\n', &mut self.buffer)
-            .map_err(|error| TraceError { line: self.line + 1, message: format!("cannot read the trace: {error}") })?;
+        let read = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buffer).map_err(|error| {
+            // The input ends at a read error: it is reported once.
+            self.done = true;
+            TraceError { line: self.line + 1, message: format!("cannot read the trace: {error}") }
+        })?;
         if read == 0 {
             return Ok(false);
         }
+        self.consumed += read as u64;
         self.line += 1;
         if self.buffer.len() > MAX_RECORD_BYTES {
             // Skip the rest of this overlong line.
             loop {
                 self.buffer.clear();
                 let more = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buffer).unwrap_or(0);
+                self.consumed += more as u64;
                 if more == 0 || self.buffer.ends_with(b"\n") {
                     break;
                 }
@@ -417,6 +424,17 @@ impl<R: BufRead> TraceReader<R> {
                 Err(TraceError { line, message: format!("{} record: {message}", adapter.format()) })
             }
         }
+    }
+}
+
+impl<R: BufRead + std::io::Seek> TraceReader<R> {
+    /// Goes on reading at `offset` of the underlying input (a line start), keeping the line
+    /// and event numbering.
+    pub(super) fn reposition(&mut self, offset: u64) -> std::io::Result<()> {
+        self.reader.seek(std::io::SeekFrom::Start(offset))?;
+        self.consumed = offset;
+        self.done = false;
+        Ok(())
     }
 }
 

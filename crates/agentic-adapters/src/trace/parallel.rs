@@ -1,550 +1,652 @@
-//! Reading a trace on several threads with exactly the results of the one-thread reader.
+//! Reading a trace file on several threads with exactly the results of the one-thread reader.
 //!
-//! Worker threads take turns reading the input in blocks of whole lines (about 1 MiB; a block
-//! always ends with a newline or at the end of the input; the turn is a lock, so blocks are
-//! cut and queued in input order). A worker checks its block is UTF-8 once, splits it into lines, runs the strict tooltrace
-//! scanner ([`TooltraceAdapter::view`]) on every line and, for each line it accepts, calls
-//! the caller's `prepare` (for example: which rule matchers the call satisfies). The calling
-//! thread then runs the *same* [`TraceReader`] logic as [`TraceReader::for_each_item`] over
-//! the blocks in input order, through a [`BufRead`] over the blocks: a line the worker
-//! accepted is yielded from the worker's result without scanning it again; every other
-//! line (a malformed record, a multi-line document, another format, a line too long) takes
-//! the reader's ordinary path on the very same bytes. So line numbers, `seq`, errors and
-//! events are those of the one-thread reader, and only the work per accepted line moves to
-//! the workers.
+//! The input is read at offsets ([`ReadAt`], a file), so no thread waits for another to read.
+//! Worker threads claim blocks of [`BLOCK_BYTES`] in turn (an atomic counter, no lock on the
+//! input): block `k` owns the lines that *start* in its byte range, reads them with one
+//! positional read into a buffer that stays in the core's cache (plus the rest of its last
+//! line), checks the bytes are UTF-8 once, and runs the strict tooltrace scanner on every
+//! line. For each line it accepts, the caller's `prepare` runs there too (for example: which
+//! rule matchers the call satisfies).
 //!
-//! Memory is bounded: at most [`IN_FLIGHT_PER_WORKER`] queued blocks per worker, plus one
-//! being scanned per worker and one being consumed, exist at once, and their buffers are reused; a block only grows beyond its
-//! size to hold one long line (up to [`MAX_RECORD_BYTES`]).
+//! The calling thread takes the blocks in input order and walks their lines: an accepted line
+//! is visited straight from the worker's result (never scanned again, not even split into
+//! lines); a blank line only counts; every other line (a malformed record, a multi-line
+//! document, a record the scanner does not take, a line too long for a block) goes through
+//! the *same* [`TraceReader`] as the one-thread path, which reads it from the input at its
+//! offset, and the walk resumes after whatever that reader consumed. The first record (which
+//! tells the format) is read that way too, and a trace of another format is read by that
+//! reader alone. So line numbers, `seq`, errors and events are those of the one-thread reader,
+//! and only the work per accepted line moves to the workers.
+//!
+//! Memory is bounded: at most [`IN_FLIGHT_PER_WORKER`] blocks per worker exist at once, and
+//! their buffers are reused; a block grows beyond its size only to finish its last line, up
+//! to [`LINE_TAIL_BYTES`] (a longer line is left to the one-thread reader).
 
-use std::io::{BufRead, Read};
-use std::ops::{ControlFlow, Range};
-use std::sync::{Mutex, mpsc};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::ops::ControlFlow;
+use std::sync::{Condvar, Mutex, mpsc};
 
-use agentic_core::EventType;
-
-use super::tooltrace::find_byte;
-use super::{
-    MAX_RECORD_BYTES, Queued, TooltraceAdapter, TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader,
-};
+use super::layout::Layouts;
+use super::tooltrace::{Line, Record, scan_line};
+use super::{Queued, TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader};
 
 /// The size of one block.
-pub const BLOCK_BYTES: usize = 1 << 20;
+pub const BLOCK_BYTES: usize = 256 * 1024;
 
 /// Blocks in flight per worker.
-pub const IN_FLIGHT_PER_WORKER: usize = 3;
+pub const IN_FLIGHT_PER_WORKER: usize = 4;
+
+/// How far a worker reads past its block to finish the last line that starts in it.
+pub const LINE_TAIL_BYTES: usize = 1024 * 1024;
+
+/// Input that can be read at any offset, from several threads at once (a file).
+pub trait ReadAt: Sync {
+    /// Reads into `buf` from `offset`; `Ok(0)` only at the end of the input.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
+}
+
+#[cfg(unix)]
+impl ReadAt for std::fs::File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, offset)
+    }
+}
+
+impl ReadAt for [u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
+        let count = buf.len().min(self.len() - start);
+        buf[..count].copy_from_slice(&self[start..start + count]);
+        Ok(count)
+    }
+}
+
+impl<T: ReadAt + ?Sized> ReadAt for &T {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        (**self).read_at(buf, offset)
+    }
+}
+
+/// A [`Read`] + [`Seek`] cursor over a [`ReadAt`].
+struct Cursor<'a, F: ?Sized> {
+    input: &'a F,
+    offset: u64,
+}
+
+impl<F: ReadAt + ?Sized> Read for Cursor<'_, F> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.input.read_at(buf, self.offset)?;
+        self.offset += read as u64;
+        Ok(read)
+    }
+}
+
+impl<F: ?Sized> Seek for Cursor<'_, F> {
+    fn seek(&mut self, position: SeekFrom) -> std::io::Result<u64> {
+        let SeekFrom::Start(offset) = position else {
+            return Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "only absolute seeks"));
+        };
+        self.offset = offset;
+        Ok(offset)
+    }
+}
 
 /// Streams every item of a trace to `visit` in trace order, exactly like
-/// [`TraceReader::for_each_item`] on the same input, using `workers` threads to scan lines.
+/// [`TraceReader::for_each_item`] on the same input, with `workers` threads scanning lines:
+/// the calling thread and `workers - 1` more.
 ///
-/// Every thread (each worker, and the calling thread for lines it scans itself) gets its own
+/// Every thread gets its own
 /// `prepare` from `make_prepare` (so it can own caches, such as a regex's); for each
 /// well-formed tooltrace line `prepare` runs on its view and `visit` receives the result with
 /// the item (`Some`); events of the full adapter come with `None`. With `workers == 0`
 /// nothing runs in parallel: this is then `for_each_item` with `prepare` called in line.
-pub fn for_each_item_parallel<R, S, M, P, V>(
-    reader: R,
+pub fn for_each_item_parallel<F, S, M, P, V>(
+    input: &F,
     format: Option<TraceFormat>,
     workers: usize,
     make_prepare: M,
     visit: V,
 ) where
-    R: Read + Send,
+    F: ReadAt + ?Sized,
     S: Send,
     M: Fn() -> P + Sync,
     P: FnMut(&TooltraceView<'_>) -> S,
     V: FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
 {
-    run(reader, format, workers, BLOCK_BYTES, make_prepare, visit);
+    run(input, format, workers, BLOCK_BYTES, make_prepare, visit);
 }
 
 /// [`for_each_item_parallel`] with a given block size (tests use tiny blocks).
-pub(super) fn run<R, S, M, P, V>(
-    reader: R,
+pub(super) fn run<F, S, M, P, V>(
+    input: &F,
     format: Option<TraceFormat>,
     workers: usize,
     block_bytes: usize,
     make_prepare: M,
     mut visit: V,
 ) where
-    R: Read + Send,
+    F: ReadAt + ?Sized,
     S: Send,
     M: Fn() -> P + Sync,
     P: FnMut(&TooltraceView<'_>) -> S,
     V: FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
 {
     let mut prepare = make_prepare();
+    let mut reader = TraceReader::new(BufReader::new(Cursor { input, offset: 0 }), format);
+    // The first record tells the format; a trace of another format is read here alone.
+    match drain(&mut reader, &mut visit) {
+        Queued::Stop => return,
+        Queued::Visited | Queued::ReadLine => {}
+    }
     if workers == 0 {
-        let mut reader = TraceReader::new(std::io::BufReader::with_capacity(block_bytes.max(1), reader), format);
-        reader.for_each_item(|item| match item {
-            Ok(TraceItem::Tooltrace(view)) => {
-                let prepared = prepare(&view);
-                visit(Ok(TraceItem::Tooltrace(view)), Some(&prepared))
-            }
-            other => visit(other, None),
-        });
+        sequential(&mut reader, &mut prepare, &mut visit);
         return;
     }
-    let input = Mutex::new(Input {
-        reader,
-        block_bytes: block_bytes.max(1),
-        carry: Vec::new(),
-        eof: false,
-        error: None,
-        finished: false,
-    });
-    let (slot_sender, slots) = mpsc::sync_channel::<Slot<S>>(workers * IN_FLIGHT_PER_WORKER);
-    let (recycle, recycled) = mpsc::channel::<(Vec<u8>, Vec<Entry<S>>)>();
-    let recycled = Mutex::new(recycled);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let (input, recycled, make_prepare) = (&input, &recycled, &make_prepare);
-            let slot_sender = slot_sender.clone();
+    let start = reader.consumed;
+    let shared = Shared {
+        gate: Mutex::new(Gate { next: 0, consumed: 0, stop: false }),
+        opened: Condvar::new(),
+        spare: (0..workers.max(1)).map(|_| Mutex::new(Vec::new())).collect(),
+        limit: (workers * IN_FLIGHT_PER_WORKER) as u64,
+    };
+    let blocks = Blocks { input, start, size: block_bytes.max(1) as u64 };
+    let mut end = start;
+    let finished = std::thread::scope(|scope| {
+        let (sender, done) = mpsc::channel::<Option<Block<S>>>();
+        // The calling thread scans blocks too: `workers - 1` more threads.
+        for thread in 1..workers {
+            let (shared, blocks, make_prepare, sender) = (&shared, &blocks, &make_prepare, sender.clone());
             scope.spawn(move || {
+                // Should this thread panic, the calling thread stops waiting for its block.
+                let guard = PanicGuard { sender: sender.clone() };
                 let mut prepare = make_prepare();
-                while let Some((block, mut entries, reply)) = take_block(input, recycled, &slot_sender) {
-                    let data = scan_block(block, &mut entries, &mut prepare);
-                    if reply.send(Done { data, entries }).is_err() {
-                        return;
+                let mut local = Local::default();
+                while let Some(index) = shared.claim(true) {
+                    let block = blocks.scan(shared, thread, index, &mut local, &mut prepare);
+                    if sender.send(Some(block)).is_err() {
+                        break;
                     }
                 }
+                std::mem::forget(guard);
             });
         }
-        // Only the workers hold senders now: `slots` ends when the last of them stops.
-        drop(slot_sender);
-        let lines = BlockLines { slots, recycle, error: None, ended: false, current: None, pos: 0, next_entry: 0 };
-        let mut trace = TraceReader::new(lines, format);
-        trace.for_each_prepared(&mut prepare, &mut visit);
-        // Dropping the reader drops `slots`, so workers stop at their next block.
-        drop(trace);
+        drop(sender);
+        let mut local = Local::default();
+        let mut order = Reorder { blocks: Vec::new(), next: 0, aborted: false };
+        let flow = loop {
+            let ready = order.ready(&done);
+            if order.aborted {
+                break ControlFlow::Break(());
+            }
+            let block = match ready {
+                Some(block) => block,
+                None => match shared.claim(false) {
+                    // Nothing is ready: scan the next block here.
+                    Some(index) => {
+                        order.blocks.push(Some(blocks.scan(&shared, 0, index, &mut local, &mut prepare)));
+                        continue;
+                    }
+                    // Blocks in flight are the limit: wait for the one due.
+                    None => match done.recv() {
+                        Ok(Some(block)) => {
+                            order.blocks.push(Some(block));
+                            continue;
+                        }
+                        Ok(None) | Err(_) => break ControlFlow::Break(()),
+                    },
+                },
+            };
+            let flow = walk(&block, &mut reader, &mut end, &mut prepare, &mut visit);
+            let last = block.eof || block.error.is_some();
+            shared.consumed(block);
+            if flow.is_break() || last {
+                break flow;
+            }
+        };
+        shared.stop();
+        flow
     });
-}
-
-/// The input, read in order by whichever worker holds the lock.
-struct Input<R> {
-    reader: R,
-    block_bytes: usize,
-    carry: Vec<u8>,
-    eof: bool,
-    error: Option<std::io::Error>,
-    finished: bool,
-}
-
-/// What the calling thread receives, in input order.
-enum Slot<S> {
-    /// A block a worker is scanning; its result comes on this channel.
-    Block(mpsc::Receiver<Done<S>>),
-    /// Reading failed here.
-    Error(std::io::Error),
-}
-
-/// Reads the next block (holding the input lock, so blocks are cut and queued in order)
-/// and queues its slot; `None` when there is nothing more to do.
-#[allow(clippy::type_complexity)]
-fn take_block<R: Read, S>(
-    input: &Mutex<Input<R>>,
-    recycled: &Mutex<mpsc::Receiver<(Vec<u8>, Vec<Entry<S>>)>>,
-    slots: &mpsc::SyncSender<Slot<S>>,
-) -> Option<(Vec<u8>, Vec<Entry<S>>, mpsc::SyncSender<Done<S>>)> {
-    let mut input = input.lock().ok()?;
-    if input.finished {
-        return None;
+    if finished.is_break() {
+        return;
     }
-    let (spare, entries) = recycled.lock().ok().and_then(|r| r.try_recv().ok()).unwrap_or_default();
-    match input.read_block(spare) {
-        Some(block) => {
-            let (reply, done) = mpsc::sync_channel(1);
-            if slots.send(Slot::Block(done)).is_err() {
-                input.finished = true;
+    // Anything after the blocks (the file grew while it was read) is read here.
+    if reader.reposition(end).is_err() {
+        return;
+    }
+    sequential(&mut reader, &mut prepare, &mut visit);
+}
+
+/// Tells the calling thread that a worker stopped by panicking.
+struct PanicGuard<S> {
+    sender: mpsc::Sender<Option<Block<S>>>,
+}
+
+impl<S> Drop for PanicGuard<S> {
+    fn drop(&mut self) {
+        let _ = self.sender.send(None);
+    }
+}
+
+/// How the input after the first record is cut into blocks.
+struct Blocks<'a, F: ?Sized> {
+    input: &'a F,
+    /// Where the first block starts.
+    start: u64,
+    size: u64,
+}
+
+impl<F: ReadAt + ?Sized> Blocks<'_, F> {
+    /// Reads and scans block `index` (on any thread).
+    fn scan<S>(
+        &self,
+        shared: &Shared<S>,
+        thread: usize,
+        index: u64,
+        local: &mut Local<S>,
+        prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
+    ) -> Block<S> {
+        let mut block = (shared.spare.get(thread)).and_then(|spare| spare.lock().ok()?.pop()).unwrap_or_default();
+        block.index = index;
+        block.thread = thread;
+        let from = self.start + index * self.size;
+        read_block(self.input, self.start, from, from + self.size, &mut block);
+        block.scan(local, prepare);
+        block
+    }
+}
+
+/// Visits queued events until the reader needs a tooltrace line read (`ReadLine`) or stops.
+/// Records of other formats are read and visited on the way.
+fn drain<R: BufRead, S>(
+    reader: &mut TraceReader<R>,
+    visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
+) -> Queued {
+    loop {
+        match reader.step_queued(visit) {
+            Queued::Visited => continue,
+            other => return other,
+        }
+    }
+}
+
+/// The one-thread path: [`TraceReader::for_each_item`] with `prepare`.
+fn sequential<R: BufRead, S>(
+    reader: &mut TraceReader<R>,
+    prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
+    visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
+) {
+    loop {
+        if let Queued::Stop = drain(reader, visit) {
+            return;
+        }
+        if reader.step_line(prepare, visit).is_break() {
+            return;
+        }
+    }
+}
+
+/// Visits the lines of one block in order (on the calling thread). `end` is where the lines
+/// visited so far end; a line the reader already consumed (part of a multi-line record read
+/// for an earlier line) is skipped.
+fn walk<R: BufRead + Seek, S>(
+    block: &Block<S>,
+    reader: &mut TraceReader<R>,
+    end: &mut u64,
+    prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
+    visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    for (idx, entry) in block.entries.iter().enumerate() {
+        let offset = block.offset + u64::from(entry.start);
+        if offset < *end {
+            continue;
+        }
+        let next = block.entries.get(idx + 1).map_or(block.lines_end, |next| block.offset + u64::from(next.start));
+        match &entry.kind {
+            Kind::Blank => {
+                reader.line += 1;
+                *end = next;
+            }
+            Kind::Record(record, prepared) => {
+                reader.line += 1;
+                reader.seq += 1;
+                *end = next;
+                if let Some(view) = record.view(block.data.text(), reader.line, reader.seq)
+                    && visit(Ok(TraceItem::Tooltrace(view)), Some(prepared)).is_break()
+                {
+                    return ControlFlow::Break(());
+                }
+            }
+            Kind::Other => {
+                if reader.consumed != offset && reader.reposition(offset).is_err() {
+                    return ControlFlow::Break(());
+                }
+                reader.step_line(prepare, visit)?;
+                if let Queued::Stop = drain(reader, visit) {
+                    return ControlFlow::Break(());
+                }
+                *end = reader.consumed;
+            }
+        }
+    }
+    if let Some(error) = &block.error {
+        let error = TraceError { line: reader.line + 1, message: format!("cannot read the trace: {error}") };
+        visit(Err(error), None)?;
+    }
+    ControlFlow::Continue(())
+}
+
+/// State the threads share.
+struct Shared<S> {
+    gate: Mutex<Gate>,
+    /// Signalled when a block is consumed or the reading stops.
+    opened: Condvar,
+    /// Consumed blocks, for their buffers.
+    spare: Vec<Mutex<Vec<Block<S>>>>,
+    /// Blocks allowed in flight.
+    limit: u64,
+}
+
+struct Gate {
+    /// The next block to claim.
+    next: u64,
+    /// Blocks the calling thread has consumed.
+    consumed: u64,
+    stop: bool,
+}
+
+impl<S> Shared<S> {
+    /// The next block to read, once fewer than `limit` are in flight; `None` to stop, or
+    /// (unless `wait`) when the limit is reached.
+    fn claim(&self, wait: bool) -> Option<u64> {
+        let mut gate = self.gate.lock().ok()?;
+        loop {
+            if gate.stop {
                 return None;
             }
-            Some((block, entries, reply))
-        }
-        None => {
-            input.finished = true;
-            if let Some(error) = input.error.take() {
-                let _ = slots.send(Slot::Error(error));
+            if gate.next < gate.consumed + self.limit {
+                gate.next += 1;
+                return Some(gate.next - 1);
             }
-            None
+            if !wait {
+                return None;
+            }
+            gate = self.opened.wait(gate).ok()?;
         }
+    }
+
+    /// The calling thread is done with `block`.
+    fn consumed(&self, block: Block<S>) {
+        if let Ok(mut gate) = self.gate.lock() {
+            gate.consumed += 1;
+        }
+        self.opened.notify_all();
+        if let Some(spare) = self.spare.get(block.thread)
+            && let Ok(mut spare) = spare.lock()
+        {
+            spare.push(block);
+        }
+    }
+
+    /// No more blocks are wanted.
+    fn stop(&self) {
+        if let Ok(mut gate) = self.gate.lock() {
+            gate.stop = true;
+        }
+        self.opened.notify_all();
     }
 }
 
-struct Done<S> {
-    data: BlockData,
-    entries: Vec<Entry<S>>,
+/// Blocks in input order (the threads finish them in any order).
+struct Reorder<S> {
+    blocks: Vec<Option<Block<S>>>,
+    next: u64,
+    /// A worker panicked.
+    aborted: bool,
 }
 
-enum BlockData {
-    /// The block is valid UTF-8 (the common case).
+impl<S> Reorder<S> {
+    /// The block due next, if it is done (taking in what the workers finished).
+    fn ready(&mut self, done: &mpsc::Receiver<Option<Block<S>>>) -> Option<Block<S>> {
+        loop {
+            match done.try_recv() {
+                Ok(Some(block)) => self.blocks.push(Some(block)),
+                Ok(None) => self.aborted = true,
+                Err(_) => break,
+            }
+        }
+        let slot = self.blocks.iter_mut().find(|b| b.as_ref().is_some_and(|b| b.index == self.next))?;
+        let block = slot.take()?;
+        self.blocks.retain(Option::is_some);
+        self.next += 1;
+        Some(block)
+    }
+}
+
+/// One block: its bytes and what the worker found in them.
+struct Block<S> {
+    index: u64,
+    /// The thread that reads into this block's buffers (each reuses its own: their memory
+    /// stays in its core's cache).
+    thread: usize,
+    /// Where `text` starts in the input.
+    offset: u64,
+    /// The bytes read.
+    data: Data,
+    /// The lines that start in this block.
+    entries: Vec<Entry<S>>,
+    /// Where the last line of `entries` ends in the input.
+    lines_end: u64,
+    /// The input ended within this block.
+    eof: bool,
+    /// Reading failed here (after the lines read before the failure).
+    error: Option<std::io::Error>,
+    /// Where the block's first line starts in `data` (`None`: no line starts in it).
+    first: Option<usize>,
+    /// Where a line too long for the block starts (it is not in `data`).
+    cut: Option<usize>,
+}
+
+/// A block's bytes: text (the common case), or bytes that are not UTF-8 (no line of such a
+/// block takes the fast path).
+enum Data {
     Text(String),
-    /// It is not: no line of it takes the fast path.
     Bytes(Vec<u8>),
 }
 
-impl BlockData {
+impl Data {
     fn bytes(&self) -> &[u8] {
         match self {
-            BlockData::Text(text) => text.as_bytes(),
-            BlockData::Bytes(bytes) => bytes,
+            Data::Text(text) => text.as_bytes(),
+            Data::Bytes(bytes) => bytes,
         }
     }
 
     fn into_bytes(self) -> Vec<u8> {
         match self {
-            BlockData::Text(text) => text.into_bytes(),
-            BlockData::Bytes(bytes) => bytes,
+            Data::Text(text) => text.into_bytes(),
+            Data::Bytes(bytes) => bytes,
+        }
+    }
+
+    fn text(&self) -> &str {
+        match self {
+            Data::Text(text) => text,
+            Data::Bytes(_) => "",
         }
     }
 }
 
-/// One line of a block: where it starts and, when the scanner accepted it, its fields.
+impl<S> Default for Block<S> {
+    fn default() -> Self {
+        Block {
+            index: 0,
+            thread: 0,
+            offset: 0,
+            data: Data::Text(String::new()),
+            entries: Vec::new(),
+            lines_end: 0,
+            eof: false,
+            error: None,
+            first: None,
+            cut: None,
+        }
+    }
+}
+
+/// One line of a block.
 struct Entry<S> {
-    start: usize,
-    fast: Option<Fast<S>>,
-}
-
-/// A [`TooltraceView`] as byte ranges into the block (compact: the consumer reads one per
-/// line), with the prepared value.
-struct Fast<S> {
-    event_type: EventType,
-    span_type_parent: bool,
-    tool_name: Span,
-    span_id: Span,
-    parent_span_id: Span,
-    args: Span,
-    raw: Span,
-    prepared: S,
-}
-
-/// A byte range of a block (blocks are below 4 GiB); [`Span::NONE`] for an absent field.
-#[derive(Clone, Copy)]
-struct Span {
+    /// Where it starts in the block's text.
     start: u32,
-    end: u32,
+    kind: Kind<S>,
 }
 
-impl Span {
-    const NONE: Span = Span { start: u32::MAX, end: u32::MAX };
-
-    fn of(range: Range<usize>) -> Span {
-        Span { start: range.start as u32, end: range.end as u32 }
-    }
-
-    fn get(self, text: &str) -> Option<&str> {
-        if self.start == u32::MAX {
-            return None;
-        }
-        text.get(self.start as usize..self.end as usize)
-    }
+enum Kind<S> {
+    Record(Record, S),
+    Blank,
+    Other,
 }
 
-/// Splits a block into lines and scans each (on a worker).
-fn scan_block<S>(
-    block: Vec<u8>,
-    entries: &mut Vec<Entry<S>>,
-    prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
-) -> BlockData {
-    entries.clear();
-    let text = match String::from_utf8(block) {
-        Ok(text) => text,
-        Err(error) => {
-            let bytes = error.into_bytes();
-            let mut start = 0;
-            while start < bytes.len() {
-                entries.push(Entry { start, fast: None });
-                start = find_byte(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl + 1);
+/// Reads the lines that start in `from..to` of the input (`base` is where the blocks begin)
+/// into `block`.
+fn read_block<F: ReadAt + ?Sized, S>(input: &F, base: u64, from: u64, to: u64, block: &mut Block<S>) {
+    // The buffer keeps its old bytes (they are overwritten): no zeroing on reuse.
+    let mut bytes = std::mem::replace(&mut block.data, Data::Text(String::new())).into_bytes();
+    block.entries.clear();
+    (block.eof, block.error, block.first, block.cut) = (false, None, None, None);
+    // One byte before the block tells whether a line starts right at `from`.
+    let read_from = if from == base { base } else { from - 1 };
+    block.offset = read_from;
+    let owned = (to - read_from) as usize;
+    let mut len = fill(input, &mut bytes, 0, owned, read_from, block);
+    let first = if from == base { Some(0) } else { memchr::memchr(b'\n', &bytes[..len]).map(|nl| nl + 1) };
+    // Only lines that start before `to` are this block's.
+    block.first = first.filter(|&first| first < owned.min(len));
+    if let Some(first) = block.first {
+        // The last line ends at the first line feed from `to - 1` on (or at the end of the input).
+        let mut search = (owned - 1).min(len);
+        let mut step = 4096;
+        loop {
+            if let Some(nl) = memchr::memchr(b'\n', &bytes[search..len]) {
+                len = search + nl + 1;
+                break;
             }
-            return BlockData::Bytes(bytes);
+            if block.error.is_some() {
+                // Lines cut short by the failure are not read; the error is reported after
+                // the lines before it.
+                len = memchr::memrchr(b'\n', &bytes[..len]).map_or(0, |nl| nl + 1);
+                break;
+            }
+            if block.eof {
+                break;
+            }
+            if len >= owned + LINE_TAIL_BYTES {
+                // A line too long for a block: the one-thread reader reads it.
+                let last = memchr::memrchr(b'\n', &bytes[first..owned - 1]).map_or(first, |nl| first + nl + 1);
+                block.cut = Some(last);
+                len = last;
+                break;
+            }
+            search = len;
+            len = fill(input, &mut bytes, len, step, read_from + len as u64, block);
+            step = (step * 2).min(LINE_TAIL_BYTES);
         }
+    }
+    bytes.truncate(len);
+    block.data = match String::from_utf8(bytes) {
+        Ok(text) => Data::Text(text),
+        Err(error) => Data::Bytes(error.into_bytes()),
     };
-    let base = text.as_ptr() as usize;
-    let range = |part: &str| {
-        let start = part.as_ptr() as usize - base;
-        start..start + part.len()
-    };
-    let mut start = 0;
-    while start < text.len() {
-        let bytes = &text.as_bytes()[start..];
-        let (end, next) = match find_byte(b'\n', bytes) {
-            Some(nl) => (start + nl, start + nl + 1),
-            None => (text.len(), text.len()),
+}
+
+/// Reads up to `count` bytes from `offset` of the input into `bytes` at `at` (growing it as
+/// needed); returns where the bytes read end, and sets `eof` or `error`.
+fn fill<F: ReadAt + ?Sized, S>(
+    input: &F,
+    bytes: &mut Vec<u8>,
+    at: usize,
+    count: usize,
+    offset: u64,
+    block: &mut Block<S>,
+) -> usize {
+    if bytes.len() < at + count {
+        bytes.resize(at + count, 0);
+    }
+    let mut filled = at;
+    while filled < at + count {
+        match input.read_at(&mut bytes[filled..at + count], offset + (filled - at) as u64) {
+            Ok(0) => {
+                block.eof = true;
+                break;
+            }
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                block.error = Some(error);
+                break;
+            }
+        }
+    }
+    filled
+}
+
+impl<S> Block<S> {
+    /// Splits the block into lines and scans each (on a worker).
+    fn scan(&mut self, local: &mut Local<S>, prepare: &mut impl FnMut(&TooltraceView<'_>) -> S) {
+        let bytes = self.data.bytes();
+        self.lines_end = self.offset + bytes.len() as u64;
+        let Some(first) = self.first else {
+            return;
         };
-        let has_newline = next > end;
-        // The reader rejects a line longer than the limit (counting its newline).
-        let fast = if next - start > MAX_RECORD_BYTES {
-            None
-        } else {
-            let mut content = &text[start..end];
-            if has_newline && let Some(stripped) = content.strip_suffix('\r') {
-                content = stripped;
-            }
-            let trimmed = content.trim();
-            if trimmed.is_empty() {
-                None
-            } else {
-                TooltraceAdapter::view(trimmed, 0).map(|view| Fast {
-                    event_type: view.event_type,
-                    span_type_parent: view.span_type_parent,
-                    tool_name: Span::of(range(&view.tool_name)),
-                    span_id: view.span_id.as_deref().map_or(Span::NONE, |s| Span::of(range(s))),
-                    parent_span_id: view.parent_span_id.as_deref().map_or(Span::NONE, |s| Span::of(range(s))),
-                    args: view.args.map_or(Span::NONE, |s| Span::of(range(s))),
-                    raw: Span::of(range(trimmed)),
-                    prepared: prepare(&view),
-                })
-            }
-        };
-        entries.push(Entry { start, fast });
-        start = next;
-    }
-    BlockData::Text(text)
-}
-
-/// A [`BufRead`] over the blocks in input order (on the calling thread).
-pub(super) struct BlockLines<S> {
-    slots: mpsc::Receiver<Slot<S>>,
-    recycle: mpsc::Sender<(Vec<u8>, Vec<Entry<S>>)>,
-    error: Option<std::io::Error>,
-    ended: bool,
-    current: Option<Done<S>>,
-    pos: usize,
-    next_entry: usize,
-}
-
-impl<R: Read> Input<R> {
-    /// Reads the next block of whole lines into `block` (a reused buffer); `None` at the end
-    /// of the input (a read error is kept in `error`, after the data read before it).
-    fn read_block(&mut self, mut block: Vec<u8>) -> Option<Vec<u8>> {
-        if self.eof && self.carry.is_empty() {
-            return None;
-        }
-        if block.len() < self.block_bytes {
-            block.resize(self.block_bytes, 0);
-        }
-        let mut filled = self.carry.len();
-        if block.len() < filled + 1 {
-            block.resize(filled + 1, 0);
-        }
-        block[..filled].copy_from_slice(&self.carry);
-        self.carry.clear();
-        let mut searched = 0;
-        loop {
-            while filled < block.len() && !self.eof {
-                match self.reader.read(&mut block[filled..]) {
-                    Ok(0) => self.eof = true,
-                    Ok(read) => filled += read,
-                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(error) => {
-                        self.eof = true;
-                        self.error = Some(error);
+        let mut start = first;
+        match &self.data {
+            Data::Text(text) => {
+                while start < bytes.len() {
+                    let (line, next) = scan_line(bytes, start, &mut local.layouts);
+                    let kind = match line {
+                        Line::Record(record) => match record.view(text, 0, 0) {
+                            Some(view) => Kind::Record(record, prepare(&view)),
+                            None => Kind::Other,
+                        },
+                        Line::Blank => Kind::Blank,
+                        Line::Other => Kind::Other,
+                    };
+                    local.entries.push(Entry { start: start as u32, kind });
+                    if local.entries.len() == LOCAL_ENTRIES {
+                        self.entries.append(&mut local.entries);
                     }
+                    start = next;
+                }
+                self.entries.append(&mut local.entries);
+            }
+            // Not UTF-8: the one-thread reader reads every line (and reports the bad ones).
+            Data::Bytes(bytes) => {
+                while start < bytes.len() {
+                    self.entries.push(Entry { start: start as u32, kind: Kind::Other });
+                    start = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl + 1);
                 }
             }
-            if let Some(last) = block[searched..filled].iter().rposition(|b| *b == b'\n') {
-                let end = searched + last + 1;
-                self.carry.extend_from_slice(&block[end..filled]);
-                block.truncate(end);
-                return Some(block);
-            }
-            if self.eof {
-                if filled == 0 {
-                    return None;
-                }
-                block.truncate(filled);
-                return Some(block);
-            }
-            // One line longer than the block.
-            searched = filled;
-            if block.len() > MAX_RECORD_BYTES + 1 {
-                // The reader reports a line this long and skips to its end; keep just
-                // enough of it for that, and drop the rest up to its newline.
-                block.truncate(MAX_RECORD_BYTES + 1);
-                self.skip_to_newline();
-                block.push(b'\n');
-                return Some(block);
-            }
-            let grown = (block.len() * 2).min(MAX_RECORD_BYTES + 2);
-            block.resize(grown, 0);
         }
-    }
-
-    /// Discards input up to and including the next newline; what follows it is carried.
-    fn skip_to_newline(&mut self) {
-        let mut scratch = vec![0u8; 64 * 1024];
-        while !self.eof {
-            match self.reader.read(&mut scratch) {
-                Ok(0) => self.eof = true,
-                Ok(read) => {
-                    if let Some(nl) = find_byte(b'\n', &scratch[..read]) {
-                        self.carry.extend_from_slice(&scratch[nl + 1..read]);
-                        return;
-                    }
-                }
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    self.eof = true;
-                    self.error = Some(error);
-                }
-            }
+        if let Some(cut) = self.cut {
+            // The rest of a line too long for a block.
+            self.entries.push(Entry { start: cut as u32, kind: Kind::Other });
         }
     }
 }
 
-impl<S> BlockLines<S> {
-    /// Makes sure a block with unread bytes is current; false at the end of the input.
-    fn ensure_block(&mut self) -> bool {
-        loop {
-            if let Some(current) = &self.current
-                && self.pos < current.data.bytes().len()
-            {
-                return true;
-            }
-            if let Some(done) = self.current.take() {
-                let mut block = done.data.into_bytes();
-                let capacity = block.capacity();
-                block.resize(capacity, 0);
-                let _ = self.recycle.send((block, done.entries));
-            }
-            if self.ended {
-                return false;
-            }
-            match self.slots.recv() {
-                Ok(Slot::Block(done)) => match done.recv() {
-                    Ok(done) => {
-                        self.current = Some(done);
-                        self.pos = 0;
-                        self.next_entry = 0;
-                    }
-                    Err(_) => {
-                        self.ended = true;
-                        return false;
-                    }
-                },
-                Ok(Slot::Error(error)) => {
-                    self.error = Some(error);
-                    self.ended = true;
-                    return false;
-                }
-                Err(_) => {
-                    self.ended = true;
-                    return false;
-                }
-            }
-        }
-    }
+/// What one thread keeps for itself while it scans blocks.
+struct Local<S> {
+    layouts: Layouts,
+    /// Lines scanned, moved to their block in batches: a block's entries are read by the
+    /// calling thread, so writing them one by one into memory another core has read stalls
+    /// on every cache line; one bulk copy does not.
+    entries: Vec<Entry<S>>,
+}
 
-    /// The worker's result for the line starting at the current position, if it accepted it.
-    fn peek_fast(&mut self) -> Option<&Fast<S>> {
-        if !self.ensure_block() {
-            return None;
-        }
-        let current = self.current.as_ref()?;
-        let entry = current.entries.get(self.next_entry)?;
-        if entry.start != self.pos {
-            return None;
-        }
-        entry.fast.as_ref()
-    }
-
-    /// The view of an accepted line (see [`BlockLines::peek_fast`]).
-    fn view(&self, fast: &Fast<S>, line: u64, seq: u64) -> Option<TooltraceView<'_>> {
-        let BlockData::Text(text) = &self.current.as_ref()?.data else { return None };
-        Some(TooltraceView {
-            event_type: fast.event_type,
-            tool_name: std::borrow::Cow::Borrowed(fast.tool_name.get(text)?),
-            span_id: fast.span_id.get(text).map(std::borrow::Cow::Borrowed),
-            parent_span_id: fast.parent_span_id.get(text).map(std::borrow::Cow::Borrowed),
-            span_type_parent: fast.span_type_parent,
-            args: fast.args.get(text),
-            line,
-            seq,
-            raw: fast.raw.get(text)?,
-        })
-    }
-
-    /// Moves past the line starting at the current position.
-    fn skip_line(&mut self) {
-        let Some(current) = &self.current else { return };
-        let next = current.entries.get(self.next_entry + 1).map_or(current.data.bytes().len(), |entry| entry.start);
-        self.pos = next;
-        self.next_entry += 1;
+impl<S> Default for Local<S> {
+    fn default() -> Self {
+        Local { layouts: Layouts::default(), entries: Vec::with_capacity(LOCAL_ENTRIES) }
     }
 }
 
-impl<S> Read for BlockLines<S> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        let available = self.fill_buf()?;
-        let count = available.len().min(out.len());
-        out[..count].copy_from_slice(&available[..count]);
-        self.consume(count);
-        Ok(count)
-    }
-}
-
-impl<S> BufRead for BlockLines<S> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        if !self.ensure_block() {
-            // A read error is reported once; the input ends after it.
-            if let Some(error) = self.error.take() {
-                return Err(error);
-            }
-            return Ok(&[]);
-        }
-        match &self.current {
-            Some(current) => Ok(&current.data.bytes()[self.pos..]),
-            None => Ok(&[]),
-        }
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.pos += amount;
-        if let Some(current) = &self.current {
-            while current.entries.get(self.next_entry).is_some_and(|entry| entry.start < self.pos) {
-                self.next_entry += 1;
-            }
-        }
-    }
-}
-
-impl<S> TraceReader<BlockLines<S>> {
-    /// [`TraceReader::for_each_item`] over blocks the workers already scanned.
-    fn for_each_prepared<P, V>(&mut self, prepare: &mut P, visit: &mut V)
-    where
-        P: FnMut(&TooltraceView<'_>) -> S,
-        V: FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
-    {
-        loop {
-            match self.step_queued(visit) {
-                Queued::Stop => return,
-                Queued::Visited => continue,
-                Queued::ReadLine => {}
-            }
-            if self.reader.peek_fast().is_some() {
-                self.line += 1;
-                self.seq += 1;
-                let (line, seq) = (self.line, self.seq);
-                let lines = &self.reader;
-                let fast = lines.current.as_ref().and_then(|current| current.entries.get(lines.next_entry));
-                let flow = match fast.and_then(|entry| entry.fast.as_ref()) {
-                    Some(fast) => match lines.view(fast, line, seq) {
-                        Some(view) => visit(Ok(TraceItem::Tooltrace(view)), Some(&fast.prepared)),
-                        None => ControlFlow::Continue(()),
-                    },
-                    None => ControlFlow::Continue(()),
-                };
-                self.reader.skip_line();
-                if flow.is_break() {
-                    return;
-                }
-                continue;
-            }
-            // The workers did not accept this line; as in `for_each_item`, it is scanned here
-            // (it may still pass when its block as a whole was not UTF-8), else it goes
-            // through the full adapter.
-            if self.step_line(prepare, visit).is_break() {
-                return;
-            }
-        }
-    }
-}
+/// The lines a thread scans before it moves them to their block.
+const LOCAL_ENTRIES: usize = 256;

@@ -461,3 +461,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn debug_tmp() {
+    let text = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"abc123\"}\n{\"tool_name\":\"Bash\",\"trace_id\":17}\n{\"timestamp\":\"yesterday\",\"tool_name\":\"Read\"}\n{\"tool_name\":\"Read\",\"tool_name\":\"Write\"}\n\n{\"tool_name\":\"\"}\n";
+    let reference = reference_path(text.as_bytes(), None);
+    let (parallel, _) = parallel_path(text.as_bytes(), None, 1, 4096);
+    for (a, b) in reference.iter().zip(parallel.iter()) {
+        eprintln!("{a:?}\n{b:?}\n");
+    }
+    assert_eq!(reference, parallel);
+}

@@ -9,6 +9,11 @@
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
+use std::ops::Range;
+
+use agentic_core::json_scan::JsonScanner;
+
+use super::layout::{Layouts, MAX_MEMBERS, Member};
 use serde_json::{Map, Value, json};
 
 use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
@@ -132,25 +137,130 @@ pub struct TooltraceView<'a> {
     pub raw: &'a str,
 }
 
-/// The fields of one record the fast path reads: `Some(None)` is an explicit `null`.
-#[derive(Default)]
-struct Fields<'a> {
-    timestamp: Option<Option<&'a str>>,
-    tool_name: Option<Option<&'a str>>,
-    span_type: Option<Option<&'a str>>,
-    trace_id: Option<Option<&'a str>>,
-    parent_trace_id: Option<Option<&'a str>>,
-    tool_use_id: Option<Option<&'a str>>,
-    agent_id: Option<Option<&'a str>>,
-    session_id: Option<Option<&'a str>>,
-    phase: Option<Option<&'a str>>,
-    status: Option<Option<&'a str>>,
-    args: Option<&'a str>,
+/// A field's byte range in the scanned bytes, or no value (absent or `null`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Field {
+    start: u32,
+    end: u32,
+}
+
+impl Field {
+    /// The key did not occur.
+    const ABSENT: Field = Field { start: u32::MAX, end: u32::MAX };
+    /// The key occurred with `null`.
+    const NULL: Field = Field { start: u32::MAX, end: 0 };
+
+    pub(super) fn of(range: Range<usize>) -> Field {
+        Field { start: range.start as u32, end: range.end as u32 }
+    }
+
+    /// The range of a string value.
+    #[inline(always)]
+    pub(crate) fn range(self) -> Option<Range<usize>> {
+        (self.start != u32::MAX).then_some(self.start as usize..self.end as usize)
+    }
+
+    /// The text of a string value.
+    #[inline(always)]
+    pub(crate) fn text(self, bytes: &[u8]) -> Option<&[u8]> {
+        bytes.get(self.range()?)
+    }
+
+    /// The text of a string value, in checked UTF-8.
+    #[inline(always)]
+    pub(crate) fn str(self, text: &str) -> Option<&str> {
+        text.get(self.range()?)
+    }
+
+    /// The first value of two (`a`, else `b`).
+    fn or(self, other: Field) -> Field {
+        if self.start != u32::MAX { self } else { other }
+    }
+}
+
+/// A well-formed tooltrace record found by [`scan_line`]: what a [`TooltraceView`] holds, as
+/// byte ranges.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record {
+    pub(crate) event_type: EventType,
+    pub(crate) span_type_parent: bool,
+    pub(crate) tool_name: Field,
+    pub(crate) span_id: Field,
+    pub(crate) parent_span_id: Field,
+    pub(crate) args: Field,
+    /// The record's text without the whitespace around it.
+    pub(crate) raw: Field,
+}
+
+impl Record {
+    /// The view of this record in `text` (the bytes it was scanned from).
+    #[inline(always)]
+    pub(crate) fn view<'a>(&self, text: &'a str, line: u64, seq: u64) -> Option<TooltraceView<'a>> {
+        Some(TooltraceView {
+            event_type: self.event_type,
+            tool_name: std::borrow::Cow::Borrowed(self.tool_name.str(text)?),
+            span_id: self.span_id.str(text).map(std::borrow::Cow::Borrowed),
+            parent_span_id: self.parent_span_id.str(text).map(std::borrow::Cow::Borrowed),
+            span_type_parent: self.span_type_parent,
+            args: self.args.str(text),
+            line,
+            seq,
+            raw: self.raw.str(text)?,
+        })
+    }
+}
+
+/// What [`scan_line`] found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Line {
+    /// A well-formed tooltrace record.
+    Record(Record),
+    /// Only spaces, tabs and carriage returns.
+    Blank,
+    /// Anything else: the full reader decides (it may still be a record, or an error).
+    Other,
+}
+
+/// The fields of one record: `Field::ABSENT` until the key is seen.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fields {
+    pub(super) timestamp: Field,
+    pub(super) tool_name: Field,
+    pub(super) span_type: Field,
+    pub(super) trace_id: Field,
+    pub(super) parent_trace_id: Field,
+    pub(super) tool_use_id: Field,
+    pub(super) agent_id: Field,
+    pub(super) session_id: Field,
+    pub(super) phase: Field,
+    pub(super) status: Field,
+    pub(super) args: Field,
+    /// The timestamp is known to be a valid RFC 3339 time already.
+    pub(super) timestamp_checked: bool,
+}
+
+impl Default for Fields {
+    fn default() -> Fields {
+        Fields {
+            timestamp: Field::ABSENT,
+            tool_name: Field::ABSENT,
+            span_type: Field::ABSENT,
+            trace_id: Field::ABSENT,
+            parent_trace_id: Field::ABSENT,
+            tool_use_id: Field::ABSENT,
+            agent_id: Field::ABSENT,
+            session_id: Field::ABSENT,
+            phase: Field::ABSENT,
+            status: Field::ABSENT,
+            args: Field::ABSENT,
+            timestamp_checked: false,
+        }
+    }
 }
 
 /// A top-level key of a record.
-#[derive(Clone, Copy)]
-enum Key {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Key {
     Timestamp,
     ToolName,
     SpanType,
@@ -165,382 +275,348 @@ enum Key {
     Other,
 }
 
-/// The deepest nesting the scanner follows; deeper records take the full path.
-const MAX_SCAN_DEPTH: usize = 100;
-
-/// A strict, allocation-free scanner for one JSON object per line. It accepts only a
-/// subset of JSON (plain-text field values, simple numbers); whenever it returns `None`
-/// the full adapter decides, so it can never accept what the adapter would reject.
-struct Scanner<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    pos: usize,
+/// The field a key's plain string fills (`None` for `args` and unknown keys).
+#[inline(always)]
+pub(super) fn field_slot(fields: &mut Fields, key: Key) -> Option<&mut Field> {
+    Some(match key {
+        Key::Timestamp => &mut fields.timestamp,
+        Key::ToolName => &mut fields.tool_name,
+        Key::SpanType => &mut fields.span_type,
+        Key::TraceId => &mut fields.trace_id,
+        Key::ParentTraceId => &mut fields.parent_trace_id,
+        Key::ToolUseId => &mut fields.tool_use_id,
+        Key::AgentId => &mut fields.agent_id,
+        Key::SessionId => &mut fields.session_id,
+        Key::Phase => &mut fields.phase,
+        Key::Status => &mut fields.status,
+        Key::Args | Key::Other => return None,
+    })
 }
 
-impl<'a> Scanner<'a> {
-    #[inline(always)]
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.bytes.get(self.pos) {
-            self.pos += 1;
-        }
-    }
+/// A string value at `pos` (after its opening quote) that is a plain `YYYY-MM-DDTHH:MM:SSZ`
+/// time: where its content ends (at the closing quote).
+#[inline(always)]
+pub(super) fn timestamp_value(bytes: &[u8], pos: usize) -> Option<usize> {
+    let text = bytes.get(pos..pos + 21)?;
+    (text[20] == b'"' && plausible_rfc3339(&text[..20])).then_some(pos + 20)
+}
 
-    #[inline(always)]
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.bytes.get(self.pos) == Some(&byte)).then(|| self.pos += 1)
+/// A key right after its opening quote, moved past its closing quote: the keys the reader
+/// knows are recognised by their first eight bytes and compared whole (closing quote
+/// included) without scanning; any other key is scanned (`None` for one with escapes).
+#[inline(always)]
+fn key(scanner: &mut JsonScanner<'_>) -> Option<Key> {
+    /// The first eight bytes of `text` (zero-padded) as a little-endian number.
+    const fn head(text: &[u8]) -> u64 {
+        let mut out = 0u64;
+        let mut idx = 0;
+        while idx < text.len() && idx < 8 {
+            out |= (text[idx] as u64) << (8 * idx);
+            idx += 1;
+        }
+        out
     }
-
-    /// A string; returns its inner text and whether it has escapes.
-    #[inline(always)]
-    fn string(&mut self) -> Option<(&'a str, bool)> {
-        self.eat(b'"')?;
-        let start = self.pos;
-        let mut escaped = false;
-        loop {
-            // Skip plain bytes eight at a time.
-            self.pos += find_special(self.bytes.get(self.pos..)?)?;
-            match *self.bytes.get(self.pos)? {
-                b'"' => {
-                    let inner = &self.text[start..self.pos];
-                    self.pos += 1;
-                    return Some((inner, escaped));
-                }
-                b'\\' => {
-                    escaped = true;
-                    match *self.bytes.get(self.pos + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.pos += 2,
-                        b'u' => {
-                            let hex = self.bytes.get(self.pos + 2..self.pos + 6)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            // Surrogates need pairing rules: leave them to the full parser.
-                            if matches!(hex[0], b'd' | b'D') {
-                                return None;
-                            }
-                            self.pos += 6;
-                        }
-                        _ => return None,
-                    }
-                }
-                0..=0x1f => return None,
-                _ => self.pos += 1,
-            }
-        }
-    }
-
-    fn number(&mut self) -> Option<()> {
-        let start = self.pos;
-        if self.bytes.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
-        }
-        let digits = self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 || digits > 15 || (digits > 1 && self.bytes[self.pos] == b'0') {
-            return None;
-        }
-        self.pos += digits;
-        if self.bytes.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            let fraction = self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_digit()).count();
-            if fraction == 0 || fraction > 15 {
-                return None;
-            }
-            self.pos += fraction;
-        }
-        // Exponents (and so out-of-range numbers) take the full path.
-        if matches!(self.bytes.get(self.pos), Some(b'e' | b'E')) {
-            return None;
-        }
-        (self.pos > start).then_some(())
-    }
-
-    fn value(&mut self, depth: usize) -> Option<()> {
-        if depth > MAX_SCAN_DEPTH {
-            return None;
-        }
-        match *self.bytes.get(self.pos)? {
-            b'"' => self.string().map(|_| ()),
-            b'{' => {
-                self.pos += 1;
-                self.ws();
-                if self.eat(b'}').is_some() {
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    self.string()?;
-                    self.ws();
-                    self.eat(b':')?;
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    if self.eat(b',').is_some() {
-                        continue;
-                    }
-                    return self.eat(b'}');
-                }
-            }
-            b'[' => {
-                self.pos += 1;
-                self.ws();
-                if self.eat(b']').is_some() {
-                    return Some(());
-                }
-                loop {
-                    self.ws();
-                    self.value(depth + 1)?;
-                    self.ws();
-                    if self.eat(b',').is_some() {
-                        continue;
-                    }
-                    return self.eat(b']');
-                }
-            }
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            _ => self.number(),
-        }
-    }
-
-    fn literal(&mut self, literal: &[u8]) -> Option<()> {
-        if self.bytes[self.pos..].starts_with(literal) {
-            self.pos += literal.len();
-            Some(())
-        } else {
-            None
-        }
-    }
-
-    /// A plain string (no escapes) or `null`; anything else is `None`.
-    #[inline(always)]
-    fn plain_or_null(&mut self) -> Option<Option<&'a str>> {
-        if self.bytes.get(self.pos) == Some(&b'n') {
-            self.literal(b"null")?;
-            return Some(None);
-        }
-        match self.string()? {
-            (text, false) => Some(Some(text)),
-            (_, true) => None,
-        }
-    }
-
-    /// An object key without escapes (a key with escapes is `None`). The keys the reader
-    /// knows are compared whole, closing quote included, before any byte search.
-    #[inline(always)]
-    fn key(&mut self) -> Option<Key> {
-        let rest = self.bytes.get(self.pos..)?;
-        // Constant-size comparisons (no `memcmp` call).
-        fn is<const N: usize>(rest: &[u8], quoted: &[u8; N]) -> bool {
-            rest.first_chunk::<N>() == Some(quoted)
-        }
-        let known = match rest.get(1) {
-            Some(b't') if is(rest, b"\"timestamp\"") => Some((Key::Timestamp, 11)),
-            Some(b't') if is(rest, b"\"tool_name\"") => Some((Key::ToolName, 11)),
-            Some(b't') if is(rest, b"\"trace_id\"") => Some((Key::TraceId, 10)),
-            Some(b't') if is(rest, b"\"tool_use_id\"") => Some((Key::ToolUseId, 13)),
-            Some(b's') if is(rest, b"\"span_type\"") => Some((Key::SpanType, 11)),
-            Some(b's') if is(rest, b"\"session_id\"") => Some((Key::SessionId, 12)),
-            Some(b's') if is(rest, b"\"status\"") => Some((Key::Status, 8)),
-            Some(b'p') if is(rest, b"\"parent_trace_id\"") => Some((Key::ParentTraceId, 17)),
-            Some(b'p') if is(rest, b"\"phase\"") => Some((Key::Phase, 7)),
-            Some(b'a') if is(rest, b"\"args\"") => Some((Key::Args, 6)),
-            Some(b'a') if is(rest, b"\"agent_id\"") => Some((Key::AgentId, 10)),
+    const TIMESTAMP: u64 = head(b"timestam");
+    const TOOL_NAME: u64 = head(b"tool_nam");
+    const SPAN_TYPE: u64 = head(b"span_typ");
+    const TRACE_ID: u64 = head(b"trace_id");
+    const AGENT_ID: u64 = head(b"agent_id");
+    const SESSION_ID: u64 = head(b"session_");
+    const TOOL_USE_ID: u64 = head(b"tool_use");
+    const PARENT_TRACE_ID: u64 = head(b"parent_t");
+    const ARGS: u64 = head(b"args\"");
+    const PHASE: u64 = head(b"phase\"");
+    const STATUS: u64 = head(b"status\"");
+    let bytes = scanner.bytes();
+    let pos = scanner.pos();
+    if let Some(first) = bytes.get(pos..pos + 8) {
+        let first = u64::from_le_bytes(first.try_into().ok()?);
+        let rest = |tail: &[u8]| bytes.get(pos + 8..pos + 8 + tail.len()) == Some(tail);
+        // (key, length with the closing quote)
+        let known = match first {
+            TIMESTAMP if rest(b"p\"") => Some((Key::Timestamp, 10)),
+            TOOL_NAME if rest(b"e\"") => Some((Key::ToolName, 10)),
+            SPAN_TYPE if rest(b"e\"") => Some((Key::SpanType, 10)),
+            TRACE_ID if rest(b"\"") => Some((Key::TraceId, 9)),
+            AGENT_ID if rest(b"\"") => Some((Key::AgentId, 9)),
+            SESSION_ID if rest(b"id\"") => Some((Key::SessionId, 11)),
+            TOOL_USE_ID if rest(b"_id\"") => Some((Key::ToolUseId, 12)),
+            PARENT_TRACE_ID if rest(b"race_id\"") => Some((Key::ParentTraceId, 16)),
+            _ if first & 0xff_ffff_ffff == ARGS => Some((Key::Args, 5)),
+            _ if first & 0xffff_ffff_ffff == PHASE => Some((Key::Phase, 6)),
+            _ if first & 0xff_ffff_ffff_ffff == STATUS => Some((Key::Status, 7)),
             _ => None,
         };
         if let Some((key, len)) = known {
-            self.pos += len;
+            scanner.advance(len);
             return Some(key);
         }
-        let (text, escaped) = self.string()?;
-        if escaped {
-            return None;
-        }
-        Some(match text.as_bytes() {
-            b"timestamp" => Key::Timestamp,
-            b"tool_name" => Key::ToolName,
-            b"span_type" => Key::SpanType,
-            b"trace_id" => Key::TraceId,
-            b"parent_trace_id" => Key::ParentTraceId,
-            b"tool_use_id" => Key::ToolUseId,
-            b"agent_id" => Key::AgentId,
-            b"session_id" => Key::SessionId,
-            b"phase" => Key::Phase,
-            b"status" => Key::Status,
-            b"args" => Key::Args,
-            _ => Key::Other,
-        })
     }
+    let start = scanner.pos();
+    let (end, escaped) = scanner.string_tail()?;
+    if escaped {
+        return None;
+    }
+    Some(match &bytes[start..end] {
+        b"timestamp" => Key::Timestamp,
+        b"tool_name" => Key::ToolName,
+        b"span_type" => Key::SpanType,
+        b"trace_id" => Key::TraceId,
+        b"parent_trace_id" => Key::ParentTraceId,
+        b"tool_use_id" => Key::ToolUseId,
+        b"agent_id" => Key::AgentId,
+        b"session_id" => Key::SessionId,
+        b"phase" => Key::Phase,
+        b"status" => Key::Status,
+        b"args" => Key::Args,
+        _ => Key::Other,
+    })
+}
 
-    fn record(mut self) -> Option<Fields<'a>> {
-        let mut fields = Fields::default();
-        self.ws();
-        self.eat(b'{')?;
-        self.ws();
-        if self.eat(b'}').is_none() {
-            loop {
-                self.ws();
-                let key = self.key()?;
-                self.ws();
-                self.eat(b':')?;
-                self.ws();
-                let slot = match key {
-                    Key::Timestamp => &mut fields.timestamp,
-                    Key::ToolName => &mut fields.tool_name,
-                    Key::SpanType => &mut fields.span_type,
-                    Key::TraceId => &mut fields.trace_id,
-                    Key::ParentTraceId => &mut fields.parent_trace_id,
-                    Key::ToolUseId => &mut fields.tool_use_id,
-                    Key::AgentId => &mut fields.agent_id,
-                    Key::SessionId => &mut fields.session_id,
-                    Key::Phase => &mut fields.phase,
-                    Key::Status => &mut fields.status,
-                    Key::Args => {
-                        if fields.args.is_some() {
-                            return None;
-                        }
-                        let start = self.pos;
-                        self.value(1)?;
-                        fields.args = Some(&self.text[start..self.pos]);
-                        self.ws();
-                        if self.eat(b',').is_some() {
-                            continue;
-                        }
-                        self.eat(b'}')?;
-                        break;
-                    }
-                    Key::Other => {
-                        self.value(1)?;
-                        self.ws();
-                        if self.eat(b',').is_some() {
-                            continue;
-                        }
-                        self.eat(b'}')?;
-                        break;
-                    }
-                };
-                if slot.is_some() {
-                    return None;
-                }
-                *slot = Some(self.plain_or_null()?);
-                self.ws();
-                if self.eat(b',').is_some() {
-                    continue;
-                }
-                self.eat(b'}')?;
-                break;
+/// A plain string (no escapes) or `null`; anything else is `None`.
+#[inline(always)]
+fn plain_or_null(scanner: &mut JsonScanner<'_>) -> Option<Field> {
+    match scanner.peek() {
+        b'"' => {
+            scanner.advance(1);
+            let start = scanner.pos();
+            match scanner.string_tail()? {
+                (end, false) => Some(Field::of(start..end)),
+                (_, true) => None,
             }
         }
-        self.ws();
-        (self.pos == self.bytes.len()).then_some(fields)
+        b'n' => {
+            scanner.literal(b"null")?;
+            Some(Field::NULL)
+        }
+        _ => None,
     }
+}
+
+/// One record from the scanner's position to the end of its line (a line feed, which is
+/// consumed, or the end of the bytes); `None` when it is not a plain record. With `members`,
+/// the record's members are listed there (for [`Layouts::learn`]); more than
+/// [`MAX_MEMBERS`] empty the list.
+#[inline(always)]
+fn record(
+    scanner: &mut JsonScanner<'_>,
+    fields: &mut Fields,
+    mut members: Option<&mut Vec<Member>>,
+) -> Option<Range<usize>> {
+    scanner.ws();
+    let start = scanner.pos();
+    scanner.eat(b'{')?;
+    scanner.ws();
+    if scanner.eat(b'}').is_none() {
+        loop {
+            scanner.eat(b'"')?;
+            let key = key(scanner)?;
+            scanner.ws();
+            scanner.eat(b':')?;
+            scanner.ws();
+            let value_start = scanner.pos();
+            let plain = match field_slot(fields, key) {
+                Some(slot) => {
+                    if *slot != Field::ABSENT {
+                        return None;
+                    }
+                    *slot = plain_or_null(scanner)?;
+                    *slot != Field::NULL
+                }
+                None => {
+                    scanner.value(1)?;
+                    if key == Key::Args {
+                        if fields.args != Field::ABSENT {
+                            return None;
+                        }
+                        fields.args = Field::of(value_start..scanner.pos());
+                    }
+                    false
+                }
+            };
+            let is_null = !plain && key != Key::Args && key != Key::Other;
+            if let Some(list) = members.as_deref_mut()
+                && !is_null
+            {
+                let value = if plain {
+                    let content = field_slot(fields, key).and_then(|slot| slot.range()).unwrap_or_default();
+                    (content.start, content.end)
+                } else {
+                    (value_start, scanner.pos())
+                };
+                if list.len() < MAX_MEMBERS {
+                    list.push(Member { key, value, plain });
+                } else {
+                    list.clear();
+                    members = None;
+                }
+            }
+            scanner.ws();
+            if scanner.eat(b',').is_some() {
+                scanner.ws();
+                continue;
+            }
+            scanner.eat(b'}')?;
+            break;
+        }
+    }
+    let raw = start..scanner.pos();
+    scanner.ws();
+    match scanner.peek() {
+        b'\n' => scanner.advance(1),
+        _ if scanner.at_end() => {}
+        _ => return None,
+    }
+    Some(raw)
+}
+
+/// The record of `fields` when the full adapter would read it the same way.
+#[inline(always)]
+fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>) -> Option<Record> {
+    if fields.tool_name.text(bytes)?.is_empty() {
+        return None;
+    }
+    if let Some(timestamp) = fields.timestamp.text(bytes)
+        && !fields.timestamp_checked
+        && !plausible_rfc3339(timestamp)
+    {
+        chrono::DateTime::parse_from_rfc3339(std::str::from_utf8(timestamp).ok()?).ok()?;
+    }
+    let span_type_parent = match fields.span_type.text(bytes) {
+        None | Some(b"child") => false,
+        Some(b"parent") => true,
+        Some(_) => return None,
+    };
+    let event_type = match fields.phase.text(bytes) {
+        None | Some(b"post" | b"post_failure") => EventType::ToolCallEnd,
+        Some(b"pre") => EventType::ToolCallStart,
+        Some(_) => return None,
+    };
+    Some(Record {
+        event_type,
+        span_type_parent,
+        tool_name: fields.tool_name,
+        span_id: fields.trace_id.or(fields.tool_use_id),
+        parent_span_id: fields.parent_trace_id.or(fields.agent_id),
+        args: fields.args,
+        raw: Field::of(raw),
+    })
+}
+
+/// Scans the line of `bytes` (valid UTF-8) that starts at `start`, and returns what it is
+/// and where the next line starts. Only a line the full reader reads as exactly this record
+/// is a [`Line::Record`]; a line with anything unusual (escapes in the fields the reader
+/// takes as text, other whitespace, numbers outside the simple forms) is [`Line::Other`].
+/// A line of a shape in `layouts` is read by its layout; the shapes of other accepted lines
+/// are learned.
+pub(crate) fn scan_line(bytes: &[u8], start: usize, layouts: &mut Layouts) -> (Line, usize) {
+    if bytes.len() >= u32::MAX as usize {
+        return other_line(bytes, start, start);
+    }
+    let mut fields = Fields::default();
+    if let Some((raw, end)) = layouts.read(bytes, start, &mut fields) {
+        let mut scanner = JsonScanner::new(bytes, end);
+        scanner.ws();
+        let next = match scanner.peek() {
+            b'\n' => Some(scanner.pos() + 1),
+            _ if scanner.at_end() => Some(scanner.pos()),
+            _ => None,
+        };
+        if let Some(next) = next {
+            return match accept(bytes, &fields, raw) {
+                Some(record) => (Line::Record(record), next),
+                None => (Line::Other, next),
+            };
+        }
+    }
+    // A layout may have filled some fields before it failed.
+    fields = Fields::default();
+    let mut members = Vec::new();
+    let mut scanner = JsonScanner::new(bytes, start);
+    if let Some(raw) = record(&mut scanner, &mut fields, Some(&mut members)) {
+        // The scanner is at the next line.
+        return match accept(bytes, &fields, raw.clone()) {
+            Some(record) => {
+                layouts.learn(bytes, start, &members, raw);
+                (Line::Record(record), scanner.pos())
+            }
+            None => (Line::Other, scanner.pos()),
+        };
+    }
+    other_line(bytes, start, scanner.pos())
+}
+
+/// A line that is not a record: blank, or for the full reader; `from` is a position in it.
+fn other_line(bytes: &[u8], start: usize, from: usize) -> (Line, usize) {
+    // Nothing of a line is scanned past its line feed.
+    let from = from.min(bytes.len());
+    let end = memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |nl| from + nl);
+    let next = (end + 1).min(bytes.len());
+    if bytes[start..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+        return (Line::Blank, next);
+    }
+    (Line::Other, next)
 }
 
 impl TooltraceAdapter {
-    /// Reads one line on the fast path; `None` when the line needs the full adapter
-    /// (anything unusual, including every malformed record, goes there for its error).
+    /// Reads one line (without its line feed) on the fast path; `None` when the line needs
+    /// the full adapter (anything unusual, including every malformed record, goes there for
+    /// its error).
     pub fn view(text: &str, line: u64) -> Option<TooltraceView<'_>> {
-        let fields = Scanner { text, bytes: text.as_bytes(), pos: 0 }.record()?;
-        let tool_name = fields.tool_name.flatten()?;
-        if tool_name.is_empty() {
+        let mut scanner = JsonScanner::new(text.as_bytes(), 0);
+        if text.len() >= u32::MAX as usize {
             return None;
         }
-        if let Some(timestamp) = fields.timestamp.flatten()
-            && !plausible_rfc3339(timestamp)
-        {
-            chrono::DateTime::parse_from_rfc3339(timestamp).ok()?;
+        let mut fields = Fields::default();
+        let raw = record(&mut scanner, &mut fields, None)?;
+        if !scanner.at_end() {
+            return None;
         }
-        let span_type_parent = match fields.span_type.flatten() {
-            None | Some("child") => false,
-            Some("parent") => true,
-            Some(_) => return None,
-        };
-        let event_type = match fields.phase.flatten() {
-            None | Some("post" | "post_failure") => EventType::ToolCallEnd,
-            Some("pre") => EventType::ToolCallStart,
-            Some(_) => return None,
-        };
-        Some(TooltraceView {
-            event_type,
-            tool_name: std::borrow::Cow::Borrowed(tool_name),
-            span_id: borrowed(fields.trace_id).or(borrowed(fields.tool_use_id)),
-            parent_span_id: borrowed(fields.parent_trace_id).or(borrowed(fields.agent_id)),
-            span_type_parent,
-            args: fields.args,
-            line,
-            seq: 0,
-            raw: text,
-        })
+        accept(text.as_bytes(), &fields, raw)?.view(text, line, 0)
     }
-}
-
-fn borrowed(field: Option<Option<&str>>) -> Option<std::borrow::Cow<'_, str>> {
-    field.flatten().map(std::borrow::Cow::Borrowed)
-}
-
-/// The index of the first `"`, `\\` or control character (below 0x20) in `bytes`, looking at
-/// eight bytes per step (SWAR: the classic "has zero byte" and "has byte less than" tricks;
-/// the lowest flagged byte is always a true hit, false hits can only follow it).
-#[inline(always)]
-pub(crate) fn find_special(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let backslash = word ^ (ONES * u64::from(b'\\'));
-        let hits = ((quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash)
-            | (word.wrapping_sub(ONES * 0x20) & !word))
-            & HIGH;
-        if hits != 0 {
-            return Some(offset + (hits.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    chunks.remainder().iter().position(|b| matches!(b, b'"' | b'\\' | 0..=0x1f)).map(|found| offset + found)
-}
-
-/// The index of the first `needle` in `bytes`, eight bytes per step.
-pub(crate) fn find_byte(needle: u8, bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let pattern = ONES * u64::from(needle);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word) ^ pattern;
-        let hits = word.wrapping_sub(ONES) & !word & HIGH;
-        if hits != 0 {
-            return Some(offset + (hits.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    chunks.remainder().iter().position(|b| *b == needle).map(|found| offset + found)
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` with valid ranges: the common case, checked without chrono.
 /// Anything else (fractions, offsets) is checked by chrono.
-fn plausible_rfc3339(text: &str) -> bool {
-    let b = text.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
-    {
+#[inline(always)]
+fn plausible_rfc3339(text: &[u8]) -> bool {
+    let Ok(b) = <&[u8; 20]>::try_from(text) else { return false };
+    // Three overlapping words: bytes 0..8, 8..16 and 12..20. In each, `digits` marks the bytes
+    // that must be digits and `fixed` the separators, which must equal `expected`.
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    const fn mask(positions: &[usize]) -> u64 {
+        let mut out = 0u64;
+        let mut idx = 0;
+        while idx < positions.len() {
+            out |= 0xff << (8 * positions[idx]);
+            idx += 1;
+        }
+        out
+    }
+    const fn bytes(text: &[u8; 8]) -> u64 {
+        u64::from_le_bytes(*text)
+    }
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    const SIXES: u64 = 0x0606_0606_0606_0606;
+    const HIGH: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    let digits_ok = |word: u64, digits: u64| {
+        (word & digits & HIGH) == (ZEROS & digits) && ((word + (SIXES & digits)) & digits & HIGH) == (ZEROS & digits)
+    };
+    // "YYYY-MM-", "DDTHH:MM", "H:MM:SSZ" (the last from byte 12).
+    let (w0, w1, w2) = (word(0), word(8), word(12));
+    let ok = digits_ok(w0, mask(&[0, 1, 2, 3, 5, 6]))
+        && w0 & mask(&[4, 7]) == bytes(b"\0\0\0\0-\0\0-")
+        && digits_ok(w1, mask(&[0, 1, 3, 4, 6, 7]))
+        && w1 & mask(&[2, 5]) == bytes(b"\0\0T\0\0:\0\0")
+        && digits_ok(w2, mask(&[0, 2, 3, 5, 6]))
+        && w2 & mask(&[1, 4, 7]) == bytes(b"\0:\0\0:\0\0Z");
+    if !ok {
         return false;
     }
-    let num = |range: std::ops::Range<usize>| -> Option<u32> {
-        b[range].iter().try_fold(0u32, |acc, c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
-    };
-    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) =
-        (num(0..4), num(5..7), num(8..10), num(11..13), num(14..16), num(17..19))
-    else {
-        return false;
-    };
+    let digit = |idx: usize| u32::from(b[idx] - b'0');
+    let year = digit(0) * 1000 + digit(1) * 100 + digit(2) * 10 + digit(3);
+    let (month, day) = (digit(5) * 10 + digit(6), digit(8) * 10 + digit(9));
+    let (hour, minute, second) = (digit(11) * 10 + digit(12), digit(14) * 10 + digit(15), digit(17) * 10 + digit(18));
     let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
@@ -550,4 +626,47 @@ fn plausible_rfc3339(text: &str) -> bool {
         _ => return false,
     };
     (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plausible_rfc3339;
+    use proptest::prelude::*;
+
+    #[test]
+    fn plain_times_are_checked_like_chrono() {
+        // (text, taken by the fast check); everything else goes to chrono.
+        for (text, fast) in [
+            ("2026-02-19T10:00:00Z", true),
+            ("2024-02-29T23:59:59Z", true),
+            ("2000-02-29T00:00:00Z", true),
+            ("1900-02-29T00:00:00Z", false),
+            ("2023-02-29T00:00:00Z", false),
+            ("2026-13-01T00:00:00Z", false),
+            ("2026-00-10T00:00:00Z", false),
+            ("2026-04-31T00:00:00Z", false),
+            ("2026-04-30T24:00:00Z", false),
+            ("2026-04-30T23:60:00Z", false),
+            ("2026-04-30T23:59:60Z", false),
+            ("2026-04-30 23:59:59Z", false),
+            ("2026-04-30T23:59:59z", false),
+            ("2026-04-3OT23:59:59Z", false),
+            ("20:6-04-30T23:59:59Z", false),
+            ("2026-04-30T23:59:59+", false),
+        ] {
+            assert_eq!(plausible_rfc3339(text.as_bytes()), fast, "{text}");
+            if fast {
+                assert!(chrono::DateTime::parse_from_rfc3339(text).is_ok(), "{text}");
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn never_accepts_what_chrono_rejects(text in "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z|[0-9:T Zz/-]{20}") {
+            if plausible_rfc3339(text.as_bytes()) {
+                prop_assert!(chrono::DateTime::parse_from_rfc3339(&text).is_ok(), "{}", text);
+            }
+        }
+    }
 }

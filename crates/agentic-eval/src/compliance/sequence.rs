@@ -27,7 +27,10 @@
 //! saying so) plus the latest [`POST_ONLY_SCOPE_WINDOW`] post-only spans, which never end.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use agentic_core::json_scan::bytes_eq;
+use hashbrown::HashTable;
 
 use agentic_core::{CanonicalEvent, Diagnostic, EventType};
 use regex::Regex;
@@ -175,17 +178,85 @@ pub fn glob_to_regex(glob: &str) -> String {
 #[derive(Debug, Clone)]
 enum NameMatch {
     Exact(String),
-    Contains(String),
-    Pattern(Regex),
+    Contains(memchr::memmem::Finder<'static>),
+    Pattern(Pattern),
 }
 
 impl NameMatch {
+    fn contains(needle: &str) -> NameMatch {
+        NameMatch::Contains(memchr::memmem::Finder::new(needle).into_owned())
+    }
+
+    #[inline]
     fn is_match(&self, text: &str) -> bool {
         match self {
-            NameMatch::Exact(exact) => exact == text,
-            NameMatch::Contains(needle) => text.contains(needle.as_str()),
-            NameMatch::Pattern(regex) => regex.is_match(text),
+            NameMatch::Exact(exact) => bytes_eq(exact.as_bytes(), text.as_bytes()),
+            NameMatch::Contains(needle) => needle.find(text.as_bytes()).is_some(),
+            NameMatch::Pattern(pattern) => pattern.is_match(text),
         }
+    }
+}
+
+/// A regular expression with the literals every match has: a text that lacks one is
+/// rejected without running the regex.
+#[derive(Debug, Clone)]
+struct Pattern {
+    regex: Regex,
+    prefix: String,
+    suffix: String,
+    inner: Option<memchr::memmem::Finder<'static>>,
+}
+
+impl Pattern {
+    /// A user's regular expression (the regex engine finds its own literals).
+    fn regex(regex: Regex) -> Pattern {
+        Pattern { regex, prefix: String::new(), suffix: String::new(), inner: None }
+    }
+
+    /// A path glob (see [`glob_to_regex`]) with its literal start, end and longest inner run.
+    fn glob(glob: &str) -> Option<Pattern> {
+        let regex = Regex::new(&glob_to_regex(glob)).ok()?;
+        // The glob's literal runs, split where `glob_to_regex` puts a wildcard.
+        let mut runs = vec![String::new()];
+        let mut starts_wild = false;
+        let mut chars = glob.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '*' | '?' => {
+                    if runs.len() == 1 && runs[0].is_empty() {
+                        starts_wild = true;
+                    }
+                    if c == '*' && chars.peek() == Some(&'*') {
+                        chars.next();
+                        // `**/` may match nothing at all, slash included.
+                        if chars.peek() == Some(&'/') {
+                            chars.next();
+                        }
+                    }
+                    runs.push(String::new());
+                }
+                other => runs.last_mut().map_or((), |run| run.push(other)),
+            }
+        }
+        let prefix = if starts_wild { String::new() } else { runs.first().cloned().unwrap_or_default() };
+        let suffix = if runs.len() > 1 { runs.last().cloned().unwrap_or_default() } else { String::new() };
+        let middle = if runs.len() > 2 { &runs[1..runs.len() - 1] } else { &[][..] };
+        let inner = middle
+            .iter()
+            .max_by_key(|run| run.len())
+            .filter(|run| run.len() >= 2)
+            .map(|run| memchr::memmem::Finder::new(run.as_str()).into_owned());
+        Some(Pattern { regex, prefix, suffix, inner })
+    }
+
+    #[inline]
+    fn is_match(&self, text: &str) -> bool {
+        let (text_bytes, prefix, suffix) = (text.as_bytes(), self.prefix.as_bytes(), self.suffix.as_bytes());
+        text_bytes.len() >= prefix.len().max(suffix.len())
+            && bytes_eq(&text_bytes[..prefix.len()], prefix)
+            && bytes_eq(&text_bytes[text_bytes.len() - suffix.len()..], suffix)
+            && self.inner.as_ref().is_none_or(|inner| inner.find(text.as_bytes()).is_some())
+            && self.regex.is_match(text)
     }
 }
 
@@ -204,6 +275,8 @@ pub struct CompiledMatcher {
     args_text: Vec<NameMatch>,
     /// A short description for notes, for example `Read(file_path ~ **/skill.md)`.
     pub description: String,
+    /// The matcher as written (two equal ones match the same calls).
+    source: EventMatcher,
 }
 
 impl CompiledMatcher {
@@ -250,8 +323,8 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
     let mut out = Vec::new();
     if let Some(glob) = &text.glob {
         if glob.contains(['*', '?']) {
-            if let Ok(regex) = Regex::new(&glob_to_regex(glob)) {
-                out.push(NameMatch::Pattern(regex));
+            if let Some(pattern) = Pattern::glob(glob) {
+                out.push(NameMatch::Pattern(pattern));
             }
         } else {
             out.push(NameMatch::Exact(glob.clone()));
@@ -262,9 +335,9 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
             // A pattern of plain characters only (no metacharacter, no flag) matches exactly
             // where the text contains it: a substring search is enough.
             Ok(_) if pattern.bytes().all(|b| b.is_ascii_alphanumeric() || b" -_/,:;=@%!<>'\"`".contains(&b)) => {
-                out.push(NameMatch::Contains(pattern.clone()))
+                out.push(NameMatch::contains(pattern))
             }
-            Ok(regex) => out.push(NameMatch::Pattern(regex)),
+            Ok(regex) => out.push(NameMatch::Pattern(Pattern::regex(regex))),
             Err(_) => diagnostics.push(
                 Diagnostic::error("invalid-regex", format!("`regex` pattern `{pattern}` is not a valid regex"))
                     .at_pointer(format!("{pointer}/regex"))
@@ -276,7 +349,7 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
         out.push(NameMatch::Exact(equals.clone()));
     }
     if let Some(contains) = &text.contains {
-        out.push(NameMatch::Contains(contains.clone()));
+        out.push(NameMatch::contains(contains));
     }
     if out.is_empty() && text.regex.is_none() {
         diagnostics.push(
@@ -326,9 +399,9 @@ pub(crate) fn compile_matcher(
     let pattern_texts = patterns.map(Patterns::items).unwrap_or_default();
     for pattern in &pattern_texts {
         if pattern.contains(['*', '?']) {
-            match Regex::new(&glob_to_regex(pattern)) {
-                Ok(regex) => names.push(NameMatch::Pattern(regex)),
-                Err(_) => diagnostics.push(
+            match Pattern::glob(pattern) {
+                Some(pattern) => names.push(NameMatch::Pattern(pattern)),
+                None => diagnostics.push(
                     Diagnostic::error("invalid-glob", format!("name glob `{pattern}` is invalid"))
                         .at_pointer(pointer)
                         .with_hint("use `*`, `?` and `**` only"),
@@ -368,7 +441,7 @@ pub(crate) fn compile_matcher(
     };
     let description =
         if arg_descriptions.is_empty() { base } else { format!("{base}({})", arg_descriptions.join(", ")) };
-    CompiledMatcher { kind, names, args, args_text, description }
+    CompiledMatcher { kind, names, args, args_text, description, source: matcher.clone() }
 }
 
 /// A compiled relation.
@@ -481,9 +554,6 @@ struct Occurrence<'a> {
     name: &'a str,
     raw_args: ArgsRef<'a>,
     parsed_args: std::cell::OnceCell<Option<Value>>,
-    span_id: Option<&'a str>,
-    parent_span_id: Option<&'a str>,
-    location: Location,
 }
 
 impl<'a> Occurrence<'a> {
@@ -553,12 +623,19 @@ fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow
             // Below the top level `raw` is a validated value: a non-object has no keys.
             return if depth == 0 { None } else { Some(None) };
         }
-        let seed = FindKey { key: segment };
-        let mut deserializer = serde_json::Deserializer::from_str(raw);
-        let found = serde::de::DeserializeSeed::deserialize(seed, &mut deserializer).ok()?;
-        deserializer.end().ok()?;
+        // The strict scanner answers the common case; serde_json whatever it leaves.
+        let found = match agentic_core::json_scan::find_member(raw, segment) {
+            Some(found) => found.map(|range| &raw[range]),
+            None => {
+                let seed = FindKey { key: segment };
+                let mut deserializer = serde_json::Deserializer::from_str(raw);
+                let found = serde::de::DeserializeSeed::deserialize(seed, &mut deserializer).ok()?;
+                deserializer.end().ok()?;
+                found.map(serde_json::value::RawValue::get)
+            }
+        };
         match found {
-            Some(value) => raw = value.get(),
+            Some(value) => raw = value,
             None => return Some(None),
         }
     }
@@ -764,6 +841,40 @@ impl RuleIds {
     }
 }
 
+/// The rules by what can change them, as bit sets over rule indexes (for up to 64 rules).
+#[derive(Debug, Clone)]
+struct RuleMasks {
+    /// Rules with a scope.
+    scoped: u64,
+    /// Rules stepped on every event that counts.
+    always: u64,
+    /// The relation matchers of all rules, as match bits.
+    relations: u64,
+    /// The rule of each relation matcher bit.
+    rule_of: [u8; 64],
+}
+
+impl RuleMasks {
+    fn new(rules: &[CompiledRule], ids: &[RuleIds]) -> RuleMasks {
+        let mut masks = RuleMasks { scoped: 0, always: 0, relations: 0, rule_of: [0; 64] };
+        for (idx, (rule, ids)) in rules.iter().zip(ids).enumerate().take(64) {
+            if rule.within.is_some() {
+                masks.scoped |= 1 << idx;
+            }
+            if ids.always_step {
+                masks.always |= 1 << idx;
+            }
+            masks.relations |= ids.relation_mask;
+            for id in [ids.first, ids.second] {
+                if id < 64 {
+                    masks.rule_of[id] = idx as u8;
+                }
+            }
+        }
+        masks
+    }
+}
+
 /// Where match results come from: matching the occurrence now, or precomputed bits.
 enum Matches<'o, 'a> {
     Lazy(&'o Occurrence<'a>),
@@ -808,6 +919,8 @@ pub struct MatchPlan {
     /// By kind, the matchers that can match a name no matcher mentions exactly (those with a
     /// name glob or no name at all).
     others: [Vec<usize>; 2],
+    /// Per matcher, an earlier one written the same way (whose answer it copies).
+    same_as: Vec<Option<usize>>,
 }
 
 impl MatchPlan {
@@ -824,9 +937,6 @@ impl MatchPlan {
             name: event.name.unwrap_or(""),
             raw_args: event.args,
             parsed_args: std::cell::OnceCell::new(),
-            span_id: event.span_id,
-            parent_span_id: event.parent_span_id,
-            location: Location { line: event.line, seq: event.seq },
         };
         let slot = usize::from(kind == CallKind::Agent);
         let found = match &self.name_index {
@@ -835,7 +945,9 @@ impl MatchPlan {
                 self.name_keys
                     .iter()
                     .zip(&self.by_name)
-                    .find(|(known, (name, _))| **known == (key, len) && (len <= 8 || name.as_str() == occurrence.name))
+                    .find(|(known, (name, _))| {
+                        **known == (key, len) && (len <= 8 || bytes_eq(name.as_bytes(), occurrence.name.as_bytes()))
+                    })
                     .map(|(_, entry)| entry)
             }
             Some(index) => index.get(occurrence.name).map(|&idx| &self.by_name[idx]),
@@ -845,20 +957,50 @@ impl MatchPlan {
             Some(lists) => {
                 let mut memo: [ArgMemo<'_>; 4] = Default::default();
                 for &id in &lists[slot] {
-                    if self.matchers[id].args_match_memo(&occurrence, &self.arg_slots[id], &mut memo) {
+                    let matched = match self.same_as[id] {
+                        Some(earlier) => bits.get(earlier),
+                        None => self.matchers[id].args_match_memo(&occurrence, &self.arg_slots[id], &mut memo),
+                    };
+                    if matched {
                         bits.set(id);
                     }
                 }
             }
             None => {
                 for &id in &self.others[slot] {
-                    if self.matchers[id].matches(&occurrence) {
+                    let matched = match self.same_as[id] {
+                        Some(earlier) => bits.get(earlier),
+                        None => self.matchers[id].matches(&occurrence),
+                    };
+                    if matched {
                         bits.set(id);
                     }
                 }
             }
         }
         bits
+    }
+}
+
+/// What [`MatchPlan::prepare`] works out for one event apart from the engine: the matchers it
+/// satisfies and the hashes of its span ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prepared {
+    /// The matchers the event satisfies.
+    pub bits: MatchBits,
+    span_hash: u64,
+    parent_hash: u64,
+}
+
+impl MatchPlan {
+    /// [`MatchPlan::evaluate`], and the hashes the engine keeps span ids by; for
+    /// [`SequenceEngine::feed_prepared`].
+    pub fn prepare(&self, event: &EventRef<'_>) -> Prepared {
+        Prepared {
+            bits: self.evaluate(event),
+            span_hash: event.span_id.map_or(0, span_hash),
+            parent_hash: event.parent_span_id.map_or(0, span_hash),
+        }
     }
 }
 
@@ -876,21 +1018,28 @@ pub struct MatchBits {
 }
 
 impl MatchBits {
+    #[inline]
     fn set(&mut self, id: usize) {
         if id < 64 {
             self.low |= 1 << id;
         } else {
-            let word = (id - 64) / 64;
-            let more = self.more.get_or_insert_with(Default::default);
-            if more.len() <= word {
-                let mut grown = more.to_vec();
-                grown.resize(word + 1, 0);
-                *more = grown.into_boxed_slice();
-            }
-            more[word] |= 1 << ((id - 64) % 64);
+            self.set_wide(id);
         }
     }
 
+    #[cold]
+    fn set_wide(&mut self, id: usize) {
+        let word = (id - 64) / 64;
+        let more = self.more.get_or_insert_with(Default::default);
+        if more.len() <= word {
+            let mut grown = more.to_vec();
+            grown.resize(word + 1, 0);
+            *more = grown.into_boxed_slice();
+        }
+        more[word] |= 1 << ((id - 64) % 64);
+    }
+
+    #[inline]
     fn get(&self, id: usize) -> bool {
         if id < 64 {
             self.low & (1 << id) != 0
@@ -903,8 +1052,6 @@ impl MatchBits {
 
 /// A hash map with [`FastHasher`].
 type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
-/// A hash set with [`FastHasher`].
-type FastSet<K> = HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
 
 /// A small multiply-rotate hasher (the FxHash scheme) for span ids and names: trace text is
 /// not adversarial input to a long-running service, and every set here is size-capped.
@@ -946,41 +1093,139 @@ impl std::hash::Hasher for FastHasher {
     }
 
     fn finish(&self) -> u64 {
-        self.hash
+        // The multiply leaves the low bits weakest; buckets are picked by them.
+        self.hash.rotate_left(26)
+    }
+}
+
+/// A span id with its hash (worked out once per event, possibly on another thread).
+#[derive(Debug, Clone, Copy)]
+struct SpanRef<'a> {
+    hash: u64,
+    id: &'a str,
+}
+
+/// The hash the span sets use for a span id.
+fn span_hash(id: &str) -> u64 {
+    let mut hasher = FastHasher::default();
+    std::hash::Hasher::write(&mut hasher, id.as_bytes());
+    std::hash::Hasher::finish(&hasher)
+}
+
+/// A set of span ids, each hashed once. Members live in reused slots, so a set that stays
+/// the same size allocates nothing; a slot's generation tells a remembered member from a
+/// later one in the same slot.
+#[derive(Debug, Default)]
+struct SpanSet {
+    table: HashTable<u32>,
+    slots: Vec<SpanSlot>,
+    free: Vec<u32>,
+}
+
+#[derive(Debug)]
+struct SpanSlot {
+    hash: u64,
+    id: String,
+    generation: u32,
+}
+
+/// A member as inserted: its slot and the slot's generation then.
+type SpanKey = (u32, u32);
+
+impl SpanSet {
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    fn contains(&self, span: SpanRef<'_>) -> bool {
+        let slots = &self.slots;
+        self.table.find(span.hash, |&slot| bytes_eq(slots[slot as usize].id.as_bytes(), span.id.as_bytes())).is_some()
+    }
+
+    /// Adds `span`; `None` when it is a member already.
+    fn insert(&mut self, span: SpanRef<'_>) -> Option<SpanKey> {
+        let slots = &mut self.slots;
+        let hasher = |slot: &u32| slots[*slot as usize].hash;
+        let same = |slot: &u32| bytes_eq(slots[*slot as usize].id.as_bytes(), span.id.as_bytes());
+        let vacant = match self.table.entry(span.hash, same, hasher) {
+            hashbrown::hash_table::Entry::Occupied(_) => return None,
+            hashbrown::hash_table::Entry::Vacant(vacant) => vacant,
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                slots.push(SpanSlot { hash: 0, id: String::new(), generation: 0 });
+                (slots.len() - 1) as u32
+            }
+        };
+        let entry = &mut slots[slot as usize];
+        entry.hash = span.hash;
+        entry.id.clear();
+        entry.id.push_str(span.id);
+        vacant.insert(slot);
+        Some((slot, entry.generation))
+    }
+
+    /// Removes `span`; false when it was not a member.
+    fn remove(&mut self, span: SpanRef<'_>) -> bool {
+        let slots = &self.slots;
+        match self.table.find_entry(span.hash, |&slot| bytes_eq(slots[slot as usize].id.as_bytes(), span.id.as_bytes()))
+        {
+            Ok(entry) => {
+                let (slot, _) = entry.remove();
+                self.release(slot);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Removes the member inserted as `key`, unless it has gone already.
+    fn remove_key(&mut self, (slot, generation): SpanKey) {
+        let Some(entry) = self.slots.get(slot as usize) else { return };
+        if entry.generation != generation {
+            return;
+        }
+        if let Ok(found) = self.table.find_entry(entry.hash, |&member| member == slot) {
+            found.remove();
+            self.release(slot);
+        }
+    }
+
+    fn release(&mut self, slot: u32) {
+        let entry = &mut self.slots[slot as usize];
+        entry.generation = entry.generation.wrapping_add(1);
+        self.free.push(slot);
     }
 }
 
 #[derive(Debug, Default)]
 struct Scope {
-    open: FastSet<String>,
-    post_only: VecDeque<String>,
+    open: SpanSet,
+    /// The post-only spans in `open`, oldest first.
+    post_only: VecDeque<SpanKey>,
     overflowed: bool,
 }
 
 impl Scope {
     /// Opens a span; `post_only` spans never close, so only the latest few are kept.
-    fn open(&mut self, id: &str, post_only: bool) {
-        if self.open.contains(id) {
-            return;
-        }
+    fn open(&mut self, span: SpanRef<'_>, post_only: bool) {
         if post_only {
-            // Reuse the forgotten span's strings: no allocation once the window is full.
-            let (mut queued, mut member) = (String::new(), String::new());
-            if self.post_only.len() == POST_ONLY_SCOPE_WINDOW
-                && let Some(oldest) = self.post_only.pop_front()
-            {
-                member = self.open.take(&oldest).unwrap_or_default();
-                queued = oldest;
+            if let Some(key) = self.open.insert(span) {
+                self.post_only.push_back(key);
+                if self.post_only.len() > POST_ONLY_SCOPE_WINDOW
+                    && let Some(oldest) = self.post_only.pop_front()
+                {
+                    self.open.remove_key(oldest);
+                }
             }
-            queued.clear();
-            queued.push_str(id);
-            member.clear();
-            member.push_str(id);
-            self.post_only.push_back(queued);
-            self.open.insert(member);
         } else if self.open.len() < MAX_OPEN_SPANS {
-            self.open.insert(id.to_owned());
-        } else {
+            self.open.insert(span);
+        } else if !self.open.contains(span) {
             self.overflowed = true;
         }
     }
@@ -1022,11 +1267,12 @@ pub struct TraceOutcome {
 pub struct SequenceEngine {
     rules: Vec<CompiledRule>,
     ids: Vec<RuleIds>,
+    masks: RuleMasks,
     matcher_count: usize,
     states: Vec<RuleState>,
     scopes: Vec<Option<Scope>>,
-    open_calls: FastSet<String>,
-    open_call_order: VecDeque<String>,
+    open_calls: SpanSet,
+    open_call_order: VecDeque<SpanKey>,
     excerpt: VecDeque<String>,
     excerpt_capacity: usize,
     events: u64,
@@ -1058,7 +1304,7 @@ impl SequenceEngine {
                 usize::MAX
             }
         };
-        let ids = rules
+        let ids: Vec<RuleIds> = rules
             .iter()
             .map(|rule| {
                 let pair = !matches!(rule.relation, Relation::Never(..) | Relation::Count(..));
@@ -1067,13 +1313,15 @@ impl SequenceEngine {
                 RuleIds::new(first, second, next_id(rule.within.is_some()), immediately)
             })
             .collect();
+        let masks = RuleMasks::new(&rules, &ids);
         SequenceEngine {
             rules,
             ids,
+            masks,
             matcher_count,
             states,
             scopes,
-            open_calls: FastSet::default(),
+            open_calls: SpanSet::default(),
             open_call_order: VecDeque::new(),
             excerpt: VecDeque::new(),
             excerpt_capacity,
@@ -1156,65 +1404,75 @@ impl SequenceEngine {
                     .collect()
             })
             .collect();
-        MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others }
+        let same_as = (0..matchers.len())
+            .map(|id| (0..id).find(|&earlier| matchers[earlier].source == matchers[id].source))
+            .collect();
+        MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others, same_as }
     }
 
     /// Processes one event given as a borrowed view.
     pub fn feed_ref(&mut self, event: &EventRef<'_>) {
-        self.feed_inner(event, None);
+        self.feed_inner(event, None, None);
     }
 
     /// Processes one event whose matches [`MatchPlan::evaluate`] (of this engine's
     /// [`SequenceEngine::match_plan`]) already computed; the same as [`SequenceEngine::feed_ref`]
     /// on that event, without matching again.
     pub fn feed_matched(&mut self, event: &EventRef<'_>, bits: &MatchBits) {
-        self.feed_inner(event, Some(bits));
+        self.feed_inner(event, Some(bits), None);
     }
 
-    fn feed_inner(&mut self, event: &EventRef<'_>, bits: Option<&MatchBits>) {
+    /// Processes one event that [`MatchPlan::prepare`] (of this engine's
+    /// [`SequenceEngine::match_plan`]) already prepared; the same as [`SequenceEngine::feed_ref`]
+    /// on that event, with the matching and the hashing done.
+    pub fn feed_prepared(&mut self, event: &EventRef<'_>, prepared: &Prepared) {
+        self.feed_inner(event, Some(&prepared.bits), Some((prepared.span_hash, prepared.parent_hash)));
+    }
+
+    fn feed_inner(&mut self, event: &EventRef<'_>, bits: Option<&MatchBits>, hashes: Option<(u64, u64)>) {
         self.events += 1;
-        let span_id = event.span_id;
-        let parent_span_id = event.parent_span_id;
+        let (span_hash, parent_hash) =
+            hashes.unwrap_or_else(|| (event.span_id.map_or(0, span_hash), event.parent_span_id.map_or(0, span_hash)));
+        let span = event.span_id.map(|id| SpanRef { hash: span_hash, id });
+        let parent = event.parent_span_id.map(|id| SpanRef { hash: parent_hash, id });
         let (kind, counts) = match event.event_type {
             EventType::ToolCallStart => (Some(CallKind::Tool), true),
             EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
             EventType::ToolCallEnd | EventType::AgentInvokeEnd => {
                 let kind = if event.event_type == EventType::ToolCallEnd { CallKind::Tool } else { CallKind::Agent };
-                let started = !self.open_calls.is_empty() && span_id.is_some_and(|id| self.open_calls.remove(id));
+                let started = !self.open_calls.is_empty() && span.is_some_and(|span| self.open_calls.remove(span));
                 (Some(kind), !started)
             }
             _ => (None, false),
         };
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
-        if is_start && let Some(id) = span_id {
-            self.open_calls.insert(id.to_owned());
-            self.open_call_order.push_back(id.to_owned());
-            while self.open_call_order.len() > 2 * MAX_OPEN_SPANS {
-                if let Some(oldest) = self.open_call_order.pop_front() {
-                    self.open_calls.remove(&oldest);
-                }
+        if is_start
+            && let Some(span) = span
+            && let Some(key) = self.open_calls.insert(span)
+        {
+            self.open_call_order.push_back(key);
+            if self.open_call_order.len() > 2 * MAX_OPEN_SPANS
+                && let Some(oldest) = self.open_call_order.pop_front()
+            {
+                self.open_calls.remove_key(oldest);
             }
         }
         let is_end =
             matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd | EventType::StepEnd);
         let is_container = is_start || event.event_type == EventType::StepStart || event.post_only_parent;
         let Some(kind) = kind else {
-            self.update_scopes_only(event.event_type, span_id, parent_span_id, is_container, is_end);
+            self.update_scopes_only(span, parent, is_container, is_end);
             return;
         };
         let name = event.name.unwrap_or("");
-        let occurrence = Occurrence {
-            kind,
-            name,
-            raw_args: event.args,
-            parsed_args: std::cell::OnceCell::new(),
-            span_id,
-            parent_span_id,
-            location: Location { line: event.line, seq: event.seq },
-        };
+        let location = Location { line: event.line, seq: event.seq };
+        let occurrence;
         let matches = match bits {
             Some(bits) => Matches::Bits(bits),
-            None => Matches::Lazy(&occurrence),
+            None => {
+                occurrence = Occurrence { kind, name, raw_args: event.args, parsed_args: std::cell::OnceCell::new() };
+                Matches::Lazy(&occurrence)
+            }
         };
         if counts {
             self.calls += 1;
@@ -1222,59 +1480,104 @@ impl SequenceEngine {
                 if self.excerpt.len() == self.excerpt_capacity {
                     self.excerpt.pop_front();
                 }
-                let args = match occurrence.raw_args {
+                let args = match event.args {
                     ArgsRef::None => String::new(),
                     ArgsRef::Value(value) => value.to_string(),
                     ArgsRef::Json(text) => text.to_owned(),
                 };
                 let args: String = args.chars().take(160).collect();
-                self.excerpt.push_back(format!("{}: {} {}", occurrence.location, name, args));
+                self.excerpt.push_back(format!("{location}: {name} {args}"));
             }
         }
-        for idx in 0..self.rules.len() {
-            let rule = &self.rules[idx];
-            let ids = self.ids[idx];
-            let steps = counts && matches.may_step(&ids);
-            let in_scope = match (&rule.within, &mut self.scopes[idx]) {
-                (Some(root), Some(scope)) => {
-                    // Whether the parent is in scope matters only to step the rule or to
-                    // open a container (read before the scope changes, as the events go).
-                    let inside = (steps || is_container)
-                        && occurrence.parent_span_id.is_some_and(|parent| scope.open.contains(parent));
-                    if let Some(id) = occurrence.span_id {
-                        // An end that pairs with a start closes the span; a post-only end
-                        // (no start seen) is the whole call and may open a scope.
-                        if is_end && !counts {
-                            scope.open.remove(id);
-                        } else if matches.check(root, ids.within) || (inside && is_container) {
-                            scope.open(id, is_end);
-                        }
+        // With precomputed bits, only rules that can change are visited: those with a
+        // scope (which follows every event), those stepped on every event, and those one of
+        // whose matchers matched.
+        let visit = match bits {
+            Some(bits) if self.rules.len() <= 64 => {
+                let mut todo = self.masks.scoped;
+                if counts {
+                    todo |= self.masks.always;
+                    let mut matched = bits.low & self.masks.relations;
+                    while matched != 0 {
+                        todo |= 1 << self.masks.rule_of[matched.trailing_zeros() as usize];
+                        matched &= matched - 1;
                     }
-                    inside
                 }
-                _ => true,
-            };
-            if !steps || !in_scope {
-                continue;
+                todo
             }
-            step_rule(&rule.relation, ids, &mut self.states[idx], occurrence.location, &matches);
+            _ => u64::MAX,
+        };
+        if visit == u64::MAX {
+            for idx in 0..self.rules.len() {
+                self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+            }
+        } else {
+            let mut todo = visit;
+            while todo != 0 {
+                let idx = todo.trailing_zeros() as usize;
+                todo &= todo - 1;
+                self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+            }
+        }
+    }
+
+    /// One rule on one event: its scope follows the event, and its relation steps when the
+    /// event counts and is inside the scope.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn step(
+        &mut self,
+        idx: usize,
+        counts: bool,
+        is_container: bool,
+        is_end: bool,
+        span: Option<SpanRef<'_>>,
+        parent: Option<SpanRef<'_>>,
+        location: Location,
+        matches: &Matches<'_, '_>,
+    ) {
+        let (Some(rule), Some(ids), Some(state), Some(scope)) =
+            (self.rules.get(idx), self.ids.get(idx), self.states.get_mut(idx), self.scopes.get_mut(idx))
+        else {
+            return;
+        };
+        let steps = counts && matches.may_step(ids);
+        let in_scope = match (&rule.within, scope) {
+            (Some(root), Some(scope)) => {
+                // Whether the parent is in scope matters only to step the rule or to open a
+                // container (read before the scope changes, as the events go).
+                let inside = (steps || is_container) && parent.is_some_and(|parent| scope.open.contains(parent));
+                if let Some(span) = span {
+                    // An end that pairs with a start closes the span; a post-only end (no
+                    // start seen) is the whole call and may open a scope.
+                    if is_end && !counts {
+                        scope.open.remove(span);
+                    } else if matches.check(root, ids.within) || (inside && is_container) {
+                        scope.open(span, is_end);
+                    }
+                }
+                inside
+            }
+            _ => true,
+        };
+        if steps && in_scope {
+            step_rule(&rule.relation, *ids, state, location, matches);
         }
     }
 
     fn update_scopes_only(
         &mut self,
-        _event_type: EventType,
-        span_id: Option<&str>,
-        parent_span_id: Option<&str>,
+        span: Option<SpanRef<'_>>,
+        parent: Option<SpanRef<'_>>,
         is_container: bool,
         is_end: bool,
     ) {
-        let Some(id) = span_id else { return };
+        let Some(span) = span else { return };
         for scope in self.scopes.iter_mut().flatten() {
             if is_end {
-                scope.open.remove(id);
-            } else if is_container && parent_span_id.is_some_and(|parent| scope.open.contains(parent)) {
-                scope.open(id, false);
+                scope.open.remove(span);
+            } else if is_container && parent.is_some_and(|parent| scope.open.contains(parent)) {
+                scope.open(span, false);
             }
         }
     }

@@ -428,16 +428,16 @@ fn run_fast(
     let make_prepare = || {
         // One copy per thread: compiled regexes then keep per-thread caches.
         let plan = plan.clone();
-        move |view: &TooltraceView<'_>| plan.evaluate(&view_ref(view))
+        move |view: &TooltraceView<'_>| plan.prepare(&view_ref(view))
     };
-    for_each_item_parallel(file, format, workers, make_prepare, |item, bits| match item {
+    for_each_item_parallel(&file, format, workers, make_prepare, |item, prepared| match item {
         Ok(TraceItem::Event(event)) => {
             engine.feed(&event);
             ControlFlow::Continue(())
         }
         Ok(TraceItem::Tooltrace(view)) => {
-            match bits {
-                Some(bits) => engine.feed_matched(&view_ref(&view), bits),
+            match prepared {
+                Some(prepared) => engine.feed_prepared(&view_ref(&view), prepared),
                 None => engine.feed_ref(&view_ref(&view)),
             }
             ControlFlow::Continue(())

@@ -1,0 +1,204 @@
+//! Record layouts: the shapes of tooltrace lines seen before, to read the next line of the
+//! same shape without parsing its structure again.
+//!
+//! A program that writes a trace writes every record the same way: the same keys in the same
+//! order with the same separators; only the values change. A *layout* is that shape: the
+//! exact bytes between the values (`{"timestamp":"`, `","tool_name":"`, ...) and, for each
+//! value, the field it fills. [`Layouts`] keeps the layouts of lines the full scanner
+//! accepted as a trie (layouts that start alike share their first steps) and reads a new
+//! line by comparing those bytes a word at a time and scanning only the values.
+//!
+//! **Exactness.** A path through the trie is one learned line's shape, and the bytes between
+//! its values are compared exactly, so a line that follows a path is tokenized the way the
+//! full scanner tokenized the learned line: same keys, same order, values of the same kind
+//! scanned by the same functions. A line that leaves every path is read by the full scanner,
+//! which may then learn its shape.
+
+use std::ops::Range;
+
+use agentic_core::json_scan::{JsonScanner, bytes_eq};
+
+use super::tooltrace::{Field, Fields, Key, field_slot, timestamp_value};
+
+/// The longest run of bytes between two values a layout keeps.
+const MAX_LITERAL: usize = 32;
+/// The most nodes the trie grows to; then it stops learning.
+const MAX_NODES: usize = 256;
+/// The most members a learned record has.
+pub(super) const MAX_MEMBERS: usize = 24;
+
+/// One member of an accepted record, as the full scanner found it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Member {
+    pub(super) key: Key,
+    /// For a plain string: its content (between the quotes); otherwise the whole value.
+    pub(super) value: (usize, usize),
+    pub(super) plain: bool,
+}
+
+/// The bytes between two values.
+#[derive(Debug, Clone, Copy)]
+struct Literal {
+    bytes: [u8; MAX_LITERAL],
+    len: usize,
+    /// The first eight bytes and the last eight bytes (for literals of at least eight).
+    head: u64,
+    tail: u64,
+}
+
+impl Literal {
+    fn new(text: &[u8]) -> Option<Literal> {
+        if text.len() > MAX_LITERAL {
+            return None;
+        }
+        let mut bytes = [0u8; MAX_LITERAL];
+        bytes[..text.len()].copy_from_slice(text);
+        let word = |at: usize| {
+            let mut word = [0u8; 8];
+            let end = (at + 8).min(text.len());
+            word[..end.saturating_sub(at)].copy_from_slice(&text[at.min(end)..end]);
+            u64::from_le_bytes(word)
+        };
+        Some(Literal { bytes, len: text.len(), head: word(0), tail: word(text.len().saturating_sub(8)) })
+    }
+
+    /// True when `bytes` has this literal at `pos`.
+    #[inline(always)]
+    fn at(&self, bytes: &[u8], pos: usize) -> bool {
+        let len = self.len;
+        if (8..=16).contains(&len)
+            && let (Some(head), Some(tail)) = (bytes.get(pos..pos + 8), bytes.get(pos + len - 8..pos + len))
+        {
+            // Two overlapping words cover the whole literal.
+            let head = u64::from_le_bytes(head.try_into().unwrap_or_default());
+            let tail = u64::from_le_bytes(tail.try_into().unwrap_or_default());
+            return head == self.head && tail == self.tail;
+        }
+        let Some(window) = bytes.get(pos..pos + len) else { return false };
+        if len <= 16 {
+            return bytes_eq(window, &self.bytes[..len]);
+        }
+        // Two overlapping halves of at most 16 bytes each.
+        bytes_eq(&window[..16], &self.bytes[..16]) && bytes_eq(&window[len - 16..], &self.bytes[len - 16..len])
+    }
+}
+
+/// What follows a literal.
+#[derive(Debug, Clone, Copy)]
+enum Next {
+    /// A value of `key`: a plain string (the literal ended with its opening quote) or any
+    /// value; then the trie goes on at `node`.
+    Value { key: Key, plain: bool, node: u32 },
+    /// The literal closed the record.
+    End,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    literal: Literal,
+    next: Next,
+    /// For an edge from the start of a line: the whitespace before the record's `{`.
+    lead: u8,
+}
+
+/// The learned layouts; one per worker thread.
+#[derive(Debug, Default)]
+pub(crate) struct Layouts {
+    /// Node 0 is the start of a line; each node lists the literals that may follow.
+    nodes: Vec<Vec<Edge>>,
+}
+
+impl Layouts {
+    /// Reads the record at `start` into `fields` (all absent before) if it follows a learned
+    /// layout: the range of its text, and the position after it (before any whitespace that
+    /// ends the line).
+    #[inline(always)]
+    pub(super) fn read(&self, bytes: &[u8], start: usize, fields: &mut Fields) -> Option<(Range<usize>, usize)> {
+        let mut scanner = JsonScanner::new(bytes, start);
+        let root = self.nodes.first()?.iter().find(|edge| edge.literal.at(bytes, start))?;
+        let record_start = start + usize::from(root.lead);
+        let mut edge = root;
+        loop {
+            scanner.advance(edge.literal.len);
+            let Next::Value { key, plain, node } = edge.next else {
+                return Some((record_start..scanner.pos(), scanner.pos()));
+            };
+            let value_start = scanner.pos();
+            if plain {
+                let end = match timestamp_value(bytes, value_start).filter(|_| key == Key::Timestamp) {
+                    Some(end) => {
+                        fields.timestamp_checked = true;
+                        scanner.advance(end + 1 - value_start);
+                        end
+                    }
+                    None => match scanner.string_tail()? {
+                        (end, false) => end,
+                        (_, true) => return None,
+                    },
+                };
+                if let Some(slot) = field_slot(fields, key) {
+                    *slot = Field::of(value_start..end);
+                }
+            } else {
+                if scanner.peek() == b'{' {
+                    scanner.advance(1);
+                    scanner.members(1, |_, _, _| true)?;
+                } else {
+                    scanner.value(1)?;
+                }
+                if key == Key::Args {
+                    fields.args = Field::of(value_start..scanner.pos());
+                }
+            }
+            let pos = scanner.pos();
+            edge = self.nodes.get(node as usize)?.iter().find(|edge| edge.literal.at(bytes, pos))?;
+        }
+    }
+
+    /// Learns the layout of an accepted record: `members` in order, `record` its text range
+    /// (the line starts at `line_start`).
+    pub(super) fn learn(&mut self, bytes: &[u8], line_start: usize, members: &[Member], record: Range<usize>) {
+        if self.nodes.is_empty() {
+            self.nodes.push(Vec::new());
+        }
+        let lead = (record.start - line_start).min(usize::from(u8::MAX)) as u8;
+        let mut node = 0usize;
+        let mut from = line_start;
+        for member in members {
+            let Some(literal) = bytes.get(from..member.value.0).and_then(Literal::new) else { return };
+            let Some(next) = self.step(node, literal, member.key, member.plain, lead) else { return };
+            node = next;
+            // A plain string's closing quote starts the next literal's bytes.
+            from = if member.plain { member.value.1 + 1 } else { member.value.1 };
+        }
+        let Some(literal) = bytes.get(from..record.end).and_then(Literal::new) else { return };
+        let edges = &mut self.nodes[node];
+        if !edges.iter().any(|edge| matches!(edge.next, Next::End) && same(&edge.literal, &literal)) {
+            edges.push(Edge { literal, next: Next::End, lead });
+        }
+    }
+
+    /// The node after `literal` and a value of `key` from `node`, added when new.
+    fn step(&mut self, node: usize, literal: Literal, key: Key, plain: bool, lead: u8) -> Option<usize> {
+        let found = self.nodes[node].iter().find_map(|edge| match edge.next {
+            Next::Value { key: k, plain: p, node: next } if k == key && p == plain && same(&edge.literal, &literal) => {
+                Some(next as usize)
+            }
+            _ => None,
+        });
+        if found.is_some() {
+            return found;
+        }
+        if self.nodes.len() >= MAX_NODES {
+            return None;
+        }
+        let next = self.nodes.len();
+        self.nodes.push(Vec::new());
+        self.nodes[node].push(Edge { literal, next: Next::Value { key, plain, node: next as u32 }, lead });
+        Some(next)
+    }
+}
+
+fn same(a: &Literal, b: &Literal) -> bool {
+    a.bytes[..a.len] == b.bytes[..b.len]
+}
