@@ -37,7 +37,10 @@ use serde_json::Value;
 
 pub use claude_hook::ClaudeHookAdapter;
 pub use otlp::OtlpJsonAdapter;
-pub use parallel::{BLOCK_BYTES, IN_FLIGHT_PER_WORKER, LINE_TAIL_BYTES, ReadAt, for_each_item_parallel};
+pub use parallel::{
+    BLOCK_BYTES, Batch, IN_FLIGHT_PER_WORKER, LINE_TAIL_BYTES, LineWork, ReadAt, RecordRef, Records,
+    for_each_batch_parallel, for_each_item_parallel,
+};
 pub use tooltrace::{TooltraceAdapter, TooltraceView};
 
 /// The largest record accepted, in bytes.

@@ -91,15 +91,137 @@ impl<F: ?Sized> Seek for Cursor<'_, F> {
     }
 }
 
+/// What a scanning thread does with the lines it accepts, block by block.
+pub trait LineWork {
+    /// What a line gives (stored with the line until the calling thread visits it).
+    type Line: Send;
+    /// What a block gives, after its lines.
+    type Block: Send;
+
+    /// One accepted line (its view has no line or `seq` yet: 0).
+    fn line(&mut self, view: &TooltraceView<'_>) -> Self::Line;
+
+    /// The end of a block: what stands for its lines. The reader passes it on (in a
+    /// [`Batch::Records`]) only for a block of nothing but accepted records and blank lines.
+    fn block(&mut self) -> Self::Block;
+}
+
+/// What [`for_each_batch_parallel`] visits.
+#[derive(Debug)]
+pub enum Batch<'a, L, B> {
+    /// One item, as [`for_each_item_parallel`] visits it.
+    Item(Result<TraceItem<'a>, TraceError>, Option<&'a L>),
+    /// The records of one block: every line of it a record the scanner accepted (or blank).
+    Records(Records<'a, L, B>),
+}
+
+/// The records of one block, in order, with what their thread made of them.
+#[derive(Debug)]
+pub struct Records<'a, L, B> {
+    block: &'a B,
+    text: &'a str,
+    entries: &'a [Entry<L>],
+    /// The line of `entries[0]`.
+    first_line: u64,
+    /// The `seq` of the first record.
+    first_seq: u64,
+    records: usize,
+}
+
+impl<'a, L, B> Records<'a, L, B> {
+    /// What the block's thread made of the block ([`LineWork::block`]).
+    pub fn block(&self) -> &'a B {
+        self.block
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> usize {
+        self.records
+    }
+
+    /// True when the block has no record (only blank lines).
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+
+    /// The records in order.
+    pub fn iter(&self) -> impl Iterator<Item = RecordRef<'a, L>> + 'a {
+        let (text, first_line, first_seq) = (self.text, self.first_line, self.first_seq);
+        let mut seq = first_seq;
+        self.entries.iter().enumerate().filter_map(move |(idx, entry)| match &entry.kind {
+            Kind::Record(record, data) => {
+                let here = RecordRef { record, data, text, line: first_line + idx as u64, seq };
+                seq += 1;
+                Some(here)
+            }
+            _ => None,
+        })
+    }
+
+    /// The line and `seq` of the `k`-th record.
+    pub fn position(&self, k: usize) -> Option<(u64, u64)> {
+        if self.records == self.entries.len() {
+            return (k < self.records).then(|| (self.first_line + k as u64, self.first_seq + k as u64));
+        }
+        self.iter().nth(k).map(|record| (record.line, record.seq))
+    }
+}
+
+/// One record of [`Records`].
+#[derive(Debug)]
+pub struct RecordRef<'a, L> {
+    record: &'a Record,
+    data: &'a L,
+    text: &'a str,
+    line: u64,
+    seq: u64,
+}
+
+impl<'a, L> RecordRef<'a, L> {
+    /// What the thread made of the line ([`LineWork::line`]).
+    pub fn data(&self) -> &'a L {
+        self.data
+    }
+
+    /// The record, as the one-thread reader would visit it.
+    pub fn view(&self) -> Option<TooltraceView<'a>> {
+        self.record.view(self.text, self.line, self.seq)
+    }
+
+    /// The 1-based line.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The event's sequence number.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+/// [`LineWork`] from a closure: no block results.
+struct PerLine<P>(P);
+
+impl<S: Send, P: FnMut(&TooltraceView<'_>) -> S> LineWork for PerLine<P> {
+    type Line = S;
+    type Block = ();
+
+    fn line(&mut self, view: &TooltraceView<'_>) -> S {
+        (self.0)(view)
+    }
+
+    fn block(&mut self) {}
+}
+
 /// Streams every item of a trace to `visit` in trace order, exactly like
 /// [`TraceReader::for_each_item`] on the same input, with `workers` threads scanning lines:
 /// the calling thread and `workers - 1` more.
 ///
-/// Every thread gets its own
-/// `prepare` from `make_prepare` (so it can own caches, such as a regex's); for each
-/// well-formed tooltrace line `prepare` runs on its view and `visit` receives the result with
-/// the item (`Some`); events of the full adapter come with `None`. With `workers == 0`
-/// nothing runs in parallel: this is then `for_each_item` with `prepare` called in line.
+/// Every thread gets its own `prepare` from `make_prepare` (so it can own caches, such as a
+/// regex's); for each well-formed tooltrace line `prepare` runs on its view and `visit`
+/// receives the result with the item (`Some`); events of the full adapter come with `None`.
+/// With `workers == 0` nothing runs in parallel: this is then `for_each_item` with `prepare`
+/// called in line.
 pub fn for_each_item_parallel<F, S, M, P, V>(
     input: &F,
     format: Option<TraceFormat>,
@@ -113,15 +235,35 @@ pub fn for_each_item_parallel<F, S, M, P, V>(
     P: FnMut(&TooltraceView<'_>) -> S,
     V: FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
 {
-    run(input, format, workers, BLOCK_BYTES, make_prepare, visit);
+    run(input, format, workers, (BLOCK_BYTES, LINE_TAIL_BYTES), make_prepare, visit);
 }
 
-/// [`for_each_item_parallel`] with a given block size (tests use tiny blocks).
+/// [`for_each_item_parallel`] for callers that can take a block of records at once: a block
+/// whose lines are all records (or blank) comes as one [`Batch::Records`] with what its
+/// thread's [`LineWork::block`] made of it; everything else comes item by item. Visiting the
+/// records of every batch in order gives exactly the items of [`for_each_item_parallel`].
+pub fn for_each_batch_parallel<F, W, M, V>(
+    input: &F,
+    format: Option<TraceFormat>,
+    workers: usize,
+    make_work: M,
+    visit: V,
+) where
+    F: ReadAt + ?Sized,
+    W: LineWork,
+    M: Fn() -> W + Sync,
+    V: FnMut(Batch<'_, W::Line, W::Block>) -> ControlFlow<()>,
+{
+    run_batches(input, format, workers, (BLOCK_BYTES, LINE_TAIL_BYTES), make_work, visit);
+}
+
+/// [`for_each_item_parallel`] with a given block size and line tail (tests use tiny ones);
+/// batches of records are visited record by record.
 pub(super) fn run<F, S, M, P, V>(
     input: &F,
     format: Option<TraceFormat>,
     workers: usize,
-    block_bytes: usize,
+    sizes: (usize, usize),
     make_prepare: M,
     mut visit: V,
 ) where
@@ -131,15 +273,45 @@ pub(super) fn run<F, S, M, P, V>(
     P: FnMut(&TooltraceView<'_>) -> S,
     V: FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
 {
-    let mut prepare = make_prepare();
+    let make_work = || PerLine(make_prepare());
+    run_batches(input, format, workers, sizes, make_work, |batch| match batch {
+        Batch::Item(item, data) => visit(item, data),
+        Batch::Records(records) => {
+            for record in records.iter() {
+                if let Some(view) = record.view() {
+                    visit(Ok(TraceItem::Tooltrace(view)), Some(record.data()))?;
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    });
+}
+
+/// [`for_each_batch_parallel`] with a given block size and line tail.
+pub(super) fn run_batches<F, W, M, V>(
+    input: &F,
+    format: Option<TraceFormat>,
+    workers: usize,
+    (block_bytes, tail): (usize, usize),
+    make_work: M,
+    mut visit: V,
+) where
+    F: ReadAt + ?Sized,
+    W: LineWork,
+    M: Fn() -> W + Sync,
+    V: FnMut(Batch<'_, W::Line, W::Block>) -> ControlFlow<()>,
+{
+    let mut work = make_work();
     let mut reader = TraceReader::new(BufReader::new(Cursor { input, offset: 0 }), format);
+    let mut visit_item =
+        |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
     // The first record tells the format; a trace of another format is read here alone.
-    match drain(&mut reader, &mut visit) {
+    match drain(&mut reader, &mut visit_item) {
         Queued::Stop => return,
         Queued::Visited | Queued::ReadLine => {}
     }
     if workers == 0 {
-        sequential(&mut reader, &mut prepare, &mut visit);
+        sequential(&mut reader, &mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
         return;
     }
     let start = reader.consumed;
@@ -149,20 +321,20 @@ pub(super) fn run<F, S, M, P, V>(
         spare: (0..workers.max(1)).map(|_| Mutex::new(Vec::new())).collect(),
         limit: (workers * IN_FLIGHT_PER_WORKER) as u64,
     };
-    let blocks = Blocks { input, start, size: block_bytes.max(1) as u64 };
+    let blocks = Blocks { input, start, size: block_bytes.max(1) as u64, tail };
     let mut end = start;
     let finished = std::thread::scope(|scope| {
-        let (sender, done) = mpsc::channel::<Option<Block<S>>>();
+        let (sender, done) = mpsc::channel::<Option<Block<W::Line, W::Block>>>();
         // The calling thread scans blocks too: `workers - 1` more threads.
         for thread in 1..workers {
-            let (shared, blocks, make_prepare, sender) = (&shared, &blocks, &make_prepare, sender.clone());
+            let (shared, blocks, make_work, sender) = (&shared, &blocks, &make_work, sender.clone());
             scope.spawn(move || {
                 // Should this thread panic, the calling thread stops waiting for its block.
                 let guard = PanicGuard { sender: sender.clone() };
-                let mut prepare = make_prepare();
+                let mut work = make_work();
                 let mut local = Local::default();
                 while let Some(index) = shared.claim(true) {
-                    let block = blocks.scan(shared, thread, index, &mut local, &mut prepare);
+                    let block = blocks.scan(shared, thread, index, &mut local, &mut work);
                     if sender.send(Some(block)).is_err() {
                         break;
                     }
@@ -183,7 +355,7 @@ pub(super) fn run<F, S, M, P, V>(
                 None => match shared.claim(false) {
                     // Nothing is ready: scan the next block here.
                     Some(index) => {
-                        order.blocks.push(Some(blocks.scan(&shared, 0, index, &mut local, &mut prepare)));
+                        order.blocks.push(Some(blocks.scan(&shared, 0, index, &mut local, &mut work)));
                         continue;
                     }
                     // Blocks in flight are the limit: wait for the one due.
@@ -196,10 +368,14 @@ pub(super) fn run<F, S, M, P, V>(
                     },
                 },
             };
-            let flow = walk(&block, &mut reader, &mut end, &mut prepare, &mut visit);
-            let last = block.eof || block.error.is_some();
+            let flow = walk(&block, &mut reader, &mut end, &mut work, &mut visit);
+            let (eof, failed) = (block.eof, block.error.is_some());
             shared.consumed(block);
-            if flow.is_break() || last {
+            if flow.is_break() || failed {
+                // The input ends at a read error: it is reported once.
+                break ControlFlow::Break(());
+            }
+            if eof {
                 break flow;
             }
         };
@@ -213,15 +389,17 @@ pub(super) fn run<F, S, M, P, V>(
     if reader.reposition(end).is_err() {
         return;
     }
-    sequential(&mut reader, &mut prepare, &mut visit);
+    let mut visit_item =
+        |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
+    sequential(&mut reader, &mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
 }
 
 /// Tells the calling thread that a worker stopped by panicking.
-struct PanicGuard<S> {
-    sender: mpsc::Sender<Option<Block<S>>>,
+struct PanicGuard<S, B> {
+    sender: mpsc::Sender<Option<Block<S, B>>>,
 }
 
-impl<S> Drop for PanicGuard<S> {
+impl<S, B> Drop for PanicGuard<S, B> {
     fn drop(&mut self) {
         let _ = self.sender.send(None);
     }
@@ -233,24 +411,26 @@ struct Blocks<'a, F: ?Sized> {
     /// Where the first block starts.
     start: u64,
     size: u64,
+    /// How far past its end a block reads to finish its last line.
+    tail: usize,
 }
 
 impl<F: ReadAt + ?Sized> Blocks<'_, F> {
     /// Reads and scans block `index` (on any thread).
-    fn scan<S>(
+    fn scan<W: LineWork>(
         &self,
-        shared: &Shared<S>,
+        shared: &Shared<W::Line, W::Block>,
         thread: usize,
         index: u64,
-        local: &mut Local<S>,
-        prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
-    ) -> Block<S> {
+        local: &mut Local<W::Line>,
+        work: &mut W,
+    ) -> Block<W::Line, W::Block> {
         let mut block = (shared.spare.get(thread)).and_then(|spare| spare.lock().ok()?.pop()).unwrap_or_default();
         block.index = index;
         block.thread = thread;
         let from = self.start + index * self.size;
-        read_block(self.input, self.start, from, from + self.size, &mut block);
-        block.scan(local, prepare);
+        read_block(self.input, self.start, from, from + self.size, self.tail, &mut block);
+        block.scan(local, work);
         block
     }
 }
@@ -287,61 +467,82 @@ fn sequential<R: BufRead, S>(
 
 /// Visits the lines of one block in order (on the calling thread). `end` is where the lines
 /// visited so far end; a line the reader already consumed (part of a multi-line record read
-/// for an earlier line) is skipped.
-fn walk<R: BufRead + Seek, S>(
-    block: &Block<S>,
+/// for an earlier line) is skipped. A block of records only, none of them consumed, goes in
+/// one batch.
+fn walk<R: BufRead + Seek, W: LineWork>(
+    block: &Block<W::Line, W::Block>,
     reader: &mut TraceReader<R>,
     end: &mut u64,
-    prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
-    visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
+    work: &mut W,
+    visit: &mut impl FnMut(Batch<'_, W::Line, W::Block>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
-    for (idx, entry) in block.entries.iter().enumerate() {
-        let offset = block.offset + u64::from(entry.start);
-        if offset < *end {
-            continue;
-        }
-        let next = block.entries.get(idx + 1).map_or(block.lines_end, |next| block.offset + u64::from(next.start));
-        match &entry.kind {
-            Kind::Blank => {
-                reader.line += 1;
-                *end = next;
+    if let (Some(summary), Some(first)) = (&block.summary, block.entries.first())
+        && block.offset + u64::from(first.start) >= *end
+    {
+        let records = Records {
+            block: summary,
+            text: block.data.text(),
+            entries: &block.entries,
+            first_line: reader.line + 1,
+            first_seq: reader.seq + 1,
+            records: block.records,
+        };
+        reader.line += block.entries.len() as u64;
+        reader.seq += block.records as u64;
+        *end = block.lines_end;
+        visit(Batch::Records(records))?;
+    } else {
+        let mut visit_item =
+            |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
+        let mut prepare = |view: &TooltraceView<'_>| work.line(view);
+        for (idx, entry) in block.entries.iter().enumerate() {
+            let offset = block.offset + u64::from(entry.start);
+            if offset < *end {
+                continue;
             }
-            Kind::Record(record, prepared) => {
-                reader.line += 1;
-                reader.seq += 1;
-                *end = next;
-                if let Some(view) = record.view(block.data.text(), reader.line, reader.seq)
-                    && visit(Ok(TraceItem::Tooltrace(view)), Some(prepared)).is_break()
-                {
-                    return ControlFlow::Break(());
+            let next = block.entries.get(idx + 1).map_or(block.lines_end, |next| block.offset + u64::from(next.start));
+            match &entry.kind {
+                Kind::Blank => {
+                    reader.line += 1;
+                    *end = next;
                 }
-            }
-            Kind::Other => {
-                if reader.consumed != offset && reader.reposition(offset).is_err() {
-                    return ControlFlow::Break(());
+                Kind::Record(record, data) => {
+                    reader.line += 1;
+                    reader.seq += 1;
+                    *end = next;
+                    if let Some(view) = record.view(block.data.text(), reader.line, reader.seq)
+                        && visit_item(Ok(TraceItem::Tooltrace(view)), Some(data)).is_break()
+                    {
+                        return ControlFlow::Break(());
+                    }
                 }
-                reader.step_line(prepare, visit)?;
-                if let Queued::Stop = drain(reader, visit) {
-                    return ControlFlow::Break(());
+                Kind::Other => {
+                    if reader.consumed != offset && reader.reposition(offset).is_err() {
+                        return ControlFlow::Break(());
+                    }
+                    reader.step_line(&mut prepare, &mut visit_item)?;
+                    if let Queued::Stop = drain(reader, &mut visit_item) {
+                        return ControlFlow::Break(());
+                    }
+                    *end = reader.consumed;
                 }
-                *end = reader.consumed;
             }
         }
     }
     if let Some(error) = &block.error {
         let error = TraceError { line: reader.line + 1, message: format!("cannot read the trace: {error}") };
-        visit(Err(error), None)?;
+        visit(Batch::Item(Err(error), None))?;
     }
     ControlFlow::Continue(())
 }
 
 /// State the threads share.
-struct Shared<S> {
+struct Shared<S, B> {
     gate: Mutex<Gate>,
     /// Signalled when a block is consumed or the reading stops.
     opened: Condvar,
     /// Consumed blocks, for their buffers.
-    spare: Vec<Mutex<Vec<Block<S>>>>,
+    spare: Vec<Mutex<Vec<Block<S, B>>>>,
     /// Blocks allowed in flight.
     limit: u64,
 }
@@ -354,7 +555,7 @@ struct Gate {
     stop: bool,
 }
 
-impl<S> Shared<S> {
+impl<S, B> Shared<S, B> {
     /// The next block to read, once fewer than `limit` are in flight; `None` to stop, or
     /// (unless `wait`) when the limit is reached.
     fn claim(&self, wait: bool) -> Option<u64> {
@@ -375,7 +576,7 @@ impl<S> Shared<S> {
     }
 
     /// The calling thread is done with `block`.
-    fn consumed(&self, block: Block<S>) {
+    fn consumed(&self, block: Block<S, B>) {
         if let Ok(mut gate) = self.gate.lock() {
             gate.consumed += 1;
         }
@@ -397,16 +598,16 @@ impl<S> Shared<S> {
 }
 
 /// Blocks in input order (the threads finish them in any order).
-struct Reorder<S> {
-    blocks: Vec<Option<Block<S>>>,
+struct Reorder<S, B> {
+    blocks: Vec<Option<Block<S, B>>>,
     next: u64,
     /// A worker panicked.
     aborted: bool,
 }
 
-impl<S> Reorder<S> {
+impl<S, B> Reorder<S, B> {
     /// The block due next, if it is done (taking in what the workers finished).
-    fn ready(&mut self, done: &mpsc::Receiver<Option<Block<S>>>) -> Option<Block<S>> {
+    fn ready(&mut self, done: &mpsc::Receiver<Option<Block<S, B>>>) -> Option<Block<S, B>> {
         loop {
             match done.try_recv() {
                 Ok(Some(block)) => self.blocks.push(Some(block)),
@@ -423,7 +624,7 @@ impl<S> Reorder<S> {
 }
 
 /// One block: its bytes and what the worker found in them.
-struct Block<S> {
+struct Block<S, B> {
     index: u64,
     /// The thread that reads into this block's buffers (each reuses its own: their memory
     /// stays in its core's cache).
@@ -444,6 +645,10 @@ struct Block<S> {
     first: Option<usize>,
     /// Where a line too long for the block starts (it is not in `data`).
     cut: Option<usize>,
+    /// What the scanning thread made of the block, when all its lines are records or blank.
+    summary: Option<B>,
+    /// The records among the entries.
+    records: usize,
 }
 
 /// A block's bytes: text (the common case), or bytes that are not UTF-8 (no line of such a
@@ -476,7 +681,7 @@ impl Data {
     }
 }
 
-impl<S> Default for Block<S> {
+impl<S, B> Default for Block<S, B> {
     fn default() -> Self {
         Block {
             index: 0,
@@ -489,17 +694,21 @@ impl<S> Default for Block<S> {
             error: None,
             first: None,
             cut: None,
+            summary: None,
+            records: 0,
         }
     }
 }
 
 /// One line of a block.
+#[derive(Debug)]
 struct Entry<S> {
     /// Where it starts in the block's text.
     start: u32,
     kind: Kind<S>,
 }
 
+#[derive(Debug)]
 enum Kind<S> {
     Record(Record, S),
     Blank,
@@ -508,7 +717,14 @@ enum Kind<S> {
 
 /// Reads the lines that start in `from..to` of the input (`base` is where the blocks begin)
 /// into `block`.
-fn read_block<F: ReadAt + ?Sized, S>(input: &F, base: u64, from: u64, to: u64, block: &mut Block<S>) {
+fn read_block<F: ReadAt + ?Sized, S, B>(
+    input: &F,
+    base: u64,
+    from: u64,
+    to: u64,
+    tail: usize,
+    block: &mut Block<S, B>,
+) {
     // The buffer keeps its old bytes (they are overwritten): no zeroing on reuse.
     let mut bytes = std::mem::replace(&mut block.data, Data::Text(String::new())).into_bytes();
     block.entries.clear();
@@ -524,7 +740,7 @@ fn read_block<F: ReadAt + ?Sized, S>(input: &F, base: u64, from: u64, to: u64, b
     if let Some(first) = block.first {
         // The last line ends at the first line feed from `to - 1` on (or at the end of the input).
         let mut search = (owned - 1).min(len);
-        let mut step = 4096;
+        let mut step = 4096.min(tail.max(1));
         loop {
             if let Some(nl) = memchr::memchr(b'\n', &bytes[search..len]) {
                 len = search + nl + 1;
@@ -539,7 +755,7 @@ fn read_block<F: ReadAt + ?Sized, S>(input: &F, base: u64, from: u64, to: u64, b
             if block.eof {
                 break;
             }
-            if len >= owned + LINE_TAIL_BYTES {
+            if len >= owned + tail {
                 // A line too long for a block: the one-thread reader reads it.
                 let last = memchr::memrchr(b'\n', &bytes[first..owned - 1]).map_or(first, |nl| first + nl + 1);
                 block.cut = Some(last);
@@ -548,7 +764,7 @@ fn read_block<F: ReadAt + ?Sized, S>(input: &F, base: u64, from: u64, to: u64, b
             }
             search = len;
             len = fill(input, &mut bytes, len, step, read_from + len as u64, block);
-            step = (step * 2).min(LINE_TAIL_BYTES);
+            step = (step * 2).min(tail.max(1));
         }
     }
     bytes.truncate(len);
@@ -560,13 +776,13 @@ fn read_block<F: ReadAt + ?Sized, S>(input: &F, base: u64, from: u64, to: u64, b
 
 /// Reads up to `count` bytes from `offset` of the input into `bytes` at `at` (growing it as
 /// needed); returns where the bytes read end, and sets `eof` or `error`.
-fn fill<F: ReadAt + ?Sized, S>(
+fn fill<F: ReadAt + ?Sized, S, B>(
     input: &F,
     bytes: &mut Vec<u8>,
     at: usize,
     count: usize,
     offset: u64,
-    block: &mut Block<S>,
+    block: &mut Block<S, B>,
 ) -> usize {
     if bytes.len() < at + count {
         bytes.resize(at + count, 0);
@@ -581,7 +797,11 @@ fn fill<F: ReadAt + ?Sized, S>(
             Ok(read) => filled += read,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(error) => {
-                block.error = Some(error);
+                // After some bytes, the caller goes on with them (and reads again if it needs
+                // more, meeting the error then).
+                if filled == at {
+                    block.error = Some(error);
+                }
                 break;
             }
         }
@@ -589,27 +809,34 @@ fn fill<F: ReadAt + ?Sized, S>(
     filled
 }
 
-impl<S> Block<S> {
+impl<S, B> Block<S, B> {
     /// Splits the block into lines and scans each (on a worker).
-    fn scan(&mut self, local: &mut Local<S>, prepare: &mut impl FnMut(&TooltraceView<'_>) -> S) {
+    fn scan<W: LineWork<Line = S, Block = B>>(&mut self, local: &mut Local<S>, work: &mut W) {
         let bytes = self.data.bytes();
         self.lines_end = self.offset + bytes.len() as u64;
+        self.summary = None;
+        self.records = 0;
         let Some(first) = self.first else {
             return;
         };
         let mut start = first;
+        let mut clean = self.cut.is_none() && self.error.is_none();
         match &self.data {
             Data::Text(text) => {
                 while start < bytes.len() {
                     let (line, next) = scan_line(bytes, start, &mut local.layouts);
                     let kind = match line {
                         Line::Record(record) => match record.view(text, 0, 0) {
-                            Some(view) => Kind::Record(record, prepare(&view)),
+                            Some(view) => {
+                                self.records += 1;
+                                Kind::Record(record, work.line(&view))
+                            }
                             None => Kind::Other,
                         },
                         Line::Blank => Kind::Blank,
                         Line::Other => Kind::Other,
                     };
+                    clean &= !matches!(kind, Kind::Other);
                     local.entries.push(Entry { start: start as u32, kind });
                     if local.entries.len() == LOCAL_ENTRIES {
                         self.entries.append(&mut local.entries);
@@ -620,6 +847,7 @@ impl<S> Block<S> {
             }
             // Not UTF-8: the one-thread reader reads every line (and reports the bad ones).
             Data::Bytes(bytes) => {
+                clean = false;
                 while start < bytes.len() {
                     self.entries.push(Entry { start: start as u32, kind: Kind::Other });
                     start = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |nl| start + nl + 1);
@@ -629,6 +857,10 @@ impl<S> Block<S> {
         if let Some(cut) = self.cut {
             // The rest of a line too long for a block.
             self.entries.push(Entry { start: cut as u32, kind: Kind::Other });
+        }
+        let summary = work.block();
+        if clean && !self.entries.is_empty() {
+            self.summary = Some(summary);
         }
     }
 }

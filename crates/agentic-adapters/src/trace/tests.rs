@@ -4,6 +4,7 @@ use agentic_core::{EventStatus, EventType};
 use proptest::prelude::*;
 use serde_json::json;
 
+use super::parallel::{Batch, LineWork};
 use super::*;
 
 fn read(text: &str, format: Option<TraceFormat>) -> Vec<Result<CanonicalEvent, TraceError>> {
@@ -250,13 +251,23 @@ fn reference_path(bytes: &[u8], format: Option<TraceFormat>) -> Vec<Shape> {
 /// The parallel reader with `workers` threads and blocks of `block` bytes. Checks on the way
 /// that what the worker prepared belongs to the view it comes with.
 fn parallel_path(bytes: &[u8], format: Option<TraceFormat>, workers: usize, block: usize) -> (Vec<Shape>, usize) {
+    parallel_path_on(bytes, format, workers, (block, LINE_TAIL_BYTES))
+}
+
+/// [`parallel_path`] on any input, with block size and line tail.
+fn parallel_path_on<F: ReadAt + ?Sized>(
+    input: &F,
+    format: Option<TraceFormat>,
+    workers: usize,
+    sizes: (usize, usize),
+) -> (Vec<Shape>, usize) {
     let mut items = Vec::new();
     let mut views = 0;
     parallel::run(
-        bytes,
+        input,
         format,
         workers,
-        block,
+        sizes,
         || |view: &TooltraceView<'_>| shape_of_view(view),
         |item, prepared| {
             items.push(match item {
@@ -291,6 +302,11 @@ fn assert_parallel_agrees(bytes: &[u8], format: Option<TraceFormat>) {
     for (workers, block) in [(0, 7), (1, 1), (1, 13), (2, 5), (2, 64), (3, 4096), (2, 1 << 20)] {
         let (parallel, _) = parallel_path(bytes, format, workers, block);
         assert_eq!(reference, parallel, "{workers} worker(s), {block}-byte blocks");
+    }
+    // Lines longer than a block and its tail go to the one-thread reader.
+    for (workers, block, tail) in [(1, 16, 1), (2, 32, 7), (3, 50, 24)] {
+        let (parallel, _) = parallel_path_on(bytes, format, workers, (block, tail));
+        assert_eq!(reference, parallel, "{workers} worker(s), {block}-byte blocks, {tail}-byte tail");
     }
 }
 
@@ -353,7 +369,7 @@ fn the_parallel_reader_stops_when_asked() {
         text.as_bytes(),
         None,
         2,
-        64,
+        (64, LINE_TAIL_BYTES),
         || |_: &TooltraceView<'_>| (),
         |_, _| {
             seen += 1;
@@ -462,13 +478,163 @@ proptest! {
     }
 }
 
+/// A line the scanner parses whole but the adapter rejects (a bad timestamp) ends at its own
+/// line feed: the next line (a duplicate key) still gets its own line number and event.
 #[test]
-fn debug_tmp() {
+fn a_record_rejected_after_scanning_ends_at_its_own_line() {
     let text = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"abc123\"}\n{\"tool_name\":\"Bash\",\"trace_id\":17}\n{\"timestamp\":\"yesterday\",\"tool_name\":\"Read\"}\n{\"tool_name\":\"Read\",\"tool_name\":\"Write\"}\n\n{\"tool_name\":\"\"}\n";
     let reference = reference_path(text.as_bytes(), None);
-    let (parallel, _) = parallel_path(text.as_bytes(), None, 1, 4096);
-    for (a, b) in reference.iter().zip(parallel.iter()) {
-        eprintln!("{a:?}\n{b:?}\n");
+    assert_eq!(reference.len(), 5);
+    for workers in 1..3 {
+        assert_eq!(parallel_path(text.as_bytes(), None, workers, 4096).0, reference);
     }
-    assert_eq!(reference, parallel);
+}
+
+/// Input that fails to read from `fail_at` on.
+struct FailingAt<'a> {
+    bytes: &'a [u8],
+    fail_at: usize,
+}
+
+impl ReadAt for FailingAt<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let offset = offset as usize;
+        if offset >= self.fail_at {
+            return Err(std::io::Error::other("disk on fire"));
+        }
+        let end = (offset + buf.len()).min(self.fail_at).min(self.bytes.len());
+        let count = end.saturating_sub(offset);
+        buf[..count].copy_from_slice(&self.bytes[offset..offset + count]);
+        Ok(count)
+    }
+}
+
+impl std::io::Read for FailingAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = ReadAt::read_at(self, buf, 0)?;
+        self.bytes = &self.bytes[read..];
+        self.fail_at -= read;
+        Ok(read)
+    }
+}
+
+#[test]
+fn a_read_error_is_reported_once_after_the_lines_before_it() {
+    let text = "{\"tool_name\":\"Read\",\"trace_id\":\"t-1\"}\n".repeat(300);
+    for fail_at in [0, 1, 100, 2000, 5000, text.len() - 3] {
+        let reference: Vec<Shape> = TraceReader::new(
+            std::io::BufReader::with_capacity(64, FailingAt { bytes: text.as_bytes(), fail_at }),
+            None,
+        )
+        .map(|r| r.map(|e| shape_of_event(&e)).map_err(|e| (e.line, e.message)))
+        .collect();
+        assert!(matches!(reference.last(), Some(Err((_, message))) if message.contains("disk on fire")));
+        assert_eq!(reference.iter().filter(|r| r.is_err()).count(), 1);
+        for (workers, block) in [(1, 64), (2, 100), (3, 1000)] {
+            let input = FailingAt { bytes: text.as_bytes(), fail_at };
+            let (parallel, _) = parallel_path_on(&input, None, workers, (block, LINE_TAIL_BYTES));
+            assert_eq!(parallel, reference, "fail at {fail_at}, {workers} worker(s), {block}-byte blocks");
+        }
+    }
+}
+
+/// Input that seems to end at `visible` until a read has hit that end, then shows the rest
+/// (a trace still being written).
+struct Growing<'a> {
+    bytes: &'a [u8],
+    visible: usize,
+    grown: std::sync::atomic::AtomicBool,
+}
+
+impl ReadAt for Growing<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        use std::sync::atomic::Ordering;
+        let limit = if self.grown.load(Ordering::SeqCst) { self.bytes.len() } else { self.visible };
+        let offset = (offset as usize).min(limit);
+        let count = buf.len().min(limit - offset);
+        if count == 0 {
+            self.grown.store(true, Ordering::SeqCst);
+        }
+        buf[..count].copy_from_slice(&self.bytes[offset..offset + count]);
+        Ok(count)
+    }
+}
+
+#[test]
+fn lines_written_while_the_trace_is_read_are_read_too() {
+    let line = "{\"tool_name\":\"Bash\",\"trace_id\":\"t\",\"args\":{\"command\":\"ls\"}}\n";
+    let text = line.repeat(200);
+    let reference = reference_path(text.as_bytes(), None);
+    for cut_lines in [1, 7, 100, 199] {
+        for (workers, block) in [(1, 128), (2, 300)] {
+            let input = Growing { bytes: text.as_bytes(), visible: cut_lines * line.len(), grown: false.into() };
+            let (parallel, _) = parallel_path_on(&input, None, workers, (block, LINE_TAIL_BYTES));
+            assert_eq!(parallel, reference, "first {cut_lines} lines, {workers} worker(s)");
+        }
+    }
+}
+
+/// Counts lines per block; the visitor checks each batch of records against its items.
+struct CountLines(usize);
+
+impl LineWork for CountLines {
+    type Line = u64;
+    type Block = usize;
+
+    fn line(&mut self, view: &TooltraceView<'_>) -> u64 {
+        self.0 += 1;
+        view.tool_name.len() as u64
+    }
+
+    fn block(&mut self) -> usize {
+        std::mem::take(&mut self.0)
+    }
+}
+
+#[test]
+fn blocks_of_records_come_as_batches_with_their_positions() {
+    let mut text = String::new();
+    for idx in 0..500 {
+        text.push_str(&format!("{{\"tool_name\":\"T{}\",\"trace_id\":\"t-{idx}\"}}\n", idx % 13));
+        if idx % 97 == 0 {
+            text.push('\n');
+        }
+        if idx == 250 {
+            text.push_str("not json\n");
+        }
+    }
+    let reference = reference_path(text.as_bytes(), None);
+    let (mut items, mut batches) = (Vec::new(), 0);
+    parallel::run_batches(
+        text.as_bytes(),
+        None,
+        2,
+        (400, LINE_TAIL_BYTES),
+        || CountLines(0),
+        |batch| {
+            match batch {
+                Batch::Item(item, _) => items.push(
+                    item.map(|item| match item {
+                        TraceItem::Event(event) => shape_of_event(&event),
+                        TraceItem::Tooltrace(view) => shape_of_view(&view),
+                    })
+                    .map_err(|e| (e.line, e.message)),
+                ),
+                Batch::Records(records) => {
+                    batches += 1;
+                    assert_eq!(*records.block(), records.len(), "the block's work saw its records");
+                    for (k, record) in records.iter().enumerate() {
+                        let view = record.view().expect("a record");
+                        assert_eq!(records.position(k), Some((view.line, view.seq)));
+                        assert_eq!(*record.data(), view.tool_name.len() as u64);
+                        items.push(Ok(shape_of_view(&view)));
+                    }
+                    assert_eq!(records.position(records.len()), None);
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        },
+    );
+    assert!(batches > 10, "{batches} batches");
+    assert_eq!(items, reference);
 }

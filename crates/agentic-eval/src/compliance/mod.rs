@@ -31,7 +31,9 @@ pub use report::{
     ChangeKind, CheckpointChange, CheckpointResult, ComplianceReport, Rating, ReportComparison, ResultState,
     compare_reports, confidence_status, rating_for, render_markdown, render_summary,
 };
-pub use sequence::{ArgsRef, EventRef, MatchBits, MatchPlan, Prepared, RuleOutcome, SequenceEngine, TraceOutcome};
+pub use sequence::{
+    ArgsRef, EventRef, MatchBits, MatchPlan, Prepared, RuleOutcome, SequenceEngine, Summarizer, Summary, TraceOutcome,
+};
 pub use spec::{
     Checkpoint, CheckpointSpec, CompiledCheckpoint, CompiledSpec, EnvironmentConstraint, Method, SpecLoad, Tier,
     lint_against_previous, load_spec,

@@ -29,6 +29,10 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+mod summary;
+
+pub use summary::{Summarizer, Summary};
+
 use agentic_core::json_scan::bytes_eq;
 use hashbrown::HashTable;
 
@@ -990,16 +994,40 @@ pub struct Prepared {
     pub bits: MatchBits,
     span_hash: u64,
     parent_hash: u64,
+    flags: u8,
+}
+
+impl Prepared {
+    const CALL_END: u8 = 1;
+    const HAS_PARENT: u8 = 2;
+    const POST_ONLY_PARENT: u8 = 4;
+
+    /// The event ends a tool call or an agent invocation.
+    pub fn is_call_end(&self) -> bool {
+        self.flags & Prepared::CALL_END != 0
+    }
+
+    fn has_parent(&self) -> bool {
+        self.flags & Prepared::HAS_PARENT != 0
+    }
+
+    fn post_only_parent(&self) -> bool {
+        self.flags & Prepared::POST_ONLY_PARENT != 0
+    }
 }
 
 impl MatchPlan {
     /// [`MatchPlan::evaluate`], and the hashes the engine keeps span ids by; for
-    /// [`SequenceEngine::feed_prepared`].
+    /// [`SequenceEngine::feed_prepared`] and [`Summarizer::push`].
     pub fn prepare(&self, event: &EventRef<'_>) -> Prepared {
+        let call_end = matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd);
         Prepared {
             bits: self.evaluate(event),
             span_hash: event.span_id.map_or(0, span_hash),
             parent_hash: event.parent_span_id.map_or(0, span_hash),
+            flags: (u8::from(call_end) * Prepared::CALL_END)
+                | (u8::from(event.parent_span_id.is_some()) * Prepared::HAS_PARENT)
+                | (u8::from(event.post_only_parent) * Prepared::POST_ONLY_PARENT),
         }
     }
 }
@@ -1476,18 +1504,7 @@ impl SequenceEngine {
         };
         if counts {
             self.calls += 1;
-            if self.excerpt_capacity > 0 {
-                if self.excerpt.len() == self.excerpt_capacity {
-                    self.excerpt.pop_front();
-                }
-                let args = match event.args {
-                    ArgsRef::None => String::new(),
-                    ArgsRef::Value(value) => value.to_string(),
-                    ArgsRef::Json(text) => text.to_owned(),
-                };
-                let args: String = args.chars().take(160).collect();
-                self.excerpt.push_back(format!("{location}: {name} {args}"));
-            }
+            self.push_excerpt(location, name, event.args);
         }
         // With precomputed bits, only rules that can change are visited: those with a
         // scope (which follows every event), those stepped on every event, and those one of
@@ -1997,6 +2014,120 @@ mod tests {
             }
             proptest::prop_assert_eq!(reference.finish(), fast.finish());
         }
+
+        /// Runs summarized apart from the engine and merged (scoped rules fed the events the
+        /// summarizer marks, the excerpt fed by the caller) give exactly the one-by-one
+        /// result, whatever the runs, rules, starts, spans and excerpt.
+        #[test]
+        fn summaries_equal_feeding_one_by_one(
+            picks in proptest::collection::vec((0usize..8, 0usize..ARG_TEXTS.len(), 0usize..5, 0usize..5, proptest::bool::ANY), 0..80),
+            chosen in proptest::collection::vec(0usize..10, 1..7),
+            cuts in proptest::collection::vec(1usize..12, 1..12),
+            excerpt in 0usize..3,
+        ) {
+            let names = ["Read", "Bash", "Write", "Task", "reviewer", "Grep", "Edit", "helper"];
+            let pool = rule_pool();
+            let rules: Vec<CompiledRule> = chosen.iter().map(|&idx| rule(pool[idx].clone())).collect();
+            let ids = ["s0", "s1", "s2", "s3", "s4"];
+            let mut reference = SequenceEngine::new(rules.clone(), excerpt * 2);
+            let mut summed = SequenceEngine::new(rules, excerpt * 2);
+            let plan = summed.match_plan();
+            let mut summarizer = summed.summarizer().expect("few rules");
+            let events: Vec<EventRef<'_>> = picks
+                .iter()
+                .enumerate()
+                .map(|(seq, &(name, args, kind, span, parent))| EventRef {
+                    // Mostly post-only ends, some starts and agent calls.
+                    event_type: match kind {
+                        0 => EventType::ToolCallStart,
+                        1 if (3..=4).contains(&name) => EventType::AgentInvokeEnd,
+                        _ => EventType::ToolCallEnd,
+                    },
+                    name: Some(names[name]),
+                    args: ArgsRef::Json(ARG_TEXTS[args]),
+                    span_id: Some(ids[span]),
+                    parent_span_id: (parent && span > 0).then(|| ids[span - 1]),
+                    post_only_parent: name == 3 || name == 4,
+                    line: Some(2 * seq as u64 + 1),
+                    seq: seq as u64 + 1,
+                })
+                .collect();
+            for event in &events {
+                reference.feed_ref(event);
+            }
+            let mut start = 0;
+            let mut cut = cuts.iter().cycle();
+            while start < events.len() {
+                let end = (start + cut.next().copied().unwrap_or(1)).min(events.len());
+                let run = &events[start..end];
+                let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
+                let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
+                let summary = summarizer.finish();
+                let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
+                if summed.apply_summary(&summary, locate) {
+                    for ((event, prepared), need) in run.iter().zip(&prepared).zip(&needs) {
+                        if *need {
+                            summed.feed_scoped(event, prepared);
+                        }
+                    }
+                    let keep = summed.excerpt_capacity().min(run.len());
+                    for event in &run[run.len() - keep..] {
+                        summed.note_call(event);
+                    }
+                } else {
+                    for (event, prepared) in run.iter().zip(&prepared) {
+                        summed.feed_prepared(event, prepared);
+                    }
+                }
+                start = end;
+            }
+            proptest::prop_assert_eq!(reference.finish(), summed.finish());
+        }
+    }
+
+    /// A post-only container inside a scope (a Task under a reviewer agent) carries the scope
+    /// to its children when its events go through a summary too.
+    #[test]
+    fn summaries_carry_scopes_through_nested_containers() {
+        let rules =
+            vec![rule(json!({"count": {"of": {"tool": "Bash"}, "at_least": 1}, "within": {"agent": "reviewer"}}))];
+        let event = |event_type, name, span: &'static str, parent: Option<&'static str>, seq: u64| EventRef {
+            event_type,
+            name: Some(name),
+            args: ArgsRef::None,
+            span_id: Some(span),
+            parent_span_id: parent,
+            post_only_parent: name != "Bash",
+            line: Some(seq),
+            seq,
+        };
+        let events = [
+            event(EventType::AgentInvokeEnd, "reviewer", "a", None, 1),
+            event(EventType::ToolCallEnd, "Task", "b", Some("a"), 2),
+            event(EventType::ToolCallEnd, "Bash", "c", Some("b"), 3),
+            event(EventType::ToolCallEnd, "Bash", "d", Some("x"), 4),
+            event(EventType::ToolCallEnd, "Bash", "e", None, 5),
+        ];
+        let mut reference = SequenceEngine::new(rules.clone(), 0);
+        for e in &events {
+            reference.feed_ref(e);
+        }
+        let mut summed = SequenceEngine::new(rules, 0);
+        let plan = summed.match_plan();
+        let mut summarizer = summed.summarizer().expect("one rule");
+        let prepared: Vec<Prepared> = events.iter().map(|e| plan.prepare(e)).collect();
+        let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
+        // The root, a container with a parent, and calls with a parent that may be in scope.
+        assert_eq!(needs, [true, true, true, true, false]);
+        assert!(summed.apply_summary(&summarizer.finish(), |k| (Some(u64::from(k) + 1), u64::from(k) + 1)));
+        for ((e, p), need) in events.iter().zip(&prepared).zip(needs) {
+            if need {
+                summed.feed_scoped(e, p);
+            }
+        }
+        let (reference, summed) = (reference.finish(), summed.finish());
+        assert_eq!(reference, summed);
+        assert!(summed.outcomes[0].notes.contains("occurs 1 time(s)"), "{}", summed.outcomes[0].notes);
     }
 
     #[test]

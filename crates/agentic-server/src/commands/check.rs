@@ -22,14 +22,17 @@ use std::ops::ControlFlow;
 
 use agentic_adapters::provider::{AdaptiveLimiter, ModelProvider};
 use agentic_adapters::replay::{RecordingProvider, ReplayProvider};
-use agentic_adapters::trace::{TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader, for_each_item_parallel};
+use agentic_adapters::trace::{
+    Batch, LineWork, TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader, for_each_batch_parallel,
+};
 use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
 use agentic_eval::compliance::spec::{CheckpointSpec, Tier};
 use agentic_eval::compliance::{
-    ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase,
-    ReplayEvaluator, SequenceEngine, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, calibrate,
-    compare_reports, evaluate, lint_against_previous, load_spec, render_markdown, render_summary,
+    ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase, MatchPlan,
+    Prepared, ReplayEvaluator, SequenceEngine, Summarizer, Summary, Tier3Error, Tier3Evaluator, Tier3Request,
+    Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec, render_markdown,
+    render_summary,
 };
 use agentic_judge::{Judge, JudgeConfig, JudgeTier3Evaluator};
 use anyhow::{Context, bail};
@@ -408,9 +411,10 @@ fn run_trace(
     Ok(engine.finish())
 }
 
-/// The fast tier-2 pass: workers scan lines and match them against the rules' matchers;
-/// this thread feeds the engine in trace order (the result equals the reference pass).
-/// `workers` overrides the thread count (`0`: everything on this thread).
+/// The fast tier-2 pass: threads scan lines, match them against the rules' matchers and
+/// summarize each block for the rules without a scope; this thread merges the summaries and
+/// feeds the scoped rules the events they need, in trace order (the result equals the
+/// reference pass). `workers` overrides the thread count (`0`: everything on this thread).
 fn run_fast(
     file: File,
     format: Option<TraceFormat>,
@@ -419,31 +423,77 @@ fn run_fast(
     on_error: &mut dyn FnMut(TraceError) -> ControlFlow<()>,
 ) {
     let plan = engine.match_plan();
+    let summarizer = engine.summarizer();
     let workers = workers.and_then(|n| n.parse().ok()).unwrap_or_else(|| {
         match std::thread::available_parallelism().map_or(1, |n| n.get()) {
             1 => 0,
             n => n,
         }
     });
-    let make_prepare = || {
-        // One copy per thread: compiled regexes then keep per-thread caches.
-        let plan = plan.clone();
-        move |view: &TooltraceView<'_>| plan.prepare(&view_ref(view))
-    };
-    for_each_item_parallel(&file, format, workers, make_prepare, |item, prepared| match item {
-        Ok(TraceItem::Event(event)) => {
+    // One copy per thread: compiled regexes then keep per-thread caches.
+    let make_work = || CheckWork { plan: plan.clone(), summarizer: summarizer.clone() };
+    for_each_batch_parallel(&file, format, workers, make_work, |batch| match batch {
+        Batch::Item(Ok(TraceItem::Event(event)), _) => {
             engine.feed(&event);
             ControlFlow::Continue(())
         }
-        Ok(TraceItem::Tooltrace(view)) => {
+        Batch::Item(Ok(TraceItem::Tooltrace(view)), prepared) => {
             match prepared {
-                Some(prepared) => engine.feed_prepared(&view_ref(&view), prepared),
+                Some((prepared, _)) => engine.feed_prepared(&view_ref(&view), prepared),
                 None => engine.feed_ref(&view_ref(&view)),
             }
             ControlFlow::Continue(())
         }
-        Err(error) => on_error(error),
+        Batch::Item(Err(error), _) => on_error(error),
+        Batch::Records(records) => {
+            let locate = |k: u32| records.position(k as usize).map_or((None, 0), |(line, seq)| (Some(line), seq));
+            let applied = records.block().as_ref().is_some_and(|summary| engine.apply_summary(summary, locate));
+            if applied {
+                for record in records.iter() {
+                    let (prepared, scoped) = record.data();
+                    if *scoped && let Some(view) = record.view() {
+                        engine.feed_scoped(&view_ref(&view), prepared);
+                    }
+                }
+                let keep = engine.excerpt_capacity().min(records.len());
+                for record in records.iter().skip(records.len() - keep) {
+                    if let Some(view) = record.view() {
+                        engine.note_call(&view_ref(&view));
+                    }
+                }
+            } else {
+                for record in records.iter() {
+                    if let Some(view) = record.view() {
+                        engine.feed_prepared(&view_ref(&view), &record.data().0);
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
     });
+}
+
+/// What a scanning thread of `agentic check` does: match each line against the rules, and
+/// summarize each block for the rules without a scope.
+struct CheckWork {
+    plan: MatchPlan,
+    summarizer: Option<Summarizer>,
+}
+
+impl LineWork for CheckWork {
+    /// The line's matches, and whether the scoped rules need it.
+    type Line = (Prepared, bool);
+    type Block = Option<Summary>;
+
+    fn line(&mut self, view: &TooltraceView<'_>) -> (Prepared, bool) {
+        let prepared = self.plan.prepare(&view_ref(view));
+        let scoped = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&prepared));
+        (prepared, scoped)
+    }
+
+    fn block(&mut self) -> Option<Summary> {
+        self.summarizer.as_mut().map(Summarizer::finish)
+    }
 }
 
 /// The engine's view of a tooltrace line.

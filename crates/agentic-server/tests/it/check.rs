@@ -524,6 +524,74 @@ fn mixed_trace(lines: usize) -> String {
     out
 }
 
+/// A trace of well-formed lines only (so whole blocks go through summaries): sub-agent
+/// spans, nested containers, stretches of paired starts and ends, blank lines.
+fn clean_trace(lines: usize) -> String {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut out = String::new();
+    let (mut task, mut nested) = (String::new(), String::new());
+    for idx in 0..lines {
+        let id = format!("t-{idx}");
+        let under =
+            |parent: &str| if parent.is_empty() { String::new() } else { format!(",\"parent_trace_id\":\"{parent}\"") };
+        // Starts and ends come in stretches (the engine pairs them), most of the trace is post-only.
+        let paired = (idx / 5_000) % 4 == 3;
+        let line = match next(12) {
+            0 => {
+                task = id.clone();
+                format!("{{\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"{id}\"}}\n")
+            }
+            1 => {
+                nested = id.clone();
+                format!("{{\"tool_name\":\"Agent\",\"span_type\":\"parent\",\"trace_id\":\"{id}\"{}}}\n", under(&task))
+            }
+            2 => format!(
+                "{{\"tool_name\":\"Write\",\"span_type\":\"child\",\"trace_id\":\"{id}\"{},\"args\":{{\"file_path\":\"/r/a.rs\"}}}}\n",
+                under(&nested)
+            ),
+            3 => format!(
+                "{{\"tool_name\":\"Read\",\"trace_id\":\"{id}\"{},\"args\":{{\"file_path\":\"/r/skills/skill.md\"}}}}\n",
+                under(&task)
+            ),
+            4 if paired => format!(
+                "{{\"tool_name\":\"Bash\",\"phase\":\"pre\",\"tool_use_id\":\"u-{idx}\",\"args\":{{\"command\":\"cargo test\"}}}}\n{{\"tool_name\":\"Bash\",\"phase\":\"post\",\"tool_use_id\":\"u-{idx}\",\"args\":{{\"command\":\"cargo test\"}}}}\n"
+            ),
+            5 => "\n".to_owned(),
+            6 => format!("{{\"tool_name\":\"Edit\",\"trace_id\":\"{id}\"{}}}\n", under(&nested)),
+            7 => {
+                format!("{{\"tool_name\":\"Bash\",\"trace_id\":\"{id}\",\"args\":{{\"command\":\"rm -rf build\"}}}}\n")
+            }
+            _ => format!(
+                "{{\"tool_name\":\"Bash\",\"trace_id\":\"{id}\"{},\"args\":{{\"command\":\"cargo test -p p{idx}\"}}}}\n",
+                under(&task)
+            ),
+        };
+        out.push_str(&line);
+    }
+    out
+}
+
+/// Every relation, with and without scopes, for the clean trace.
+const ALL_RULES: &str = r#"workflow: "all-rules"
+spec_version: "1.0.0"
+checkpoints:
+  - {id: R-01, tier: 2, instruction: "a", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {before: {a: {tool: Read, args: {file_path: {glob: "**/skill.md"}}}, b: {tool: Write}}}}}
+  - {id: R-02, tier: 2, instruction: "b", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {only_after: {a: {tool: Read}, b: {tool: Edit}}}}}
+  - {id: R-03, tier: 2, instruction: "c", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {immediately_before: {a: {tool: Bash}, b: {tool: Write}}}}}
+  - {id: R-04, tier: 2, instruction: "d", severity: critical, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash, args: {command: {regex: "rm -rf"}}}}}}
+  - {id: R-05, tier: 2, instruction: "e", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {tool: Bash, args: {command: {contains: "cargo test"}}}, at_least: 10, at_most: 1000000}}}}
+  - {id: R-06, tier: 2, instruction: "f", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Write}, within: {tool: Task}}}}
+  - {id: R-07, tier: 2, instruction: "g", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {immediately_before: {a: {tool: Edit}, b: {tool: Write}}, within: {tool: Task}}}}
+  - {id: R-08, tier: 2, instruction: "h", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {tool: "*"}, at_least: 1}, within: {tool: Agent}}}}
+  - {id: R-09, tier: 2, instruction: "i", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {tool: Bash}, at_most: 3}, within: {tool: Task}}}}
+"#;
+
 /// The fast path (worker threads, borrowed fields, precomputed matches) and the reference
 /// path (a full canonical event per record) give the same report and the same warnings, on
 /// every trace format.
@@ -533,8 +601,15 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
     let trace = dir.path().join("mixed.jsonl");
     std::fs::write(&trace, mixed_trace(30_000)).unwrap();
     let trace = trace.to_str().unwrap().to_owned();
+    let clean = dir.path().join("clean.jsonl");
+    std::fs::write(&clean, clean_trace(60_000)).unwrap();
+    let rules = dir.path().join("all-rules.yaml");
+    std::fs::write(&rules, ALL_RULES).unwrap();
+    let (clean, rules) = (clean.to_str().unwrap().to_owned(), rules.to_str().unwrap().to_owned());
     let cases: Vec<Vec<String>> = vec![
         vec!["benches/compliance/bench.yaml".into(), "--trace".into(), trace.clone()],
+        vec![rules.clone(), "--trace".into(), clean.clone()],
+        vec![rules.clone(), "--trace".into(), trace.clone()],
         full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl"),
         full_example("code-review", "code-review.trace.claude_hook.jsonl"),
         full_example("weather-agent", "weather-agent.trace.otlp_json.json"),
@@ -558,6 +633,10 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
         assert_eq!(reference.0, Some(0), "{case:?}: {}", reference.1);
         for workers in ["0", "1", "2", "3"] {
             assert_eq!(run(workers), reference, "{case:?} with {workers} worker(s)");
+        }
+        if case[2] == clean {
+            // Rules of every kind hold and fail on the clean trace.
+            assert!(reference.2.contains("\"PASS\"") && reference.2.contains("\"FAIL\""), "{}", reference.2);
         }
         if case[0].starts_with("benches") {
             // The mixed trace really exercises the rules and the error paths.

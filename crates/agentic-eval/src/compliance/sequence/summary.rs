@@ -1,0 +1,325 @@
+//! Run summaries: many events stepped apart from the engine (on the thread that read them),
+//! then merged into the engine in one go, with exactly the engine's result.
+//!
+//! A [`Summarizer`] takes a run of consecutive events with what [`MatchPlan::prepare`] made of
+//! them and keeps, for every rule without a scope, what the run changes: its first matches,
+//! counts, first violation and (for `immediately_before`) how it starts and ends. Merging with
+//! [`SequenceEngine::apply_summary`] gives the state the engine would have reached by feeding
+//! the events one by one, because every relation's state is a monoid over events:
+//!
+//! - `before`: the first `a` and `b` of the engine, else of the run;
+//! - `only_after`: a violation is the first `b` before any `a`, so the run's first such `b`
+//!   counts only when the engine has seen no `a` (and no violation) yet;
+//! - `immediately_before`: the run's first event is judged by whether the engine's last
+//!   event was an `a`, every later one inside the run;
+//! - `never`, `count`: first match and counts add up.
+//!
+//! This holds when every event of the run *counts* as a call on its own: each is a call end
+//! (post-only, as in the seed's JSONL) and the engine has no open calls to pair it with; the
+//! summarizer and [`SequenceEngine::apply_summary`] check both and refuse otherwise, and the
+//! caller feeds the events one by one instead. Rules with a `within` scope follow span ids
+//! the engine keeps, so they stay with the engine: [`Summarizer::push`] says which events
+//! they need, and the caller feeds those with [`SequenceEngine::feed_scoped`].
+
+use super::{
+    ArgsRef, EventRef, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState, SequenceEngine,
+    SpanRef,
+};
+
+/// What a run changes for one rule (positions are indexes of events in the run).
+#[derive(Debug, Clone, PartialEq)]
+enum Partial {
+    Before {
+        first_a: Option<u32>,
+        first_b: Option<u32>,
+    },
+    OnlyAfter {
+        first_a: Option<u32>,
+        first_b: Option<u32>,
+        unpreceded_b: Option<u32>,
+    },
+    ImmediatelyBefore {
+        count_b: u64,
+        first_b: Option<u32>,
+        first_is_b: bool,
+        violation: Option<u32>,
+        last_is_a: bool,
+    },
+    Never {
+        first: Option<u32>,
+        count: u64,
+    },
+    Count {
+        count: u64,
+    },
+    /// A rule with a scope: the engine steps it per event.
+    Scoped,
+}
+
+/// What one run of events changes in the engine; see the module documentation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    events: u32,
+    /// Every event of the run was a call end.
+    all_ends: bool,
+    partials: Vec<Partial>,
+}
+
+impl Summary {
+    /// The events summarized.
+    pub fn events(&self) -> u32 {
+        self.events
+    }
+}
+
+/// Summarizes runs of prepared events for one engine's rules (one per thread).
+#[derive(Debug, Clone)]
+pub struct Summarizer {
+    kinds: Vec<Partial>,
+    ids: Vec<RuleIds>,
+    masks: RuleMasks,
+    /// The run so far.
+    run: Summary,
+}
+
+impl SequenceEngine {
+    /// A summarizer for this engine's rules, or `None` when runs cannot be summarized (more
+    /// than 64 rules).
+    pub fn summarizer(&self) -> Option<Summarizer> {
+        if self.rules.len() > 64 {
+            return None;
+        }
+        let kinds: Vec<Partial> = self
+            .rules
+            .iter()
+            .map(|rule| match (&rule.within, &rule.relation) {
+                (Some(_), _) => Partial::Scoped,
+                (None, Relation::Before(..)) => Partial::Before { first_a: None, first_b: None },
+                (None, Relation::OnlyAfter(..)) => {
+                    Partial::OnlyAfter { first_a: None, first_b: None, unpreceded_b: None }
+                }
+                (None, Relation::ImmediatelyBefore(..)) => Partial::ImmediatelyBefore {
+                    count_b: 0,
+                    first_b: None,
+                    first_is_b: false,
+                    violation: None,
+                    last_is_a: false,
+                },
+                (None, Relation::Never(..)) => Partial::Never { first: None, count: 0 },
+                (None, Relation::Count(..)) => Partial::Count { count: 0 },
+            })
+            .collect();
+        let run = Summary { events: 0, all_ends: true, partials: kinds.clone() };
+        Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
+    }
+
+    /// Merges a run's summary into the engine, as if its events had been fed one by one;
+    /// `locate(k)` gives the line and `seq` of the run's `k`-th event. False (and nothing
+    /// changed) when the summary cannot stand for its events here: then feed them one by one.
+    /// The run's events that [`Summarizer::push`] marked for the scoped rules still go to
+    /// [`SequenceEngine::feed_scoped`], and the excerpt, if kept, to
+    /// [`SequenceEngine::note_call`].
+    pub fn apply_summary(&mut self, summary: &Summary, locate: impl Fn(u32) -> (Option<u64>, u64)) -> bool {
+        if !summary.all_ends || !self.open_calls.is_empty() || summary.partials.len() != self.rules.len() {
+            return false;
+        }
+        let at = |index: Option<u32>| {
+            index.map(|index| {
+                let (line, seq) = locate(index);
+                Location { line, seq }
+            })
+        };
+        self.events += u64::from(summary.events);
+        self.calls += u64::from(summary.events);
+        for (state, partial) in self.states.iter_mut().zip(&summary.partials) {
+            match (state, partial) {
+                (RuleState::Before { first_a, first_b }, Partial::Before { first_a: a, first_b: b }) => {
+                    *first_a = first_a.or_else(|| at(*a));
+                    *first_b = first_b.or_else(|| at(*b));
+                }
+                (
+                    RuleState::OnlyAfter { seen_a, first_b, violation },
+                    Partial::OnlyAfter { first_a: a, first_b: b, unpreceded_b },
+                ) => {
+                    if seen_a.is_none() && violation.is_none() {
+                        *violation = at(*unpreceded_b);
+                    }
+                    *first_b = first_b.or_else(|| at(*b));
+                    *seen_a = seen_a.or_else(|| at(*a));
+                }
+                (
+                    RuleState::ImmediatelyBefore { previous_is_a, count_b, violation, first_b },
+                    Partial::ImmediatelyBefore { count_b: n, first_b: b, first_is_b, violation: inner, last_is_a },
+                ) => {
+                    if summary.events == 0 {
+                        continue;
+                    }
+                    if violation.is_none() {
+                        *violation = if *first_is_b && !*previous_is_a { at(Some(0)) } else { at(*inner) };
+                    }
+                    *count_b += n;
+                    *first_b = first_b.or_else(|| at(*b));
+                    *previous_is_a = *last_is_a;
+                }
+                (RuleState::Never { first, count }, Partial::Never { first: f, count: n }) => {
+                    *first = first.or_else(|| at(*f));
+                    *count += n;
+                }
+                (RuleState::Count { count }, Partial::Count { count: n }) => *count += n,
+                _ => {}
+            }
+        }
+        true
+    }
+
+    /// Feeds one event of an applied summary to the rules with a scope (the others had it
+    /// in the summary).
+    pub fn feed_scoped(&mut self, event: &EventRef<'_>, prepared: &Prepared) {
+        let span = event.span_id.map(|id| SpanRef { hash: prepared.span_hash, id });
+        let parent = event.parent_span_id.map(|id| SpanRef { hash: prepared.parent_hash, id });
+        let location = Location { line: event.line, seq: event.seq };
+        let matches = Matches::Bits(&prepared.bits);
+        let mut todo = self.masks.scoped;
+        while todo != 0 {
+            let idx = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            self.step(idx, true, event.post_only_parent, true, span, parent, location, &matches);
+        }
+    }
+
+    /// How many of the last calls the engine keeps as an excerpt (0: none).
+    pub fn excerpt_capacity(&self) -> usize {
+        self.excerpt_capacity
+    }
+
+    /// Adds a call to the excerpt (for events counted through a summary).
+    pub fn note_call(&mut self, event: &EventRef<'_>) {
+        self.push_excerpt(Location { line: event.line, seq: event.seq }, event.name.unwrap_or(""), event.args);
+    }
+
+    pub(super) fn push_excerpt(&mut self, location: Location, name: &str, args: ArgsRef<'_>) {
+        if self.excerpt_capacity == 0 {
+            return;
+        }
+        if self.excerpt.len() == self.excerpt_capacity {
+            self.excerpt.pop_front();
+        }
+        let args = match args {
+            ArgsRef::None => String::new(),
+            ArgsRef::Value(value) => value.to_string(),
+            ArgsRef::Json(text) => text.to_owned(),
+        };
+        let args: String = args.chars().take(160).collect();
+        self.excerpt.push_back(format!("{location}: {name} {args}"));
+    }
+}
+
+impl Summarizer {
+    /// Adds the next event of the run (prepared by [`MatchPlan::prepare`] of the same
+    /// engine); true when the rules with a scope need it ([`SequenceEngine::feed_scoped`]).
+    #[inline]
+    pub fn push(&mut self, prepared: &Prepared) -> bool {
+        let index = self.run.events;
+        self.run.events += 1;
+        if !prepared.is_call_end() {
+            self.run.all_ends = false;
+        }
+        let bits = &prepared.bits;
+        let mut todo = self.masks.always & !self.masks.scoped;
+        let mut matched = bits.low & self.masks.relations;
+        while matched != 0 {
+            todo |= 1 << self.masks.rule_of[matched.trailing_zeros() as usize];
+            matched &= matched - 1;
+        }
+        todo &= !self.masks.scoped;
+        while todo != 0 {
+            let idx = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            if let (Some(partial), Some(ids)) = (self.run.partials.get_mut(idx), self.ids.get(idx)) {
+                step_partial(partial, ids, index, bits);
+            }
+        }
+        self.scoped_need(prepared)
+    }
+
+    /// Whether a rule with a scope can change on this event: it opens a scope (matches the
+    /// root), may open a nested one (a container with a parent), or may step (a match of the
+    /// relation, with a parent that may be in scope).
+    fn scoped_need(&self, prepared: &Prepared) -> bool {
+        let mut scoped = self.masks.scoped;
+        while scoped != 0 {
+            let idx = scoped.trailing_zeros() as usize;
+            scoped &= scoped - 1;
+            let Some(ids) = self.ids.get(idx) else { continue };
+            let root = ids.within != usize::MAX && prepared.bits.get(ids.within);
+            let steps = ids.always_step || prepared.bits.low & ids.relation_mask != 0;
+            if root || (prepared.has_parent() && (prepared.post_only_parent() || steps)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The summary of the run so far; the next event starts a new run.
+    pub fn finish(&mut self) -> Summary {
+        let fresh = Summary { events: 0, all_ends: true, partials: self.kinds.clone() };
+        std::mem::replace(&mut self.run, fresh)
+    }
+}
+
+/// One event of a run for one rule (the engine's `step_rule`, by position).
+#[inline]
+fn step_partial(partial: &mut Partial, ids: &RuleIds, here: u32, bits: &MatchBits) {
+    let (a, b) = (bits.get(ids.first), ids.second != usize::MAX && bits.get(ids.second));
+    match partial {
+        Partial::Before { first_a, first_b } => {
+            if b && first_b.is_none() {
+                *first_b = Some(here);
+            }
+            if a && first_a.is_none() {
+                *first_a = Some(here);
+            }
+        }
+        Partial::OnlyAfter { first_a, first_b, unpreceded_b } => {
+            if b {
+                if first_b.is_none() {
+                    *first_b = Some(here);
+                }
+                if first_a.is_none() && unpreceded_b.is_none() {
+                    *unpreceded_b = Some(here);
+                }
+            }
+            if a && first_a.is_none() {
+                *first_a = Some(here);
+            }
+        }
+        Partial::ImmediatelyBefore { count_b, first_b, first_is_b, violation, last_is_a } => {
+            if b {
+                *count_b += 1;
+                if first_b.is_none() {
+                    *first_b = Some(here);
+                }
+                if here == 0 {
+                    *first_is_b = true;
+                } else if !*last_is_a && violation.is_none() {
+                    *violation = Some(here);
+                }
+            }
+            *last_is_a = a;
+        }
+        Partial::Never { first, count } => {
+            if a {
+                *count += 1;
+                if first.is_none() {
+                    *first = Some(here);
+                }
+            }
+        }
+        Partial::Count { count } => {
+            if a {
+                *count += 1;
+            }
+        }
+        Partial::Scoped => {}
+    }
+}
