@@ -458,17 +458,21 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert!(String::from_utf8_lossy(&not_a_repo.stderr).contains("is not inside a git work tree"));
 }
 
-/// A trace mixing every shape the fast path must get right or hand over: plain lines, odd key
-/// order, escapes, unicode, whitespace, CRLF, blank and malformed lines, a multi-line
-/// document, duplicate keys, and sub-agent spans, over several 1 MiB blocks.
-fn mixed_trace(lines: usize) -> String {
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move |n: u64| {
+/// A small seeded generator: `next(n)` is below `n`.
+fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+    move |n: u64| {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state % n
-    };
+    }
+}
+
+/// A trace mixing every shape the fast path must get right or hand over: plain lines, odd key
+/// order, escapes, unicode, whitespace, CRLF, blank and malformed lines, a multi-line
+/// document, duplicate keys, and sub-agent spans, over several 1 MiB blocks.
+fn mixed_trace(lines: usize) -> String {
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     let mut out = String::new();
     let mut parent = String::new();
     for idx in 0..lines {
@@ -527,13 +531,7 @@ fn mixed_trace(lines: usize) -> String {
 /// A trace of well-formed lines only (so whole blocks go through summaries): sub-agent
 /// spans, nested containers, stretches of paired starts and ends, blank lines.
 fn clean_trace(lines: usize) -> String {
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = move |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     let mut out = String::new();
     let (mut task, mut nested) = (String::new(), String::new());
     for idx in 0..lines {
