@@ -57,15 +57,16 @@ pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
-/// One bit per byte of `chunk` (16 bytes) that is `"`, `\` or a control character.
+/// One bit per byte of `chunk` (16 bytes) that is `"`, `\` or a control character, and one
+/// per `"`.
 #[inline(always)]
-fn specials16(chunk: &[u8]) -> u32 {
-    let Ok(chunk) = <[u8; 16]>::try_from(chunk) else { return 1 };
+fn specials16(chunk: &[u8]) -> (u32, u32) {
+    let Ok(chunk) = <[u8; 16]>::try_from(chunk) else { return (1, 0) };
     let bytes = wide::u8x16::new(chunk);
     let quote = bytes.simd_eq(wide::u8x16::splat(b'"'));
     let backslash = bytes.simd_eq(wide::u8x16::splat(b'\\'));
     let control = bytes.min(wide::u8x16::splat(0x1f)).simd_eq(bytes);
-    (quote | backslash | control).to_bitmask()
+    ((quote | backslash | control).to_bitmask(), quote.to_bitmask())
 }
 
 /// A cursor over JSON bytes; see the module documentation for what it accepts.
@@ -153,12 +154,20 @@ impl<'a> JsonScanner<'a> {
         loop {
             // Sixteen bytes at a time (SSE2 on x86-64), eight near the end.
             if let Some(chunk) = self.bytes.get(self.pos..self.pos + 16) {
-                let hits = specials16(chunk);
+                let (hits, quotes) = specials16(chunk);
                 if hits == 0 {
                     self.pos += 16;
                     continue;
                 }
-                self.pos += hits.trailing_zeros() as usize;
+                let first = hits.trailing_zeros();
+                self.pos += first as usize;
+                // The usual end: the first special byte is the closing quote (known from the
+                // masks, without reading the byte again).
+                if quotes >> first & 1 == 1 {
+                    let end = self.pos;
+                    self.pos += 1;
+                    return Some((end, escaped));
+                }
             } else if let Some(word) = word(self.bytes, self.pos) {
                 let hits = specials(word);
                 if hits == 0 {

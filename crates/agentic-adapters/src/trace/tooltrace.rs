@@ -516,7 +516,9 @@ pub(crate) fn scan_line(bytes: &[u8], start: usize, layouts: &mut Layouts) -> (L
     let mut fields = Fields::default();
     if let Some((raw, end)) = layouts.read(bytes, start, &mut fields) {
         let mut scanner = JsonScanner::new(bytes, end);
-        scanner.ws();
+        if scanner.peek() != b'\n' {
+            scanner.ws();
+        }
         let next = match scanner.peek() {
             b'\n' => Some(scanner.pos() + 1),
             _ if scanner.at_end() => Some(scanner.pos()),
