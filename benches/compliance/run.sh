@@ -3,17 +3,20 @@
 # trace of 1,000,000 events in the seed's tooltrace JSONL, side by side with `jq` doing one
 # equivalent filter and with `cat > /dev/null` (reading the file: the physical limit).
 #
-# Usage: benches/compliance/run.sh            (EVENTS=N to change the size, RUNS=N repeats)
-# Needs: jq and GNU time (/usr/bin/time): apt-get install jq time
+# Usage: benches/compliance/run.sh            (EVENTS=N to change the size, RUNS=N repeats,
+#        BASELINE=/path/to/an/older/agentic adds that build's row)
+# Needs: jq, GNU time (/usr/bin/time, for peak memory) and python3 (for the timing):
+# apt-get install jq time
 # Targets: >= 20x faster than jq, >= 1/3 of raw read speed, < 64 MB resident.
 # BENCH_ENFORCE=1 makes a missed target exit 1.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 events=${EVENTS:-1000000}
-runs=${RUNS:-3}
+runs=${RUNS:-7}
 work=${WORK_DIR:-$(mktemp -d)}
 command -v jq >/dev/null || { echo "error: jq is required (apt-get install jq)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "error: python3 is required for the timing" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "error: GNU time is required (apt-get install time)" >&2; exit 2; }
 
 cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
@@ -42,23 +45,37 @@ if [ ! -f "$trace" ]; then
   }' > "$trace"
 fi
 bytes=$(wc -c < "$trace")
-cat "$trace" > /dev/null # warm the page cache
 
-# best_of LABEL CMD...: the fastest of $runs runs; sets $seconds and $kilobytes.
+# best_of LABEL CMD...: the fastest of $runs runs (wall clock measured by python3 around the
+# process; the page cache is warmed before every run), and the command's peak resident memory
+# from one more run under GNU time. Sets $seconds and $kilobytes.
 best_of() {
   local label=$1; shift
-  seconds=""; kilobytes=""
-  for _ in $(seq "$runs"); do
-    /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" > /dev/null
-    read -r s k < "$work/time.txt"
-    if [ -z "$seconds" ] || awk -v a="$s" -v b="$seconds" 'BEGIN{exit !(a < b)}'; then seconds=$s; kilobytes=$k; fi
-  done
-  printf '%-44s %8.2f s %8.1f MB/s %8.1f MB peak RSS\n' "$label" "$seconds" \
+  read -r seconds kilobytes < <(python3 - "$runs" "$trace" "$@" <<'PY'
+import subprocess, sys, tempfile, time
+runs, trace, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+best = None
+for _ in range(runs):
+    subprocess.run(["cat", trace], stdout=subprocess.DEVNULL)
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - start
+    best = wall if best is None else min(best, wall)
+# Peak memory in a separate run (GNU time's own start-up would blur the clock).
+with tempfile.NamedTemporaryFile("r") as rss:
+    subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL, check=True)
+    kilobytes = int(rss.read().split()[-1])
+best = (best, kilobytes)
+print(f"{best[0]:.4f} {best[1]}")
+PY
+)
+  printf '%-44s %8.1f ms %8.1f MB/s %8.1f MB peak RSS\n' "$label" \
+    "$(awk -v s="$seconds" 'BEGIN{print s * 1000}')" \
     "$(awk -v b="$bytes" -v s="$seconds" 'BEGIN{print (s > 0 ? b / s / 1e6 : 0)}')" \
     "$(awk -v k="$kilobytes" 'BEGIN{print k / 1024}')"
 }
 
-echo "trace: $events events, $((bytes / 1000000)) MB ($trace)"
+echo "trace: $events events, $((bytes / 1000000)) MB ($trace), best of $runs"
 best_of "cat > /dev/null (physical limit)" cat "$trace"
 cat_seconds=$seconds
 best_of "jq: select Bash commands matching rm -rf" jq -c 'select(.tool_name == "Bash" and (.args.command | test("rm -rf")))' "$trace"
@@ -66,6 +83,10 @@ jq_seconds=$seconds
 best_of "agentic check: 6 tier-2 rules, one pass" "$agentic" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
 agentic_seconds=$seconds
 agentic_mb=$(awk -v k="$kilobytes" 'BEGIN{printf "%.1f", k / 1024}')
+if [ -n "${BASELINE:-}" ]; then
+  # An earlier build, timed the same way on the same trace (for before/after figures).
+  best_of "agentic check, baseline build" "$BASELINE" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
+fi
 
 failed=0
 verdict() { if awk "BEGIN{exit !($2)}"; then echo "  ok    $1"; else echo "  MISS  $1"; failed=1; fi; }

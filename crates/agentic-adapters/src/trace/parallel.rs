@@ -1,26 +1,29 @@
 //! Reading a trace file on several threads with exactly the results of the one-thread reader.
 //!
 //! The input is read at offsets ([`ReadAt`], a file), so no thread waits for another to read.
-//! Worker threads claim blocks of [`BLOCK_BYTES`] in turn (an atomic counter, no lock on the
-//! input): block `k` owns the lines that *start* in its byte range, reads them with one
+//! The scanning threads (the calling thread is one of them) claim blocks of [`BLOCK_BYTES`]
+//! in turn: block `k` owns the lines that *start* in its byte range, reads them with one
 //! positional read into a buffer that stays in the core's cache (plus the rest of its last
 //! line), checks the bytes are UTF-8 once, and runs the strict tooltrace scanner on every
-//! line. For each line it accepts, the caller's `prepare` runs there too (for example: which
-//! rule matchers the call satisfies).
+//! line (a line of a shape seen before is read by its layout, see `layout.rs`). For each line
+//! it accepts, the thread's [`LineWork`] runs there too (for example: which rule matchers the
+//! call satisfies), and again at the end of the block.
 //!
-//! The calling thread takes the blocks in input order and walks their lines: an accepted line
-//! is visited straight from the worker's result (never scanned again, not even split into
-//! lines); a blank line only counts; every other line (a malformed record, a multi-line
-//! document, a record the scanner does not take, a line too long for a block) goes through
-//! the *same* [`TraceReader`] as the one-thread path, which reads it from the input at its
-//! offset, and the walk resumes after whatever that reader consumed. The first record (which
-//! tells the format) is read that way too, and a trace of another format is read by that
-//! reader alone. So line numbers, `seq`, errors and events are those of the one-thread reader,
-//! and only the work per accepted line moves to the workers.
+//! The calling thread takes the blocks in input order and walks their lines: a block of
+//! nothing but accepted records (and blank lines) goes to the visitor in one
+//! [`Batch::Records`]; otherwise an accepted line is visited straight from the thread's
+//! result (never scanned again); a blank line only counts; every other line (a malformed
+//! record, a multi-line document, a record the scanner does not take, a line too long for a
+//! block) goes through the *same* [`TraceReader`] as the one-thread path, which reads it from
+//! the input at its offset, and the walk resumes after whatever that reader consumed. The
+//! first record (which tells the format) is read that way too, and a trace of another format
+//! is read by that reader alone. So line numbers, `seq`, errors and events are those of the
+//! one-thread reader, and only the work per accepted line moves to the scanning threads.
 //!
-//! Memory is bounded: at most [`IN_FLIGHT_PER_WORKER`] blocks per worker exist at once, and
-//! their buffers are reused; a block grows beyond its size only to finish its last line, up
-//! to [`LINE_TAIL_BYTES`] (a longer line is left to the one-thread reader).
+//! Memory is bounded: at most [`IN_FLIGHT_PER_WORKER`] blocks per thread exist at once, and
+//! their buffers are reused (each thread its own); a block grows beyond its size only to
+//! finish its last line, up to [`LINE_TAIL_BYTES`] (a longer line is left to the one-thread
+//! reader).
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::ops::ControlFlow;
