@@ -125,7 +125,8 @@ impl Layouts {
             };
             let value_start = scanner.pos();
             if plain {
-                let end = match timestamp_value(bytes, value_start).filter(|_| key == Key::Timestamp) {
+                let plain_time = if key == Key::Timestamp { timestamp_value(bytes, value_start) } else { None };
+                let end = match plain_time {
                     Some(end) => {
                         fields.timestamp_checked = true;
                         scanner.advance(end + 1 - value_start);
