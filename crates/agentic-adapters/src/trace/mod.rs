@@ -281,13 +281,23 @@ impl<R: BufRead> TraceReader<R> {
     /// adapter exactly as with the iterator. `visit` returns `Break` to stop early.
     pub fn for_each_item(&mut self, mut visit: impl FnMut(Result<TraceItem<'_>, TraceError>) -> ControlFlow<()>) {
         let mut visit = |item: Result<TraceItem<'_>, TraceError>, _: Option<&()>| visit(item);
+        self.for_each_prepared(&mut |_| (), &mut visit);
+    }
+
+    /// [`TraceReader::for_each_item`] with `prepare` run on every tooltrace view and its
+    /// result passed along (`None` for events of the full adapter and errors).
+    pub(super) fn for_each_prepared<S>(
+        &mut self,
+        prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
+        visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
+    ) {
         loop {
-            match self.step_queued(&mut visit) {
+            match self.step_queued(visit) {
                 Queued::Stop => return,
                 Queued::Visited => continue,
                 Queued::ReadLine => {}
             }
-            if self.step_line(&mut |_| (), &mut visit).is_break() {
+            if self.step_line(prepare, visit).is_break() {
                 return;
             }
         }

@@ -314,14 +314,14 @@ pub(super) fn run_batches<F, W, M, V>(
         Queued::Visited | Queued::ReadLine => {}
     }
     if workers == 0 {
-        sequential(&mut reader, &mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
+        reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
         return;
     }
     let start = reader.consumed;
     let shared = Shared {
         gate: Mutex::new(Gate { next: 0, consumed: 0, stop: false }),
         opened: Condvar::new(),
-        spare: (0..workers.max(1)).map(|_| Mutex::new(Vec::new())).collect(),
+        spare: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
         limit: (workers * IN_FLIGHT_PER_WORKER) as u64,
     };
     let blocks = Blocks { input, start, size: block_bytes.max(1) as u64, tail };
@@ -394,7 +394,7 @@ pub(super) fn run_batches<F, W, M, V>(
     }
     let mut visit_item =
         |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
-    sequential(&mut reader, &mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
+    reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
 }
 
 /// Tells the calling thread that a worker stopped by panicking.
@@ -448,22 +448,6 @@ fn drain<R: BufRead, S>(
         match reader.step_queued(visit) {
             Queued::Visited => continue,
             other => return other,
-        }
-    }
-}
-
-/// The one-thread path: [`TraceReader::for_each_item`] with `prepare`.
-fn sequential<R: BufRead, S>(
-    reader: &mut TraceReader<R>,
-    prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
-    visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
-) {
-    loop {
-        if let Queued::Stop = drain(reader, visit) {
-            return;
-        }
-        if reader.step_line(prepare, visit).is_break() {
-            return;
         }
     }
 }
@@ -743,7 +727,8 @@ fn read_block<F: ReadAt + ?Sized, S, B>(
     if let Some(first) = block.first {
         // The last line ends at the first line feed from `to - 1` on (or at the end of the input).
         let mut search = (owned - 1).min(len);
-        let mut step = 4096.min(tail.max(1));
+        let tail = tail.max(1);
+        let mut step = 4096.min(tail);
         loop {
             if let Some(nl) = memchr::memchr(b'\n', &bytes[search..len]) {
                 len = search + nl + 1;
@@ -767,7 +752,7 @@ fn read_block<F: ReadAt + ?Sized, S, B>(
             }
             search = len;
             len = fill(input, &mut bytes, len, step, read_from + len as u64, block);
-            step = (step * 2).min(tail.max(1));
+            step = (step * 2).min(tail);
         }
     }
     bytes.truncate(len);
