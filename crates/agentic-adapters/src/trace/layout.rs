@@ -18,14 +18,14 @@ use std::ops::Range;
 
 use agentic_core::json_scan::{JsonScanner, bytes_eq};
 
-use super::tooltrace::{Field, Fields, Key, field_slot, timestamp_value};
+use super::tooltrace::{Field, Fields, Key, field_slot};
 
 /// The longest run of bytes between two values a layout keeps.
 const MAX_LITERAL: usize = 32;
 /// The most nodes the trie grows to; then it stops learning.
 const MAX_NODES: usize = 256;
 /// The most members a learned record has.
-pub(super) const MAX_MEMBERS: usize = 24;
+const MAX_MEMBERS: usize = 24;
 
 /// One member of an accepted record, as the full scanner found it.
 #[derive(Debug, Clone, Copy)]
@@ -41,45 +41,23 @@ pub(super) struct Member {
 struct Literal {
     bytes: [u8; MAX_LITERAL],
     len: usize,
-    /// The first eight bytes and the last eight bytes (for literals of at least eight).
-    head: u64,
-    tail: u64,
 }
 
 impl Literal {
     fn new(text: &[u8]) -> Option<Literal> {
-        if text.len() > MAX_LITERAL {
-            return None;
-        }
         let mut bytes = [0u8; MAX_LITERAL];
-        bytes[..text.len()].copy_from_slice(text);
-        let word = |at: usize| {
-            let mut word = [0u8; 8];
-            let end = (at + 8).min(text.len());
-            word[..end.saturating_sub(at)].copy_from_slice(&text[at.min(end)..end]);
-            u64::from_le_bytes(word)
-        };
-        Some(Literal { bytes, len: text.len(), head: word(0), tail: word(text.len().saturating_sub(8)) })
+        bytes.get_mut(..text.len())?.copy_from_slice(text);
+        Some(Literal { bytes, len: text.len() })
+    }
+
+    fn text(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 
     /// True when `bytes` has this literal at `pos`.
     #[inline(always)]
     fn at(&self, bytes: &[u8], pos: usize) -> bool {
-        let len = self.len;
-        if (8..=16).contains(&len)
-            && let (Some(head), Some(tail)) = (bytes.get(pos..pos + 8), bytes.get(pos + len - 8..pos + len))
-        {
-            // Two overlapping words cover the whole literal.
-            let head = u64::from_le_bytes(head.try_into().unwrap_or_default());
-            let tail = u64::from_le_bytes(tail.try_into().unwrap_or_default());
-            return head == self.head && tail == self.tail;
-        }
-        let Some(window) = bytes.get(pos..pos + len) else { return false };
-        if len <= 16 {
-            return bytes_eq(window, &self.bytes[..len]);
-        }
-        // Two overlapping halves of at most 16 bytes each.
-        bytes_eq(&window[..16], &self.bytes[..16]) && bytes_eq(&window[len - 16..], &self.bytes[len - 16..len])
+        bytes.get(pos..pos + self.len).is_some_and(|window| bytes_eq(window, self.text()))
     }
 }
 
@@ -125,24 +103,13 @@ impl Layouts {
             };
             let value_start = scanner.pos();
             if plain {
-                let plain_time = if key == Key::Timestamp { timestamp_value(bytes, value_start) } else { None };
-                let end = match plain_time {
-                    Some(end) => {
-                        fields.timestamp_checked = true;
-                        scanner.advance(end + 1 - value_start);
-                        end
-                    }
-                    None => match scanner.string_tail()? {
-                        (end, false) => end,
-                        (_, true) => return None,
-                    },
-                };
+                let (end, false) = scanner.string_tail()? else { return None };
                 if let Some(slot) = field_slot(fields, key) {
                     *slot = Field::of(value_start..end);
                 }
             } else {
-                if scanner.peek() == b'{' {
-                    scanner.advance(1);
+                // An object's members are scanned in line (most `args` are objects).
+                if scanner.eat(b'{').is_some() {
                     scanner.members(1, |_, _, _| true)?;
                 } else {
                     scanner.value(1)?;
@@ -159,6 +126,9 @@ impl Layouts {
     /// Learns the layout of an accepted record: `members` in order, `record` its text range
     /// (the line starts at `line_start`).
     pub(super) fn learn(&mut self, bytes: &[u8], line_start: usize, members: &[Member], record: Range<usize>) {
+        if members.len() > MAX_MEMBERS {
+            return;
+        }
         if self.nodes.is_empty() {
             self.nodes.push(Vec::new());
         }
@@ -201,5 +171,5 @@ impl Layouts {
 }
 
 fn same(a: &Literal, b: &Literal) -> bool {
-    a.bytes[..a.len] == b.bytes[..b.len]
+    a.text() == b.text()
 }

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use agentic_core::json_scan::JsonScanner;
 
-use super::layout::{Layouts, MAX_MEMBERS, Member};
+use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
 use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
@@ -144,6 +144,13 @@ pub(crate) struct Field {
     end: u32,
 }
 
+/// A field starts absent.
+impl Default for Field {
+    fn default() -> Field {
+        Field::ABSENT
+    }
+}
+
 impl Field {
     /// The key did not occur.
     const ABSENT: Field = Field { start: u32::MAX, end: u32::MAX };
@@ -222,7 +229,7 @@ pub(crate) enum Line {
 }
 
 /// The fields of one record: `Field::ABSENT` until the key is seen.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Fields {
     pub(super) timestamp: Field,
     pub(super) tool_name: Field,
@@ -235,27 +242,6 @@ pub(super) struct Fields {
     pub(super) phase: Field,
     pub(super) status: Field,
     pub(super) args: Field,
-    /// The timestamp is known to be a valid RFC 3339 time already.
-    pub(super) timestamp_checked: bool,
-}
-
-impl Default for Fields {
-    fn default() -> Fields {
-        Fields {
-            timestamp: Field::ABSENT,
-            tool_name: Field::ABSENT,
-            span_type: Field::ABSENT,
-            trace_id: Field::ABSENT,
-            parent_trace_id: Field::ABSENT,
-            tool_use_id: Field::ABSENT,
-            agent_id: Field::ABSENT,
-            session_id: Field::ABSENT,
-            phase: Field::ABSENT,
-            status: Field::ABSENT,
-            args: Field::ABSENT,
-            timestamp_checked: false,
-        }
-    }
 }
 
 /// A top-level key of a record.
@@ -291,14 +277,6 @@ pub(super) fn field_slot(fields: &mut Fields, key: Key) -> Option<&mut Field> {
         Key::Status => &mut fields.status,
         Key::Args | Key::Other => return None,
     })
-}
-
-/// A string value at `pos` (after its opening quote) that is a plain `YYYY-MM-DDTHH:MM:SSZ`
-/// time: where its content ends (at the closing quote).
-#[inline(always)]
-pub(super) fn timestamp_value(bytes: &[u8], pos: usize) -> Option<usize> {
-    let text = bytes.get(pos..pos + 21)?;
-    (text[20] == b'"' && plausible_rfc3339(&text[..20])).then_some(pos + 20)
 }
 
 /// A key right after its opening quote, moved past its closing quote: the keys the reader
@@ -395,8 +373,8 @@ fn plain_or_null(scanner: &mut JsonScanner<'_>) -> Option<Field> {
 
 /// One record from the scanner's position to the end of its line (a line feed, which is
 /// consumed, or the end of the bytes); `None` when it is not a plain record. With `members`,
-/// the record's members are listed there (for [`Layouts::learn`]); more than
-/// [`MAX_MEMBERS`] empty the list.
+/// the record's members are listed there (for [`Layouts::learn`]; a known key with `null`
+/// is left out: its bytes are part of the layout).
 #[inline(always)]
 fn record(
     scanner: &mut JsonScanner<'_>,
@@ -415,13 +393,13 @@ fn record(
             scanner.eat(b':')?;
             scanner.ws();
             let value_start = scanner.pos();
-            let plain = match field_slot(fields, key) {
+            let member = match field_slot(fields, key) {
                 Some(slot) => {
                     if *slot != Field::ABSENT {
                         return None;
                     }
                     *slot = plain_or_null(scanner)?;
-                    *slot != Field::NULL
+                    slot.range().map(|content| Member { key, value: (content.start, content.end), plain: true })
                 }
                 None => {
                     scanner.value(1)?;
@@ -431,25 +409,11 @@ fn record(
                         }
                         fields.args = Field::of(value_start..scanner.pos());
                     }
-                    false
+                    Some(Member { key, value: (value_start, scanner.pos()), plain: false })
                 }
             };
-            let is_null = !plain && key != Key::Args && key != Key::Other;
-            if let Some(list) = members.as_deref_mut()
-                && !is_null
-            {
-                let value = if plain {
-                    let content = field_slot(fields, key).and_then(|slot| slot.range()).unwrap_or_default();
-                    (content.start, content.end)
-                } else {
-                    (value_start, scanner.pos())
-                };
-                if list.len() < MAX_MEMBERS {
-                    list.push(Member { key, value, plain });
-                } else {
-                    list.clear();
-                    members = None;
-                }
+            if let (Some(list), Some(member)) = (members.as_deref_mut(), member) {
+                list.push(member);
             }
             scanner.ws();
             if scanner.eat(b',').is_some() {
@@ -461,13 +425,23 @@ fn record(
         }
     }
     let raw = start..scanner.pos();
-    scanner.ws();
+    line_end(scanner)?;
+    Some(raw)
+}
+
+/// Whitespace and then the end of the line: moves past its line feed (or to the end of the
+/// bytes); `None` when anything else follows.
+#[inline(always)]
+fn line_end(scanner: &mut JsonScanner<'_>) -> Option<()> {
+    if scanner.peek() != b'\n' {
+        scanner.ws();
+    }
     match scanner.peek() {
         b'\n' => scanner.advance(1),
         _ if scanner.at_end() => {}
         _ => return None,
     }
-    Some(raw)
+    Some(())
 }
 
 /// The record of `fields` when the full adapter would read it the same way.
@@ -477,7 +451,6 @@ fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>) -> Option<Record> {
         return None;
     }
     if let Some(timestamp) = fields.timestamp.text(bytes)
-        && !fields.timestamp_checked
         && !plausible_rfc3339(timestamp)
     {
         chrono::DateTime::parse_from_rfc3339(std::str::from_utf8(timestamp).ok()?).ok()?;
@@ -516,18 +489,10 @@ pub(crate) fn scan_line(bytes: &[u8], start: usize, layouts: &mut Layouts) -> (L
     let mut fields = Fields::default();
     if let Some((raw, end)) = layouts.read(bytes, start, &mut fields) {
         let mut scanner = JsonScanner::new(bytes, end);
-        if scanner.peek() != b'\n' {
-            scanner.ws();
-        }
-        let next = match scanner.peek() {
-            b'\n' => Some(scanner.pos() + 1),
-            _ if scanner.at_end() => Some(scanner.pos()),
-            _ => None,
-        };
-        if let Some(next) = next {
+        if line_end(&mut scanner).is_some() {
             return match accept(bytes, &fields, raw) {
-                Some(record) => (Line::Record(record), next),
-                None => (Line::Other, next),
+                Some(record) => (Line::Record(record), scanner.pos()),
+                None => (Line::Other, scanner.pos()),
             };
         }
     }
