@@ -155,28 +155,54 @@ pub struct TextMatch {
 /// Converts a path glob into an anchored regular expression.
 pub fn glob_to_regex(glob: &str) -> String {
     let mut out = String::from("^");
-    let chars: Vec<char> = glob.chars().collect();
-    let mut idx = 0;
-    while idx < chars.len() {
-        match chars[idx] {
-            '*' if chars.get(idx + 1) == Some(&'*') => {
-                if chars.get(idx + 2) == Some(&'/') {
-                    out.push_str("(?:.*/)?");
-                    idx += 3;
-                } else {
-                    out.push_str(".*");
-                    idx += 2;
-                }
-                continue;
-            }
-            '*' => out.push_str("[^/]*"),
-            '?' => out.push_str("[^/]"),
-            other => out.push_str(&regex::escape(&other.to_string())),
+    for token in glob_tokens(glob) {
+        match token {
+            GlobToken::AnyDirs => out.push_str("(?:.*/)?"),
+            GlobToken::AnyPath => out.push_str(".*"),
+            GlobToken::AnyInSegment => out.push_str("[^/]*"),
+            GlobToken::OneInSegment => out.push_str("[^/]"),
+            GlobToken::Literal(c) => out.push_str(&regex::escape(&c.to_string())),
         }
-        idx += 1;
     }
     out.push('$');
     out
+}
+
+/// One piece of a path glob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GlobToken {
+    /// `**/`: any number of whole directories, none included.
+    AnyDirs,
+    /// `**` elsewhere: anything.
+    AnyPath,
+    /// `*`: anything within one segment.
+    AnyInSegment,
+    /// `?`: one character within a segment.
+    OneInSegment,
+    Literal(char),
+}
+
+fn glob_tokens(glob: &str) -> Vec<GlobToken> {
+    let chars: Vec<char> = glob.chars().collect();
+    let mut tokens = Vec::new();
+    let mut idx = 0;
+    while idx < chars.len() {
+        let (token, width) = match chars[idx] {
+            '*' if chars.get(idx + 1) == Some(&'*') => {
+                if chars.get(idx + 2) == Some(&'/') {
+                    (GlobToken::AnyDirs, 3)
+                } else {
+                    (GlobToken::AnyPath, 2)
+                }
+            }
+            '*' => (GlobToken::AnyInSegment, 1),
+            '?' => (GlobToken::OneInSegment, 1),
+            other => (GlobToken::Literal(other), 1),
+        };
+        tokens.push(token);
+        idx += width;
+    }
+    tokens
 }
 
 #[derive(Debug, Clone)]
@@ -220,33 +246,21 @@ impl Pattern {
     /// A path glob (see [`glob_to_regex`]) with its literal start, end and longest inner run.
     fn glob(glob: &str) -> Option<Pattern> {
         let regex = Regex::new(&glob_to_regex(glob)).ok()?;
-        // The glob's literal runs, split where `glob_to_regex` puts a wildcard.
+        // The literal runs between wildcards; the first and last are empty when the glob
+        // starts or ends with one.
         let mut runs = vec![String::new()];
-        let mut starts_wild = false;
-        let mut chars = glob.chars().peekable();
-        while let Some(c) = chars.next() {
-            match c {
-                '*' | '?' => {
-                    if runs.len() == 1 && runs[0].is_empty() {
-                        starts_wild = true;
-                    }
-                    if c == '*' && chars.peek() == Some(&'*') {
-                        chars.next();
-                        // `**/` may match nothing at all, slash included.
-                        if chars.peek() == Some(&'/') {
-                            chars.next();
-                        }
-                    }
-                    runs.push(String::new());
-                }
-                other => runs.last_mut().map_or((), |run| run.push(other)),
+        for token in glob_tokens(glob) {
+            match token {
+                GlobToken::Literal(c) => runs.last_mut().map_or((), |run| run.push(c)),
+                _ => runs.push(String::new()),
             }
         }
-        let prefix = if starts_wild { String::new() } else { runs.first().cloned().unwrap_or_default() };
-        let suffix = if runs.len() > 1 { runs.last().cloned().unwrap_or_default() } else { String::new() };
-        let middle = if runs.len() > 2 { &runs[1..runs.len() - 1] } else { &[][..] };
-        let inner = middle
-            .iter()
+        let (prefix, suffix) = match runs.as_slice() {
+            [only] => (only.clone(), String::new()),
+            [first, .., last] => (first.clone(), last.clone()),
+            [] => (String::new(), String::new()),
+        };
+        let inner = (runs.get(1..runs.len().saturating_sub(1)).unwrap_or_default().iter())
             .max_by_key(|run| run.len())
             .filter(|run| run.len() >= 2)
             .map(|run| memchr::memmem::Finder::new(run.as_str()).into_owned());
@@ -843,6 +857,12 @@ impl RuleIds {
         let wide = first >= 64 || (second != usize::MAX && second >= 64);
         RuleIds { first, second, within, relation_mask: bit(first) | bit(second), always_step: immediately || wide }
     }
+
+    /// False only when the relation certainly does not change on an event with these
+    /// matches: neither of its matchers matched (and its state only changes on a match).
+    fn may_step(&self, bits: &MatchBits) -> bool {
+        self.always_step || bits.low & self.relation_mask != 0
+    }
 }
 
 /// The rules by what can change them, as bit sets over rule indexes (for up to 64 rules).
@@ -859,6 +879,19 @@ struct RuleMasks {
 }
 
 impl RuleMasks {
+    /// The rules whose relation may step on an event with these matches (see
+    /// [`RuleIds::may_step`]), scoped or not.
+    #[inline]
+    fn stepped(&self, bits: &MatchBits) -> u64 {
+        let mut rules = self.always;
+        let mut matched = bits.low & self.relations;
+        while matched != 0 {
+            rules |= 1 << self.rule_of[matched.trailing_zeros() as usize];
+            matched &= matched - 1;
+        }
+        rules
+    }
+
     fn new(rules: &[CompiledRule], ids: &[RuleIds]) -> RuleMasks {
         let mut masks = RuleMasks { scoped: 0, always: 0, relations: 0, rule_of: [0; 64] };
         for (idx, (rule, ids)) in rules.iter().zip(ids).enumerate().take(64) {
@@ -892,7 +925,7 @@ impl Matches<'_, '_> {
     fn may_step(&self, ids: &RuleIds) -> bool {
         match self {
             Matches::Lazy(_) => true,
-            Matches::Bits(bits) => ids.always_step || bits.low & ids.relation_mask != 0,
+            Matches::Bits(bits) => ids.may_step(bits),
         }
     }
 
@@ -1003,7 +1036,7 @@ impl Prepared {
     const POST_ONLY_PARENT: u8 = 4;
 
     /// The event ends a tool call or an agent invocation.
-    pub fn is_call_end(&self) -> bool {
+    fn is_call_end(&self) -> bool {
         self.flags & Prepared::CALL_END != 0
     }
 
@@ -1133,6 +1166,16 @@ struct SpanRef<'a> {
     id: &'a str,
 }
 
+/// The span and parent of `event`, with `hashes` (worked out on another thread) or hashed now.
+fn span_refs<'a>(event: &EventRef<'a>, hashes: Option<(u64, u64)>) -> (Option<SpanRef<'a>>, Option<SpanRef<'a>>) {
+    let (span_hash, parent_hash) =
+        hashes.unwrap_or_else(|| (event.span_id.map_or(0, span_hash), event.parent_span_id.map_or(0, span_hash)));
+    (
+        event.span_id.map(|id| SpanRef { hash: span_hash, id }),
+        event.parent_span_id.map(|id| SpanRef { hash: parent_hash, id }),
+    )
+}
+
 /// The hash the span sets use for a span id.
 fn span_hash(id: &str) -> u64 {
     let mut hasher = FastHasher::default();
@@ -1157,6 +1200,12 @@ struct SpanSlot {
     generation: u32,
 }
 
+impl SpanSlot {
+    fn holds(&self, span: SpanRef<'_>) -> bool {
+        bytes_eq(self.id.as_bytes(), span.id.as_bytes())
+    }
+}
+
 /// A member as inserted: its slot and the slot's generation then.
 type SpanKey = (u32, u32);
 
@@ -1171,14 +1220,14 @@ impl SpanSet {
 
     fn contains(&self, span: SpanRef<'_>) -> bool {
         let slots = &self.slots;
-        self.table.find(span.hash, |&slot| bytes_eq(slots[slot as usize].id.as_bytes(), span.id.as_bytes())).is_some()
+        self.table.find(span.hash, |&slot| slots[slot as usize].holds(span)).is_some()
     }
 
     /// Adds `span`; `None` when it is a member already.
     fn insert(&mut self, span: SpanRef<'_>) -> Option<SpanKey> {
         let slots = &mut self.slots;
         let hasher = |slot: &u32| slots[*slot as usize].hash;
-        let same = |slot: &u32| bytes_eq(slots[*slot as usize].id.as_bytes(), span.id.as_bytes());
+        let same = |slot: &u32| slots[*slot as usize].holds(span);
         let vacant = match self.table.entry(span.hash, same, hasher) {
             hashbrown::hash_table::Entry::Occupied(_) => return None,
             hashbrown::hash_table::Entry::Vacant(vacant) => vacant,
@@ -1459,10 +1508,7 @@ impl SequenceEngine {
 
     fn feed_inner(&mut self, event: &EventRef<'_>, bits: Option<&MatchBits>, hashes: Option<(u64, u64)>) {
         self.events += 1;
-        let (span_hash, parent_hash) =
-            hashes.unwrap_or_else(|| (event.span_id.map_or(0, span_hash), event.parent_span_id.map_or(0, span_hash)));
-        let span = event.span_id.map(|id| SpanRef { hash: span_hash, id });
-        let parent = event.parent_span_id.map(|id| SpanRef { hash: parent_hash, id });
+        let (span, parent) = span_refs(event, hashes);
         let (kind, counts) = match event.event_type {
             EventType::ToolCallStart => (Some(CallKind::Tool), true),
             EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
@@ -1511,29 +1557,22 @@ impl SequenceEngine {
         // whose matchers matched.
         let visit = match bits {
             Some(bits) if self.rules.len() <= 64 => {
-                let mut todo = self.masks.scoped;
-                if counts {
-                    todo |= self.masks.always;
-                    let mut matched = bits.low & self.masks.relations;
-                    while matched != 0 {
-                        todo |= 1 << self.masks.rule_of[matched.trailing_zeros() as usize];
-                        matched &= matched - 1;
-                    }
-                }
-                todo
+                Some(self.masks.scoped | if counts { self.masks.stepped(bits) } else { 0 })
             }
-            _ => u64::MAX,
+            _ => None,
         };
-        if visit == u64::MAX {
-            for idx in 0..self.rules.len() {
-                self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+        match visit {
+            Some(mut todo) => {
+                while todo != 0 {
+                    let idx = todo.trailing_zeros() as usize;
+                    todo &= todo - 1;
+                    self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+                }
             }
-        } else {
-            let mut todo = visit;
-            while todo != 0 {
-                let idx = todo.trailing_zeros() as usize;
-                todo &= todo - 1;
-                self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+            None => {
+                for idx in 0..self.rules.len() {
+                    self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+                }
             }
         }
     }
@@ -2167,6 +2206,18 @@ mod tests {
         let regex = Regex::new(&glob_to_regex("src/*.rs")).unwrap();
         assert!(regex.is_match("src/a.rs"));
         assert!(!regex.is_match("src/a/b.rs"));
+    }
+
+    proptest::proptest! {
+        /// The literal prefilters of a glob never change its answer.
+        #[test]
+        fn glob_prefilters_answer_like_the_regex(glob in "[ab/.*?]{1,10}", path in "[ab/.]{0,12}") {
+            if glob.contains(['*', '?']) {
+                let pattern = Pattern::glob(&glob).expect("a glob");
+                let regex = Regex::new(&glob_to_regex(&glob)).unwrap();
+                proptest::prop_assert_eq!(pattern.is_match(&path), regex.is_match(&path), "{} on {}", glob, path);
+            }
+        }
     }
 
     #[test]

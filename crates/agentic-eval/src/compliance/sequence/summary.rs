@@ -23,7 +23,7 @@
 
 use super::{
     ArgsRef, EventRef, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState, SequenceEngine,
-    SpanRef,
+    span_refs,
 };
 
 /// What a run changes for one rule (positions are indexes of events in the run).
@@ -175,8 +175,7 @@ impl SequenceEngine {
     /// Feeds one event of an applied summary to the rules with a scope (the others had it
     /// in the summary).
     pub fn feed_scoped(&mut self, event: &EventRef<'_>, prepared: &Prepared) {
-        let span = event.span_id.map(|id| SpanRef { hash: prepared.span_hash, id });
-        let parent = event.parent_span_id.map(|id| SpanRef { hash: prepared.parent_hash, id });
+        let (span, parent) = span_refs(event, Some((prepared.span_hash, prepared.parent_hash)));
         let location = Location { line: event.line, seq: event.seq };
         let matches = Matches::Bits(&prepared.bits);
         let mut todo = self.masks.scoped;
@@ -225,13 +224,7 @@ impl Summarizer {
             self.run.all_ends = false;
         }
         let bits = &prepared.bits;
-        let mut todo = self.masks.always & !self.masks.scoped;
-        let mut matched = bits.low & self.masks.relations;
-        while matched != 0 {
-            todo |= 1 << self.masks.rule_of[matched.trailing_zeros() as usize];
-            matched &= matched - 1;
-        }
-        todo &= !self.masks.scoped;
+        let mut todo = self.masks.stepped(bits) & !self.masks.scoped;
         while todo != 0 {
             let idx = todo.trailing_zeros() as usize;
             todo &= todo - 1;
@@ -252,8 +245,7 @@ impl Summarizer {
             scoped &= scoped - 1;
             let Some(ids) = self.ids.get(idx) else { continue };
             let root = ids.within != usize::MAX && prepared.bits.get(ids.within);
-            let steps = ids.always_step || prepared.bits.low & ids.relation_mask != 0;
-            if root || (prepared.has_parent() && (prepared.post_only_parent() || steps)) {
+            if root || (prepared.has_parent() && (prepared.post_only_parent() || ids.may_step(&prepared.bits))) {
                 return true;
             }
         }
