@@ -46,6 +46,9 @@ pub use tooltrace::{TooltraceAdapter, TooltraceView};
 /// The largest record accepted, in bytes.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 
+/// The UTF-8 byte-order mark, skipped at the start of a trace.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// The trace formats agentic ingests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TraceFormat {
@@ -203,6 +206,7 @@ impl<R: BufRead> TraceReader<R> {
     /// Reads one physical line into `buffer` (without the newline); false at end of input.
     fn read_line(&mut self) -> Result<bool, TraceError> {
         self.buffer.clear();
+        let at_start = self.consumed == 0;
         let limit = (MAX_RECORD_BYTES + 1) as u64;
         let read = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buffer).map_err(|error| {
             // The input ends at a read error: it is reported once.
@@ -214,6 +218,10 @@ impl<R: BufRead> TraceReader<R> {
         }
         self.consumed += read as u64;
         self.line += 1;
+        // A byte-order mark (editors on Windows write one) is not part of the first record.
+        if at_start && self.buffer.starts_with(UTF8_BOM) {
+            self.buffer.drain(..UTF8_BOM.len());
+        }
         if self.buffer.len() > MAX_RECORD_BYTES {
             // Skip the rest of this overlong line.
             loop {

@@ -174,6 +174,25 @@ fn malformed_records_name_their_line_and_reading_continues() {
 }
 
 #[test]
+fn a_byte_order_mark_before_the_first_record_is_skipped() {
+    let tooltrace = "{\"tool_name\":\"Read\",\"trace_id\":\"a\"}\r\n{\"tool_name\":\"Edit\"}\n";
+    let hooks = "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{},\"tool_response\":{},\"tool_use_id\":\"t\"}\n";
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(OTLP).unwrap()).unwrap();
+    for (text, count) in [(tooltrace, 2), (hooks, 1), (OTLP, 4), (pretty.as_str(), 4)] {
+        let with_bom = format!("\u{feff}{text}");
+        let got = read(&with_bom, None);
+        assert!(got.iter().all(Result::is_ok), "{got:?}");
+        assert_eq!(got.len(), count, "{got:?}");
+        assert_eq!(got[0].as_ref().unwrap().source.as_ref().unwrap().line, Some(1));
+        assert_parallel_agrees(with_bom.as_bytes(), None);
+    }
+    // Only at the start of the input: a mark inside is a malformed line.
+    let inside = format!("{tooltrace}\u{feff}{{\"tool_name\":\"Bash\"}}\n");
+    let got = read(&inside, None);
+    assert_eq!(got.iter().filter(|r| r.is_err()).count(), 1, "{got:?}");
+}
+
+#[test]
 fn unknown_formats_and_bytes_are_errors() {
     let got = read("{\"hello\":1}\n", None);
     assert!(got[0].as_ref().unwrap_err().message.contains("cannot tell the trace format"));

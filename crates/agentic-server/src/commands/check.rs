@@ -408,7 +408,16 @@ fn run_trace(
     if skipped > 20 {
         eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
     }
-    Ok(engine.finish())
+    let outcome = engine.finish();
+    if outcome.calls == 0 && !spec.rules.is_empty() {
+        // Absence rules (`never`, `at_most`) pass on such a trace: say so, it is rarely meant.
+        let what = if outcome.events == 0 { "no events" } else { "no tool calls or agent invocations" };
+        eprintln!(
+            "warning: {path}: the trace has {what}; tier-2 rules that forbid something pass without \
+             evidence (is the trace capture installed, and is --trace-format right?)"
+        );
+    }
+    Ok(outcome)
 }
 
 /// The fast tier-2 pass: threads scan lines, match them against the rules' matchers and

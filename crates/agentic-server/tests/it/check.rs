@@ -318,6 +318,30 @@ fn malformed_trace_lines_are_skipped_with_their_line_or_fatal() {
 }
 
 #[test]
+fn a_byte_order_mark_changes_nothing_and_an_empty_trace_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    let original = std::fs::read(project_root().join(example("feature-workflow.trace.tooltrace.jsonl"))).unwrap();
+    let with_bom = dir.path().join("bom.jsonl");
+    std::fs::write(&with_bom, [&b"\xEF\xBB\xBF"[..], &original].concat()).unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args[2] = with_bom.to_str().unwrap().to_owned();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let bom = check(&args);
+    assert_eq!(bom.stderr(), "", "a byte-order mark is not a malformed line");
+    assert_eq!(bom.redacted(), plain.redacted());
+
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "\n\n").unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args[2] = empty.to_str().unwrap().to_owned();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let none = check(&args);
+    assert!(none.stderr().contains("empty.jsonl: the trace has no events"), "{}", none.stderr());
+    assert!(!plain.stderr().contains("the trace has no"), "{}", plain.stderr());
+}
+
+#[test]
 fn golden_set_agreement_below_ninety_percent_warns() {
     let run = run_example(
         "feature-workflow",
