@@ -48,10 +48,10 @@ bytes=$(wc -c < "$trace")
 
 # best_of LABEL CMD...: the fastest of $runs runs (wall clock measured by python3 around the
 # process; the page cache is warmed before every run), and the command's peak resident memory
-# from one more run under GNU time. Sets $seconds and $kilobytes.
+# and CPU time from one more run under GNU time. Sets $seconds, $kilobytes and $cpu_seconds.
 best_of() {
   local label=$1; shift
-  read -r seconds kilobytes < <(python3 - "$runs" "$trace" "$@" <<'PY'
+  read -r seconds kilobytes cpu_seconds < <(python3 - "$runs" "$trace" "$@" <<'PY'
 import subprocess, sys, tempfile, time
 runs, trace, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 best = None
@@ -63,10 +63,9 @@ for _ in range(runs):
     best = wall if best is None else min(best, wall)
 # Peak memory in a separate run (GNU time's own start-up would blur the clock).
 with tempfile.NamedTemporaryFile("r") as rss:
-    subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL, check=True)
-    kilobytes = int(rss.read().split()[-1])
-best = (best, kilobytes)
-print(f"{best[0]:.4f} {best[1]}")
+    subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL, check=True)
+    kilobytes, user, system = rss.read().split()[-3:]
+print(f"{best:.4f} {kilobytes} {float(user) + float(system):.2f}")
 PY
 )
   printf '%-44s %8.1f ms %8.1f MB/s %8.1f MB peak RSS\n' "$label" \
@@ -83,6 +82,9 @@ jq_seconds=$seconds
 best_of "agentic check: 6 tier-2 rules, one pass" "$agentic" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
 agentic_seconds=$seconds
 agentic_mb=$(awk -v k="$kilobytes" 'BEGIN{printf "%.1f", k / 1024}')
+# CPU time (user + system, GNU time's 10 ms steps) tells the machine's state apart from the
+# program: on this shared VM the same build's wall time moves 1.5x over a day, cat's less.
+echo "  (agentic CPU time: ${cpu_seconds}s user+system over $(nproc) core(s))"
 if [ -n "${BASELINE:-}" ]; then
   # An earlier build, timed the same way on the same trace (for before/after figures).
   best_of "agentic check, baseline build" "$BASELINE" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
