@@ -16,11 +16,14 @@
 //! - [`TraceFormat::OtlpJson`]: OTLP/JSON trace exports with the OpenTelemetry GenAI
 //!   conventions (`execute_tool`, `invoke_agent`, `gen_ai.*`), hex or base64 ids.
 //!
+//! [`TraceInput::open`] opens a trace file by its content (gzip is decompressed as a stream).
+//!
 //! **Lossless:** every event carries its raw record in `source.raw` with the 1-based line.
 //! **Never panics on input:** a malformed record is a [`TraceError`] naming its line; the
 //! reader then continues with the next record, so the caller decides to skip or stop.
 
 mod claude_hook;
+mod input;
 mod layout;
 mod otlp;
 mod parallel;
@@ -36,6 +39,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 pub use claude_hook::ClaudeHookAdapter;
+pub use input::TraceInput;
 pub use otlp::OtlpJsonAdapter;
 pub use parallel::{
     BLOCK_BYTES, Batch, IN_FLIGHT_PER_WORKER, LINE_TAIL_BYTES, LineWork, ReadAt, RecordRef, Records,

@@ -10,8 +10,8 @@
 //!
 //! Exit codes: 0 when compliance is at or above `--threshold` (and, with
 //! `--fail-on-regression`, nothing regressed), 1 below it (or nothing was scorable), 2 on
-//! bad input (unreadable files, spec errors, a malformed trace with `--malformed fail`, a
-//! missing or invalid tier-3 verdict).
+//! bad input (unreadable files, a trace without one readable record, spec errors, a
+//! malformed trace with `--malformed fail`, a missing or invalid tier-3 verdict).
 
 use std::fs::File;
 use std::path::Path;
@@ -23,7 +23,8 @@ use std::ops::ControlFlow;
 use agentic_adapters::provider::{AdaptiveLimiter, ModelProvider};
 use agentic_adapters::replay::{RecordingProvider, ReplayProvider};
 use agentic_adapters::trace::{
-    Batch, LineWork, TooltraceView, TraceError, TraceFormat, TraceItem, TraceReader, for_each_batch_parallel,
+    Batch, LineWork, TooltraceView, TraceError, TraceFormat, TraceInput, TraceItem, TraceReader,
+    for_each_batch_parallel,
 };
 use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
@@ -65,7 +66,8 @@ pub(crate) enum Malformed {
 pub(crate) struct CheckArgs {
     /// The checkpoint spec (`checkpoints/<workflow>.yaml`).
     spec: String,
-    /// The trace of the run (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON).
+    /// The trace of the run (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON; gzip-compressed
+    /// files are read as they are; `-` reads standard input).
     #[arg(long)]
     trace: Option<String>,
     /// Evidence JSON (an object whose keys are evidence sources); repeat to merge several
@@ -362,7 +364,11 @@ fn run_trace(
     format: TraceFormatArg,
     malformed: Malformed,
 ) -> anyhow::Result<agentic_eval::compliance::TraceOutcome> {
-    let file = File::open(path).with_context(|| format!("cannot read trace `{path}`"))?;
+    let input = if path == "-" {
+        TraceInput::Stream(Box::new(std::io::BufReader::with_capacity(256 * 1024, std::io::stdin())))
+    } else {
+        TraceInput::open(Path::new(path)).with_context(|| format!("cannot read trace `{path}`"))?
+    };
     let format = match format {
         TraceFormatArg::Auto => None,
         TraceFormatArg::Tooltrace => Some(TraceFormat::Tooltrace),
@@ -387,20 +393,15 @@ fn run_trace(
         }
     };
     let setting = std::env::var("AGENTIC_CHECK_WORKERS").ok();
-    if setting.as_deref() == Some("reference") {
-        // The reference path (for differential tests): a full canonical event per record.
-        for item in TraceReader::new(std::io::BufReader::new(file), format) {
-            match item {
-                Ok(event) => engine.feed(&event),
-                Err(error) => {
-                    if on_error(error).is_break() {
-                        break;
-                    }
-                }
-            }
+    match input {
+        TraceInput::File(file) if setting.as_deref() == Some("reference") => {
+            run_reference(std::io::BufReader::new(file), format, &mut engine, &mut on_error);
         }
-    } else {
-        run_fast(file, format, setting.as_deref(), &mut engine, &mut on_error);
+        TraceInput::File(file) => run_fast(file, format, setting.as_deref(), &mut engine, &mut on_error),
+        TraceInput::Stream(stream) if setting.as_deref() == Some("reference") => {
+            run_reference(stream, format, &mut engine, &mut on_error);
+        }
+        TraceInput::Stream(stream) => run_stream(stream, format, &mut engine, &mut on_error),
     }
     if let Some(error) = fatal {
         bail!("{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records");
@@ -409,6 +410,13 @@ fn run_trace(
         eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
     }
     let outcome = engine.finish();
+    if outcome.events == 0 && skipped > 0 {
+        // Nothing usable: scoring the rules on an empty trace would pass every `never`.
+        bail!(
+            "no record of trace `{path}` could be read ({skipped} malformed); \
+             check that it is a trace (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON) and the --trace-format"
+        );
+    }
     if outcome.calls == 0 && !spec.rules.is_empty() {
         // Absence rules (`never`, `at_most`) pass on such a trace: say so, it is rarely meant.
         let what = if outcome.events == 0 { "no events" } else { "no tool calls or agent invocations" };
@@ -418,6 +426,46 @@ fn run_trace(
         );
     }
     Ok(outcome)
+}
+
+/// The reference pass (for differential tests): a full canonical event per record.
+fn run_reference(
+    reader: impl std::io::BufRead,
+    format: Option<TraceFormat>,
+    engine: &mut SequenceEngine,
+    on_error: &mut dyn FnMut(TraceError) -> ControlFlow<()>,
+) {
+    for item in TraceReader::new(reader, format) {
+        match item {
+            Ok(event) => engine.feed(&event),
+            Err(error) => {
+                if on_error(error).is_break() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A trace that can only be read front to back (standard input, a decompressed file): one
+/// thread, tooltrace lines matched without building events.
+fn run_stream(
+    reader: impl std::io::BufRead,
+    format: Option<TraceFormat>,
+    engine: &mut SequenceEngine,
+    on_error: &mut dyn FnMut(TraceError) -> ControlFlow<()>,
+) {
+    TraceReader::new(reader, format).for_each_item(|item| match item {
+        Ok(TraceItem::Event(event)) => {
+            engine.feed(&event);
+            ControlFlow::Continue(())
+        }
+        Ok(TraceItem::Tooltrace(view)) => {
+            engine.feed_ref(&view_ref(&view));
+            ControlFlow::Continue(())
+        }
+        Err(error) => on_error(error),
+    });
 }
 
 /// The fast tier-2 pass: threads scan lines, match them against the rules' matchers and

@@ -342,6 +342,67 @@ fn a_byte_order_mark_changes_nothing_and_an_empty_trace_warns() {
 }
 
 #[test]
+fn gzip_traces_and_standard_input_read_like_the_plain_file() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, trace) in [
+        ("feature-workflow", "feature-workflow.trace.tooltrace.jsonl"),
+        ("code-review", "code-review.trace.claude_hook.jsonl"),
+        ("weather-agent", "weather-agent.trace.otlp_json.json"),
+    ] {
+        let plain = run_example(name, trace, &[]);
+        let original = std::fs::read(project_root().join(example(trace))).unwrap();
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(&original).unwrap();
+        let compressed = dir.path().join(format!("{trace}.gz"));
+        std::fs::write(&compressed, encoder.finish().unwrap()).unwrap();
+        let mut args = full_example(name, trace);
+        args[2] = compressed.to_str().unwrap().to_owned();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let gz = check(&args);
+        assert_eq!(gz.code(), plain.code(), "{}", gz.stderr());
+        assert_eq!(gz.redacted(), plain.redacted(), "{name}: gzip");
+
+        // `--trace -` reads standard input.
+        let mut args = full_example(name, trace);
+        args[2] = "-".to_owned();
+        let json_path = dir.path().join(format!("{name}.stdin.json"));
+        let mut child = agentic()
+            .arg("check")
+            .args(&args)
+            .arg("--json")
+            .arg(&json_path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&original).unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(plain.code()));
+        let mut report: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+        report["evaluated_at"] = json!("[evaluated_at]");
+        assert_eq!(report, plain.redacted(), "{name}: standard input");
+    }
+}
+
+#[test]
+fn a_trace_with_no_readable_record_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.jsonl");
+    std::fs::write(&junk, b"\x00\xff\xfe garbage\nnot json either\n").unwrap();
+    let zstd = dir.path().join("trace.jsonl.zst");
+    std::fs::write(&zstd, [0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x00]).unwrap();
+    for (path, message) in [(&junk, "no record of trace"), (&zstd, "zstd-compressed")] {
+        let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+        args[2] = path.to_str().unwrap().to_owned();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let result = check(&args);
+        assert_eq!(result.code(), 2, "{}", result.stderr());
+        assert!(result.stderr().contains(message), "{}", result.stderr());
+        assert_eq!(result.report, Value::Null);
+    }
+}
+
+#[test]
 fn golden_set_agreement_below_ninety_percent_warns() {
     let run = run_example(
         "feature-workflow",
@@ -628,7 +689,14 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
     let rules = dir.path().join("all-rules.yaml");
     std::fs::write(&rules, ALL_RULES).unwrap();
     let (clean, rules) = (clean.to_str().unwrap().to_owned(), rules.to_str().unwrap().to_owned());
+    // The same mixed trace gzip-compressed: read as a stream on one thread.
+    let compressed = dir.path().join("mixed.jsonl.gz");
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, &std::fs::read(&trace).unwrap()).unwrap();
+    std::fs::write(&compressed, encoder.finish().unwrap()).unwrap();
+    let compressed = compressed.to_str().unwrap().to_owned();
     let cases: Vec<Vec<String>> = vec![
+        vec![rules.clone(), "--trace".into(), compressed],
         vec!["benches/compliance/bench.yaml".into(), "--trace".into(), trace.clone()],
         vec![rules.clone(), "--trace".into(), clean.clone()],
         vec![rules.clone(), "--trace".into(), trace.clone()],

@@ -1,0 +1,107 @@
+//! Opening a trace file by its content: a plain file is read in place (the parallel reader
+//! reads it at offsets), a gzip-compressed one is decompressed as a stream, and a compressed
+//! format agentic does not read is refused with what to do.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// A trace ready to read.
+pub enum TraceInput {
+    /// A plain file, at its start.
+    File(File),
+    /// A stream read once from front to back (a decompressed file, standard input).
+    Stream(Box<dyn BufRead + Send>),
+}
+
+impl std::fmt::Debug for TraceInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TraceInput::File(file) => f.debug_tuple("File").field(file).finish(),
+            TraceInput::Stream(_) => f.write_str("Stream(..)"),
+        }
+    }
+}
+
+/// The stream buffer of a decompressed trace.
+const STREAM_BUFFER: usize = 256 * 1024;
+
+impl TraceInput {
+    /// Opens `path`, looking at its first bytes: gzip (`1f 8b`, also several concatenated
+    /// members, as `cat a.gz b.gz` makes) is decompressed; zstd, xz and bzip2 are refused
+    /// with a hint; anything else is a plain file.
+    pub fn open(path: &Path) -> std::io::Result<TraceInput> {
+        let mut file = File::open(path)?;
+        let mut magic = [0u8; 6];
+        let mut filled = 0;
+        while filled < magic.len() {
+            match file.read(&mut magic[filled..])? {
+                0 => break,
+                count => filled += count,
+            }
+        }
+        file.seek(SeekFrom::Start(0))?;
+        let refuse = |name: &str, command: &str| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the trace is {name}-compressed; decompress it first (`{command}`) or compress it with gzip"),
+            ))
+        };
+        match &magic[..filled] {
+            [0x1f, 0x8b, ..] => Ok(TraceInput::Stream(Box::new(BufReader::with_capacity(
+                STREAM_BUFFER,
+                flate2::read::MultiGzDecoder::new(file),
+            )))),
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => refuse("zstd", "zstd -d FILE"),
+            [0xfd, b'7', b'z', b'X', b'Z', 0x00] => refuse("xz", "xz -d FILE"),
+            [b'B', b'Z', b'h', ..] => refuse("bzip2", "bzip2 -d FILE"),
+            _ => Ok(TraceInput::File(file)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn read_all(input: TraceInput) -> String {
+        let mut text = String::new();
+        match input {
+            TraceInput::File(mut file) => file.read_to_string(&mut text).unwrap(),
+            TraceInput::Stream(mut stream) => stream.read_to_string(&mut text).unwrap(),
+        };
+        text
+    }
+
+    #[test]
+    fn plain_and_gzip_files_read_the_same_and_other_compressions_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "{\"tool_name\":\"Read\"}\n{\"tool_name\":\"Bash\"}\n";
+        let plain = dir.path().join("t.jsonl");
+        std::fs::write(&plain, text).unwrap();
+        assert!(matches!(TraceInput::open(&plain).unwrap(), TraceInput::File(_)));
+        assert_eq!(read_all(TraceInput::open(&plain).unwrap()), text);
+
+        // Two gzip members back to back read as one text.
+        let mut gz = Vec::new();
+        for part in text.split_inclusive('\n') {
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(part.as_bytes()).unwrap();
+            gz.extend(encoder.finish().unwrap());
+        }
+        let compressed = dir.path().join("t.jsonl.gz");
+        std::fs::write(&compressed, &gz).unwrap();
+        assert!(matches!(TraceInput::open(&compressed).unwrap(), TraceInput::Stream(_)));
+        assert_eq!(read_all(TraceInput::open(&compressed).unwrap()), text);
+
+        let zstd = dir.path().join("t.jsonl.zst");
+        std::fs::write(&zstd, [0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0]).unwrap();
+        let error = TraceInput::open(&zstd).unwrap_err();
+        assert!(error.to_string().contains("zstd -d"), "{error}");
+
+        let empty = dir.path().join("empty.jsonl");
+        std::fs::write(&empty, "").unwrap();
+        assert_eq!(read_all(TraceInput::open(&empty).unwrap()), "");
+    }
+}
