@@ -1286,9 +1286,35 @@ struct Scope {
     /// The post-only spans in `open`, oldest first.
     post_only: VecDeque<SpanKey>,
     overflowed: bool,
+    /// Parents of occurrences that were outside the scope, the latest
+    /// [`POST_ONLY_SCOPE_WINDOW`], oldest first: if one of them opens a scope later, its
+    /// children came before it in the file.
+    orphans: SpanSet,
+    orphan_order: VecDeque<SpanKey>,
+    /// Spans that opened a scope after occurrences under them were counted as outside.
+    late_parents: u64,
 }
 
 impl Scope {
+    /// Remembers the parent of an occurrence that was outside the scope.
+    fn note_orphan(&mut self, parent: SpanRef<'_>) {
+        if let Some(key) = self.orphans.insert(parent) {
+            self.orphan_order.push_back(key);
+            if self.orphan_order.len() > POST_ONLY_SCOPE_WINDOW
+                && let Some(oldest) = self.orphan_order.pop_front()
+            {
+                self.orphans.remove_key(oldest);
+            }
+        }
+    }
+
+    /// A span opens a scope: counts it when occurrences under it came first.
+    fn note_opened(&mut self, span: SpanRef<'_>) {
+        if !self.orphans.is_empty() && self.orphans.remove(span) {
+            self.late_parents += 1;
+        }
+    }
+
     /// Opens a span; `post_only` spans never close, so only the latest few are kept.
     fn open(&mut self, span: SpanRef<'_>, post_only: bool) {
         if post_only {
@@ -1603,6 +1629,13 @@ impl SequenceEngine {
                 // Whether the parent is in scope matters only to step the rule or to open a
                 // container (read before the scope changes, as the events go).
                 let inside = (steps || is_container) && parent.is_some_and(|parent| scope.open.contains(parent));
+                if steps
+                    && !inside
+                    && let Some(parent) = parent
+                    && concerns(&rule.relation, *ids, matches)
+                {
+                    scope.note_orphan(parent);
+                }
                 if let Some(span) = span {
                     // An end that pairs with a start closes the span; a post-only end (no
                     // start seen) is the whole call and may open a scope.
@@ -1610,6 +1643,7 @@ impl SequenceEngine {
                         scope.open.remove(span);
                     } else if matches.check(root, ids.within) || (inside && is_container) {
                         scope.open(span, is_end);
+                        scope.note_opened(span);
                     }
                 }
                 inside
@@ -1650,6 +1684,13 @@ impl SequenceEngine {
                 if let Some(within) = &rule.within {
                     outcome.notes = format!("within {}: {}", within.description, outcome.notes);
                 }
+                if let Some(late) = scope.as_ref().map(|s| s.late_parents).filter(|&late| late > 0) {
+                    outcome.notes = format!(
+                        "{}. Warning: {late} scope span(s) came after calls under them (a parent line written \
+                         after its children); those calls counted as outside the scope.",
+                        outcome.notes.trim_end_matches('.')
+                    );
+                }
                 if scope.as_ref().is_some_and(|s| s.overflowed) {
                     outcome.passed = false;
                     outcome.notes = format!(
@@ -1661,6 +1702,19 @@ impl SequenceEngine {
             })
             .collect();
         TraceOutcome { outcomes, events: self.events, calls: self.calls, excerpt: self.excerpt.into_iter().collect() }
+    }
+}
+
+/// Whether an occurrence concerns a relation: it matches one of its matchers, or, for
+/// `immediately_before`, it is any call (the call before a `b` matters). Exact with lazy and
+/// with precomputed matches alike.
+fn concerns(relation: &Relation, ids: RuleIds, matches: &Matches<'_, '_>) -> bool {
+    match relation {
+        Relation::ImmediatelyBefore(..) => true,
+        Relation::Before(a, b) | Relation::OnlyAfter(a, b) => {
+            matches.check(a, ids.first) || matches.check(b, ids.second)
+        }
+        Relation::Never(m) | Relation::Count(m, ..) => matches.check(m, ids.first),
     }
 }
 
@@ -1969,6 +2023,37 @@ mod tests {
             outcome.outcomes[0].notes,
             format!("within Task: Bash occurs {} time(s); expected at least 0", total + 1)
         );
+    }
+
+    #[test]
+    fn children_before_their_parent_line_count_outside_and_the_note_says_so() {
+        let task = |seq: u64| {
+            let mut task = end("Task", json!({}), seq);
+            task.span = Some(SpanContext { trace_id: None, span_id: Some("p1".into()), parent_span_id: None });
+            task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
+            task
+        };
+        let write = |seq: u64| call(EventType::ToolCallEnd, "Write", json!({}), None, Some("p1"), seq);
+        let rules = || vec![rule(json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}))];
+        // Parent line first (the seed's order): the write is inside, no warning.
+        let in_order = SequenceEngine::run(rules(), vec![task(1), write(2)], 0);
+        assert!(!in_order.outcomes[0].passed);
+        assert!(!in_order.outcomes[0].notes.contains("Warning"), "{}", in_order.outcomes[0].notes);
+        // Parent line last (written when the task ended): the write is outside, and said so.
+        let late = SequenceEngine::run(rules(), vec![write(1), task(2)], 0);
+        assert!(late.outcomes[0].passed);
+        assert!(
+            late.outcomes[0].notes.ends_with(
+                "Warning: 1 scope span(s) came after calls under them (a parent line written after its children); \
+                 those calls counted as outside the scope."
+            ),
+            "{}",
+            late.outcomes[0].notes
+        );
+        // A call that does not concern the rule is no reason to warn.
+        let read = call(EventType::ToolCallEnd, "Read", json!({}), None, Some("p1"), 1);
+        let unrelated = SequenceEngine::run(rules(), vec![read, task(2)], 0);
+        assert!(!unrelated.outcomes[0].notes.contains("Warning"), "{}", unrelated.outcomes[0].notes);
     }
 
     /// Argument texts for the differential tests: plain, escaped, duplicated, nested,

@@ -696,7 +696,24 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
     std::io::Write::write_all(&mut encoder, &std::fs::read(&trace).unwrap()).unwrap();
     std::fs::write(&compressed, encoder.finish().unwrap()).unwrap();
     let compressed = compressed.to_str().unwrap().to_owned();
+    // Children logged before their Task line (a writer that logs a task when it ends).
+    let late = dir.path().join("late-parents.jsonl");
+    let mut text = String::new();
+    for task in 0..6_000 {
+        for (child, tool) in ["Read", "Write", "Bash"].iter().enumerate() {
+            text.push_str(&format!(
+                "{{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"{tool}\",\"span_type\":\"child\",\"trace_id\":\"c{task}-{child}\",\"parent_trace_id\":\"t{task}\",\"args\":{{\"file_path\":\"/repo/skills/skill.md\",\"command\":\"cargo test\"}}}}\n"
+            ));
+        }
+        text.push_str(&format!(
+            "{{\"timestamp\":\"2026-02-19T10:00:01Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"t{task}\",\"args\":{{\"description\":\"d\"}}}}\n"
+        ));
+    }
+    std::fs::write(&late, text).unwrap();
+    let late = late.to_str().unwrap().to_owned();
     let cases: Vec<Vec<String>> = vec![
+        vec![rules.clone(), "--trace".into(), late.clone()],
+        vec!["benches/compliance/bench.yaml".into(), "--trace".into(), late.clone()],
         vec![rules.clone(), "--trace".into(), compressed],
         vec!["benches/compliance/bench.yaml".into(), "--trace".into(), trace.clone()],
         vec![rules.clone(), "--trace".into(), clean.clone()],
@@ -725,11 +742,14 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
         for workers in ["0", "1", "2", "3"] {
             assert_eq!(run(workers), reference, "{case:?} with {workers} worker(s)");
         }
+        if case[2] == late {
+            assert!(reference.2.contains("scope span(s) came after calls under them"), "{}", reference.2);
+        }
         if case[2] == clean {
             // Rules of every kind hold and fail on the clean trace.
             assert!(reference.2.contains("\"PASS\"") && reference.2.contains("\"FAIL\""), "{}", reference.2);
         }
-        if case[0].starts_with("benches") {
+        if case[0].starts_with("benches") && case[2] == trace {
             // The mixed trace really exercises the rules and the error paths.
             assert!(reference.1.contains("malformed record(s) skipped in total"), "{}", reference.1);
             assert!(reference.2.contains("occurs"), "{}", reference.2);
