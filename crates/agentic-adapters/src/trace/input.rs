@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
+use flate2::read::MultiGzDecoder;
+
 /// A trace ready to read.
 pub enum TraceInput {
     /// A plain file, at its start.
@@ -29,9 +31,13 @@ const STREAM_BUFFER: usize = 256 * 1024;
 impl TraceInput {
     /// Opens `path`, looking at its first bytes: gzip (`1f 8b`, also several concatenated
     /// members, as `cat a.gz b.gz` makes) is decompressed; zstd, xz and bzip2 are refused
-    /// with a hint; anything else is a plain file.
+    /// with a hint; anything else is a plain file. A path that is not a regular file (a named
+    /// pipe, `<(...)`, `/dev/stdin`) is read as a stream.
     pub fn open(path: &Path) -> std::io::Result<TraceInput> {
         let mut file = File::open(path)?;
+        if !file.metadata()?.is_file() {
+            return TraceInput::stream(file);
+        }
         let mut magic = [0u8; 6];
         let mut filled = 0;
         while filled < magic.len() {
@@ -41,22 +47,40 @@ impl TraceInput {
             }
         }
         file.seek(SeekFrom::Start(0))?;
-        let refuse = |name: &str, command: &str| {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("the trace is {name}-compressed; decompress it first (`{command}`) or compress it with gzip"),
-            ))
-        };
-        match &magic[..filled] {
-            [0x1f, 0x8b, ..] => Ok(TraceInput::Stream(Box::new(BufReader::with_capacity(
-                STREAM_BUFFER,
-                flate2::read::MultiGzDecoder::new(file),
-            )))),
-            [0x28, 0xb5, 0x2f, 0xfd, ..] => refuse("zstd", "zstd -d FILE"),
-            [0xfd, b'7', b'z', b'X', b'Z', 0x00] => refuse("xz", "xz -d FILE"),
-            [b'B', b'Z', b'h', ..] => refuse("bzip2", "bzip2 -d FILE"),
-            _ => Ok(TraceInput::File(file)),
-        }
+        Ok(if gzip(&magic[..filled])? {
+            TraceInput::Stream(Box::new(BufReader::with_capacity(STREAM_BUFFER, MultiGzDecoder::new(file))))
+        } else {
+            TraceInput::File(file)
+        })
+    }
+
+    /// A trace read front to back (standard input, a pipe), told apart by its first bytes
+    /// like [`TraceInput::open`].
+    pub fn stream(reader: impl Read + Send + 'static) -> std::io::Result<TraceInput> {
+        let mut reader = BufReader::with_capacity(STREAM_BUFFER, reader);
+        Ok(if gzip(reader.fill_buf()?)? {
+            TraceInput::Stream(Box::new(BufReader::with_capacity(STREAM_BUFFER, MultiGzDecoder::new(reader))))
+        } else {
+            TraceInput::Stream(Box::new(reader))
+        })
+    }
+}
+
+/// Whether a trace starting with `magic` is gzip-compressed; an error for the compressed
+/// formats agentic does not read, saying how to decompress them.
+fn gzip(magic: &[u8]) -> std::io::Result<bool> {
+    let refuse = |name: &str, command: &str| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the trace is {name}-compressed; decompress it first (`{command}`) or compress it with gzip"),
+        ))
+    };
+    match magic {
+        [0x1f, 0x8b, ..] => Ok(true),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => refuse("zstd", "zstd -d FILE"),
+        [0xfd, b'7', b'z', b'X', b'Z', 0x00, ..] => refuse("xz", "xz -d FILE"),
+        [b'B', b'Z', b'h', ..] => refuse("bzip2", "bzip2 -d FILE"),
+        _ => Ok(false),
     }
 }
 
@@ -99,6 +123,12 @@ mod tests {
         std::fs::write(&zstd, [0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0]).unwrap();
         let error = TraceInput::open(&zstd).unwrap_err();
         assert!(error.to_string().contains("zstd -d"), "{error}");
+
+        // A stream is told apart the same way.
+        let stream = |bytes: Vec<u8>| TraceInput::stream(std::io::Cursor::new(bytes));
+        assert_eq!(read_all(stream(gz.clone()).unwrap()), text);
+        assert_eq!(read_all(stream(text.as_bytes().to_vec()).unwrap()), text);
+        assert!(stream(vec![0x28, 0xb5, 0x2f, 0xfd, 0]).unwrap_err().to_string().contains("zstd -d"));
 
         let empty = dir.path().join("empty.jsonl");
         std::fs::write(&empty, "").unwrap();

@@ -364,11 +364,8 @@ fn run_trace(
     format: TraceFormatArg,
     malformed: Malformed,
 ) -> anyhow::Result<agentic_eval::compliance::TraceOutcome> {
-    let input = if path == "-" {
-        TraceInput::Stream(Box::new(std::io::BufReader::with_capacity(256 * 1024, std::io::stdin())))
-    } else {
-        TraceInput::open(Path::new(path)).with_context(|| format!("cannot read trace `{path}`"))?
-    };
+    let input = if path == "-" { TraceInput::stream(std::io::stdin()) } else { TraceInput::open(Path::new(path)) }
+        .with_context(|| format!("cannot read trace `{path}`"))?;
     let format = match format {
         TraceFormatArg::Auto => None,
         TraceFormatArg::Tooltrace => Some(TraceFormat::Tooltrace),

@@ -363,24 +363,26 @@ fn gzip_traces_and_standard_input_read_like_the_plain_file() {
         assert_eq!(gz.code(), plain.code(), "{}", gz.stderr());
         assert_eq!(gz.redacted(), plain.redacted(), "{name}: gzip");
 
-        // `--trace -` reads standard input.
-        let mut args = full_example(name, trace);
-        args[2] = "-".to_owned();
-        let json_path = dir.path().join(format!("{name}.stdin.json"));
-        let mut child = agentic()
-            .arg("check")
-            .args(&args)
-            .arg("--json")
-            .arg(&json_path)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(&original).unwrap();
-        assert_eq!(child.wait().unwrap().code(), Some(plain.code()));
-        let mut report: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-        report["evaluated_at"] = json!("[evaluated_at]");
-        assert_eq!(report, plain.redacted(), "{name}: standard input");
+        // `--trace -` reads standard input, and so does a path that is a pipe.
+        for stdin in ["-", "/dev/stdin"] {
+            let mut args = full_example(name, trace);
+            args[2] = stdin.to_owned();
+            let json_path = dir.path().join(format!("{name}.stdin.json"));
+            let mut child = agentic()
+                .arg("check")
+                .args(&args)
+                .arg("--json")
+                .arg(&json_path)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(&original).unwrap();
+            assert_eq!(child.wait().unwrap().code(), Some(plain.code()));
+            let mut report: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+            report["evaluated_at"] = json!("[evaluated_at]");
+            assert_eq!(report, plain.redacted(), "{name}: standard input as {stdin}");
+        }
     }
 }
 
