@@ -152,6 +152,13 @@ pub struct TraceError {
     pub message: String,
 }
 
+impl TraceError {
+    /// The input could not be read before `line`; it ends there.
+    pub(crate) fn unreadable(line: u64, error: &std::io::Error) -> TraceError {
+        TraceError { line, message: format!("cannot read the trace: {error}") }
+    }
+}
+
 /// Reads a trace record by record and yields canonical events.
 pub struct TraceReader<R> {
     reader: R,
@@ -176,10 +183,8 @@ impl<R> fmt::Debug for TraceReader<R> {
     }
 }
 
-/// What [`TraceReader::step_queued`] did.
+/// Where [`TraceReader::drain_queued`] stopped.
 pub(super) enum Queued {
-    /// Visited one item.
-    Visited,
     /// The trace ended, or the visitor asked to stop.
     Stop,
     /// The next record is a tooltrace line: read it.
@@ -215,7 +220,7 @@ impl<R: BufRead> TraceReader<R> {
         let read = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buffer).map_err(|error| {
             // The input ends at a read error: it is reported once.
             self.done = true;
-            TraceError { line: self.line + 1, message: format!("cannot read the trace: {error}") }
+            TraceError::unreadable(self.line + 1, &error)
         })?;
         if read == 0 {
             return Ok(false);
@@ -303,35 +308,35 @@ impl<R: BufRead> TraceReader<R> {
         prepare: &mut impl FnMut(&TooltraceView<'_>) -> S,
         visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
     ) {
-        loop {
-            match self.step_queued(visit) {
-                Queued::Stop => return,
-                Queued::Visited => continue,
-                Queued::ReadLine => {}
-            }
+        while let Queued::ReadLine = self.drain_queued(visit) {
             if self.step_line(prepare, visit).is_break() {
                 return;
             }
         }
     }
 
-    /// The first part of one step of [`TraceReader::for_each_item`]: a queued event, the end,
-    /// or a record of another format (which always goes through the adapter).
-    pub(super) fn step_queued<S>(
+    /// The first part of [`TraceReader::for_each_item`]: visits queued events and records of
+    /// other formats (which always go through the adapter) until the next record is a
+    /// tooltrace line to read (`ReadLine`), the trace ends or the visitor stops (`Stop`).
+    pub(super) fn drain_queued<S>(
         &mut self,
         visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
     ) -> Queued {
-        let flow = if let Some(event) = self.pending.pop_front() {
-            visit(Ok(TraceItem::Event(Box::new(event))), None)
-        } else if self.done {
-            return Queued::Stop;
-        } else if self.format() != Some(TraceFormat::Tooltrace) {
-            let Some(item) = self.next() else { return Queued::Stop };
-            visit(item.map(|event| TraceItem::Event(Box::new(event))), None)
-        } else {
-            return Queued::ReadLine;
-        };
-        if flow.is_break() { Queued::Stop } else { Queued::Visited }
+        loop {
+            let flow = if let Some(event) = self.pending.pop_front() {
+                visit(Ok(TraceItem::Event(Box::new(event))), None)
+            } else if self.done {
+                return Queued::Stop;
+            } else if self.format() != Some(TraceFormat::Tooltrace) {
+                let Some(item) = self.next() else { return Queued::Stop };
+                visit(item.map(|event| TraceItem::Event(Box::new(event))), None)
+            } else {
+                return Queued::ReadLine;
+            };
+            if flow.is_break() {
+                return Queued::Stop;
+            }
+        }
     }
 
     /// The second part: reads one tooltrace line; a well-formed one is visited as a borrowed

@@ -309,9 +309,8 @@ pub(super) fn run_batches<F, W, M, V>(
     let mut visit_item =
         |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
     // The first record tells the format; a trace of another format is read here alone.
-    match drain(&mut reader, &mut visit_item) {
-        Queued::Stop => return,
-        Queued::Visited | Queued::ReadLine => {}
+    if let Queued::Stop = reader.drain_queued(&mut visit_item) {
+        return;
     }
     if workers == 0 {
         reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
@@ -333,7 +332,7 @@ pub(super) fn run_batches<F, W, M, V>(
             let (shared, blocks, make_work, sender) = (&shared, &blocks, &make_work, sender.clone());
             scope.spawn(move || {
                 // Should this thread panic, the calling thread stops waiting for its block.
-                let guard = PanicGuard { sender: sender.clone() };
+                let _guard = PanicGuard { sender: sender.clone() };
                 let mut work = make_work();
                 let mut local = Local::default();
                 while let Some(index) = shared.claim(true) {
@@ -342,7 +341,6 @@ pub(super) fn run_batches<F, W, M, V>(
                         break;
                     }
                 }
-                std::mem::forget(guard);
             });
         }
         drop(sender);
@@ -404,7 +402,9 @@ struct PanicGuard<S, B> {
 
 impl<S, B> Drop for PanicGuard<S, B> {
     fn drop(&mut self) {
-        let _ = self.sender.send(None);
+        if std::thread::panicking() {
+            let _ = self.sender.send(None);
+        }
     }
 }
 
@@ -438,20 +438,6 @@ impl<F: ReadAt + ?Sized> Blocks<'_, F> {
     }
 }
 
-/// Visits queued events until the reader needs a tooltrace line read (`ReadLine`) or stops.
-/// Records of other formats are read and visited on the way.
-fn drain<R: BufRead, S>(
-    reader: &mut TraceReader<R>,
-    visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
-) -> Queued {
-    loop {
-        match reader.step_queued(visit) {
-            Queued::Visited => continue,
-            other => return other,
-        }
-    }
-}
-
 /// Visits the lines of one block in order (on the calling thread). `end` is where the lines
 /// visited so far end; a line the reader already consumed (part of a multi-line record read
 /// for an earlier line) is skipped. A block of records only, none of them consumed, goes in
@@ -476,7 +462,7 @@ fn walk<R: BufRead + Seek, W: LineWork>(
         };
         reader.line += block.entries.len() as u64;
         reader.seq += block.records as u64;
-        *end = block.lines_end;
+        *end = block.lines_end();
         visit(Batch::Records(records))?;
     } else {
         let mut visit_item =
@@ -487,7 +473,8 @@ fn walk<R: BufRead + Seek, W: LineWork>(
             if offset < *end {
                 continue;
             }
-            let next = block.entries.get(idx + 1).map_or(block.lines_end, |next| block.offset + u64::from(next.start));
+            let next =
+                block.entries.get(idx + 1).map_or(block.lines_end(), |next| block.offset + u64::from(next.start));
             match &entry.kind {
                 Kind::Blank => {
                     reader.line += 1;
@@ -508,7 +495,7 @@ fn walk<R: BufRead + Seek, W: LineWork>(
                         return ControlFlow::Break(());
                     }
                     reader.step_line(&mut prepare, &mut visit_item)?;
-                    if let Queued::Stop = drain(reader, &mut visit_item) {
+                    if let Queued::Stop = reader.drain_queued(&mut visit_item) {
                         return ControlFlow::Break(());
                     }
                     *end = reader.consumed;
@@ -517,7 +504,7 @@ fn walk<R: BufRead + Seek, W: LineWork>(
         }
     }
     if let Some(error) = &block.error {
-        let error = TraceError { line: reader.line + 1, message: format!("cannot read the trace: {error}") };
+        let error = TraceError::unreadable(reader.line + 1, error);
         visit(Batch::Item(Err(error), None))?;
     }
     ControlFlow::Continue(())
@@ -622,8 +609,6 @@ struct Block<S, B> {
     data: Data,
     /// The lines that start in this block.
     entries: Vec<Entry<S>>,
-    /// Where the last line of `entries` ends in the input.
-    lines_end: u64,
     /// The input ended within this block.
     eof: bool,
     /// Reading failed here (after the lines read before the failure).
@@ -668,6 +653,13 @@ impl Data {
     }
 }
 
+impl<S, B> Block<S, B> {
+    /// Where the last line of `entries` ends in the input.
+    fn lines_end(&self) -> u64 {
+        self.offset + self.data.bytes().len() as u64
+    }
+}
+
 impl<S, B> Default for Block<S, B> {
     fn default() -> Self {
         Block {
@@ -676,7 +668,6 @@ impl<S, B> Default for Block<S, B> {
             offset: 0,
             data: Data::Text(String::new()),
             entries: Vec::new(),
-            lines_end: 0,
             eof: false,
             error: None,
             first: None,
@@ -801,7 +792,6 @@ impl<S, B> Block<S, B> {
     /// Splits the block into lines and scans each (on a worker).
     fn scan<W: LineWork<Line = S, Block = B>>(&mut self, local: &mut Local<S>, work: &mut W) {
         let bytes = self.data.bytes();
-        self.lines_end = self.offset + bytes.len() as u64;
         self.summary = None;
         self.records = 0;
         let Some(first) = self.first else {
