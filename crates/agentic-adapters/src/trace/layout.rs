@@ -36,8 +36,8 @@ pub(super) struct Member {
     pub(super) plain: bool,
 }
 
-/// The bytes between two values.
-#[derive(Debug, Clone, Copy)]
+/// The bytes between two values (zero after `len`, so equal literals are equal values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Literal {
     bytes: [u8; MAX_LITERAL],
     len: usize,
@@ -144,7 +144,7 @@ impl Layouts {
         }
         let Some(literal) = bytes.get(from..record.end).and_then(Literal::new) else { return };
         let edges = &mut self.nodes[node];
-        if !edges.iter().any(|edge| matches!(edge.next, Next::End) && same(&edge.literal, &literal)) {
+        if !edges.iter().any(|edge| matches!(edge.next, Next::End) && edge.literal == literal) {
             edges.push(Edge { literal, next: Next::End, lead });
         }
     }
@@ -152,7 +152,7 @@ impl Layouts {
     /// The node after `literal` and a value of `key` from `node`, added when new.
     fn step(&mut self, node: usize, literal: Literal, key: Key, plain: bool, lead: u8) -> Option<usize> {
         let found = self.nodes[node].iter().find_map(|edge| match edge.next {
-            Next::Value { key: k, plain: p, node: next } if k == key && p == plain && same(&edge.literal, &literal) => {
+            Next::Value { key: k, plain: p, node: next } if k == key && p == plain && edge.literal == literal => {
                 Some(next as usize)
             }
             _ => None,
@@ -168,8 +168,4 @@ impl Layouts {
         self.nodes[node].push(Edge { literal, next: Next::Value { key, plain, node: next as u32 }, lead });
         Some(next)
     }
-}
-
-fn same(a: &Literal, b: &Literal) -> bool {
-    a.text() == b.text()
 }

@@ -355,14 +355,10 @@ fn key(scanner: &mut JsonScanner<'_>) -> Option<Key> {
 #[inline(always)]
 fn plain_or_null(scanner: &mut JsonScanner<'_>) -> Option<Field> {
     match scanner.peek() {
-        b'"' => {
-            scanner.advance(1);
-            let start = scanner.pos();
-            match scanner.string_tail()? {
-                (end, false) => Some(Field::of(start..end)),
-                (_, true) => None,
-            }
-        }
+        b'"' => match scanner.string()? {
+            (range, false) => Some(Field::of(range)),
+            (_, true) => None,
+        },
         b'n' => {
             scanner.literal(b"null")?;
             Some(Field::NULL)
