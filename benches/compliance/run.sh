@@ -6,7 +6,7 @@
 # Usage: benches/compliance/run.sh            (EVENTS=N to change the size, RUNS=N repeats,
 #        BASELINE=/path/to/an/older/agentic adds that build's row)
 # Needs: jq, GNU time (/usr/bin/time, for peak memory) and python3 (for the timing):
-# apt-get install jq time
+# apt-get install jq time python3
 # Targets: >= 20x faster than jq, >= 1/3 of raw read speed, < 64 MB resident.
 # BENCH_ENFORCE=1 makes a missed target exit 1.
 set -euo pipefail
@@ -16,7 +16,7 @@ events=${EVENTS:-1000000}
 runs=${RUNS:-7}
 work=${WORK_DIR:-$(mktemp -d)}
 command -v jq >/dev/null || { echo "error: jq is required (apt-get install jq)" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "error: python3 is required for the timing" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "error: python3 is required for the timing (apt-get install python3)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "error: GNU time is required (apt-get install time)" >&2; exit 2; }
 
 cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"

@@ -390,14 +390,13 @@ fn run_trace(
         }
     };
     let setting = std::env::var("AGENTIC_CHECK_WORKERS").ok();
+    let reference = setting.as_deref() == Some("reference");
     match input {
-        TraceInput::File(file) if setting.as_deref() == Some("reference") => {
+        TraceInput::File(file) if reference => {
             run_reference(std::io::BufReader::new(file), format, &mut engine, &mut on_error);
         }
+        TraceInput::Stream(stream) if reference => run_reference(stream, format, &mut engine, &mut on_error),
         TraceInput::File(file) => run_fast(file, format, setting.as_deref(), &mut engine, &mut on_error),
-        TraceInput::Stream(stream) if setting.as_deref() == Some("reference") => {
-            run_reference(stream, format, &mut engine, &mut on_error);
-        }
         TraceInput::Stream(stream) => run_stream(stream, format, &mut engine, &mut on_error),
     }
     if let Some(error) = fatal {
@@ -509,10 +508,13 @@ fn run_fast(
                         engine.feed_scoped(&view_ref(&view), prepared);
                     }
                 }
+                // Only the last calls are kept for tier 3 (none without tier-3 checkpoints).
                 let keep = engine.excerpt_capacity().min(records.len());
-                for record in records.iter().skip(records.len() - keep) {
-                    if let Some(view) = record.view() {
-                        engine.note_call(&view_ref(&view));
+                if keep > 0 {
+                    for record in records.iter().skip(records.len() - keep) {
+                        if let Some(view) = record.view() {
+                            engine.note_call(&view_ref(&view));
+                        }
                     }
                 }
             } else {
