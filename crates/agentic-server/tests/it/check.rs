@@ -95,6 +95,15 @@ fn run_example(name: &str, trace: &str, extra: &[&str]) -> Check {
     check(&args)
 }
 
+/// Runs an example with another trace file in place of its own, plus `extra` arguments.
+fn check_with_trace(name: &str, trace: &Path, extra: &[&str]) -> Check {
+    let mut args = full_example(name, "");
+    args[2] = trace.to_str().unwrap().to_owned();
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend(extra);
+    check(&args)
+}
+
 fn owned(rows: &[(&str, &str, f64)]) -> Vec<(String, String, f64)> {
     rows.iter().map(|(id, state, weight)| ((*id).to_owned(), (*state).to_owned(), *weight)).collect()
 }
@@ -302,16 +311,11 @@ fn malformed_trace_lines_are_skipped_with_their_line_or_fatal() {
     lines.insert(2, "{\"timestamp\": \"2026-02-19T10:00:0");
     let broken = dir.path().join("broken.jsonl");
     std::fs::write(&broken, lines.join("\n")).unwrap();
-    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
-    args[2] = broken.to_str().unwrap().to_owned();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let skipped = check(&args);
+    let skipped = check_with_trace("feature-workflow", &broken, &[]);
     assert_eq!(skipped.code(), 1);
     assert!(skipped.stderr().contains("broken.jsonl:line 3: invalid JSON"), "{}", skipped.stderr());
     assert_eq!(skipped.report["scores"]["compliance_percent"], json!(61.67));
-    let mut fatal_args = args.clone();
-    fatal_args.extend(["--malformed", "fail"]);
-    let fatal = check(&fatal_args);
+    let fatal = check_with_trace("feature-workflow", &broken, &["--malformed", "fail"]);
     assert_eq!(fatal.code(), 2);
     assert!(fatal.stderr().contains("line 3"), "{}", fatal.stderr());
     assert_eq!(fatal.report, Value::Null);
@@ -324,19 +328,13 @@ fn a_byte_order_mark_changes_nothing_and_an_empty_trace_warns() {
     let original = std::fs::read(project_root().join(example("feature-workflow.trace.tooltrace.jsonl"))).unwrap();
     let with_bom = dir.path().join("bom.jsonl");
     std::fs::write(&with_bom, [&b"\xEF\xBB\xBF"[..], &original].concat()).unwrap();
-    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
-    args[2] = with_bom.to_str().unwrap().to_owned();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let bom = check(&args);
+    let bom = check_with_trace("feature-workflow", &with_bom, &[]);
     assert_eq!(bom.stderr(), "", "a byte-order mark is not a malformed line");
     assert_eq!(bom.redacted(), plain.redacted());
 
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "\n\n").unwrap();
-    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
-    args[2] = empty.to_str().unwrap().to_owned();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let none = check(&args);
+    let none = check_with_trace("feature-workflow", &empty, &[]);
     assert!(none.stderr().contains("empty.jsonl: the trace has no events"), "{}", none.stderr());
     assert!(!plain.stderr().contains("the trace has no"), "{}", plain.stderr());
 }
@@ -356,10 +354,7 @@ fn gzip_traces_and_standard_input_read_like_the_plain_file() {
         encoder.write_all(&original).unwrap();
         let compressed = dir.path().join(format!("{trace}.gz"));
         std::fs::write(&compressed, encoder.finish().unwrap()).unwrap();
-        let mut args = full_example(name, trace);
-        args[2] = compressed.to_str().unwrap().to_owned();
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let gz = check(&args);
+        let gz = check_with_trace(name, &compressed, &[]);
         assert_eq!(gz.code(), plain.code(), "{}", gz.stderr());
         assert_eq!(gz.redacted(), plain.redacted(), "{name}: gzip");
 
@@ -394,10 +389,7 @@ fn a_trace_with_no_readable_record_is_bad_input() {
     let zstd = dir.path().join("trace.jsonl.zst");
     std::fs::write(&zstd, [0x28, 0xb5, 0x2f, 0xfd, 0x04, 0x00]).unwrap();
     for (path, message) in [(&junk, "no record of trace"), (&zstd, "zstd-compressed")] {
-        let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
-        args[2] = path.to_str().unwrap().to_owned();
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let result = check(&args);
+        let result = check_with_trace("feature-workflow", path, &[]);
         assert_eq!(result.code(), 2, "{}", result.stderr());
         assert!(result.stderr().contains(message), "{}", result.stderr());
         assert_eq!(result.report, Value::Null);
