@@ -104,6 +104,13 @@ pub trait LineWork {
     /// One accepted line (its view has no line or `seq` yet: 0).
     fn line(&mut self, view: &TooltraceView<'_>) -> Self::Line;
 
+    /// Whether the visitor of a [`Batch::Records`] wants this line among
+    /// [`Records::wanted`] (the lines it must see one by one even when the block's result
+    /// stands for the rest). Every line by default.
+    fn wanted(&self, _line: &Self::Line) -> bool {
+        true
+    }
+
     /// The end of a block: what stands for its lines. The reader passes it on (in a
     /// [`Batch::Records`]) only for a block of nothing but accepted records and blank lines.
     fn block(&mut self) -> Self::Block;
@@ -124,6 +131,8 @@ pub struct Records<'a, L, B> {
     block: &'a B,
     text: &'a str,
     entries: &'a [Entry<L>],
+    /// The entries [`LineWork::wanted`] picked, with their number among the records.
+    wanted: &'a [(u32, u32)],
     /// The line of `entries[0]`.
     first_line: u64,
     /// The `seq` of the first record.
@@ -156,6 +165,39 @@ impl<'a, L, B> Records<'a, L, B> {
                 let here = RecordRef { record, data, text, line: first_line + idx as u64, seq };
                 seq += 1;
                 Some(here)
+            }
+            _ => None,
+        })
+    }
+
+    /// The last `n` records (all when there are fewer), in order, without walking the
+    /// others.
+    pub fn last(&self, n: usize) -> impl Iterator<Item = RecordRef<'a, L>> + 'a {
+        let n = n.min(self.records);
+        // The entry the last `n` records start at.
+        let (mut from, mut found) = (self.entries.len(), 0);
+        while found < n && from > 0 {
+            from -= 1;
+            found += usize::from(matches!(self.entries[from].kind, Kind::Record(..)));
+        }
+        let (text, first_line) = (self.text, self.first_line);
+        let mut seq = self.first_seq + (self.records - n) as u64;
+        self.entries[from..].iter().enumerate().filter_map(move |(idx, entry)| match &entry.kind {
+            Kind::Record(record, data) => {
+                let here = RecordRef { record, data, text, line: first_line + (from + idx) as u64, seq };
+                seq += 1;
+                Some(here)
+            }
+            _ => None,
+        })
+    }
+
+    /// The records [`LineWork::wanted`] picked, in order (without walking the others).
+    pub fn wanted(&self) -> impl Iterator<Item = RecordRef<'a, L>> + 'a {
+        let (text, entries, first_line, first_seq) = (self.text, self.entries, self.first_line, self.first_seq);
+        self.wanted.iter().filter_map(move |&(idx, k)| match &entries.get(idx as usize)?.kind {
+            Kind::Record(record, data) => {
+                Some(RecordRef { record, data, text, line: first_line + u64::from(idx), seq: first_seq + u64::from(k) })
             }
             _ => None,
         })
@@ -456,6 +498,7 @@ fn walk<R: BufRead + Seek, W: LineWork>(
             block: summary,
             text: block.data.text(),
             entries: &block.entries,
+            wanted: &block.wanted,
             first_line: reader.line + 1,
             first_seq: reader.seq + 1,
             records: block.records,
@@ -609,6 +652,8 @@ struct Block<S, B> {
     data: Data,
     /// The lines that start in this block.
     entries: Vec<Entry<S>>,
+    /// The records the block's [`LineWork::wanted`] picked: their entry and their number.
+    wanted: Vec<(u32, u32)>,
     /// The input ended within this block.
     eof: bool,
     /// Reading failed here (after the lines read before the failure).
@@ -668,6 +713,7 @@ impl<S, B> Default for Block<S, B> {
             offset: 0,
             data: Data::Text(String::new()),
             entries: Vec::new(),
+            wanted: Vec::new(),
             eof: false,
             error: None,
             first: None,
@@ -794,6 +840,7 @@ impl<S, B> Block<S, B> {
         let bytes = self.data.bytes();
         self.summary = None;
         self.records = 0;
+        self.wanted.clear();
         let Some(first) = self.first else {
             return;
         };
@@ -806,8 +853,13 @@ impl<S, B> Block<S, B> {
                     let kind = match line {
                         Line::Record(record) => match record.view(text, 0, 0) {
                             Some(view) => {
+                                let data = work.line(&view);
+                                if work.wanted(&data) {
+                                    let idx = self.entries.len() + local.entries.len();
+                                    self.wanted.push((idx as u32, self.records as u32));
+                                }
                                 self.records += 1;
-                                Kind::Record(record, work.line(&view))
+                                Kind::Record(record, data)
                             }
                             None => Kind::Other,
                         },

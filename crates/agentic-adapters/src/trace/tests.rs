@@ -605,6 +605,10 @@ impl LineWork for CountLines {
         view.tool_name.len() as u64
     }
 
+    fn wanted(&self, line: &u64) -> bool {
+        line.is_multiple_of(2)
+    }
+
     fn block(&mut self) -> usize {
         std::mem::take(&mut self.0)
     }
@@ -649,6 +653,15 @@ fn blocks_of_records_come_as_batches_with_their_positions() {
                         items.push(Ok(shape_of_view(&view)));
                     }
                     assert_eq!(records.position(records.len()), None);
+                    let at = |record: parallel::RecordRef<'_, u64>| (record.line(), record.seq(), *record.data());
+                    let wanted: Vec<_> = records.wanted().map(at).collect();
+                    let expected: Vec<_> = records.iter().filter(|record| record.data().is_multiple_of(2)).map(at).collect();
+                    assert_eq!(wanted, expected, "the wanted records are the ones the work picked");
+                    for n in [0, 1, 2, records.len().saturating_sub(1), records.len(), records.len() + 5] {
+                        let last: Vec<_> = records.last(n).map(at).collect();
+                        let skipped: Vec<_> = records.iter().skip(records.len().saturating_sub(n)).map(at).collect();
+                        assert_eq!(last, skipped, "the last {n} records");
+                    }
                 }
             }
             std::ops::ControlFlow::Continue(())

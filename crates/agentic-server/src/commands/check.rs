@@ -502,19 +502,15 @@ fn run_fast(
             let locate = |k: u32| records.position(k as usize).map_or((None, 0), |(line, seq)| (Some(line), seq));
             let applied = records.block().as_ref().is_some_and(|summary| engine.apply_summary(summary, locate));
             if applied {
-                for record in records.iter() {
-                    let (prepared, scoped) = record.data();
-                    if *scoped && let Some(view) = record.view() {
-                        engine.feed_scoped(&view_ref(&view), prepared);
+                for record in records.wanted() {
+                    if let Some(view) = record.view() {
+                        engine.feed_scoped(&view_ref(&view), &record.data().0);
                     }
                 }
                 // Only the last calls are kept for tier 3 (none without tier-3 checkpoints).
-                let keep = engine.excerpt_capacity().min(records.len());
-                if keep > 0 {
-                    for record in records.iter().skip(records.len() - keep) {
-                        if let Some(view) = record.view() {
-                            engine.note_call(&view_ref(&view));
-                        }
+                for record in records.last(engine.excerpt_capacity()) {
+                    if let Some(view) = record.view() {
+                        engine.note_call(&view_ref(&view));
                     }
                 }
             } else {
@@ -545,6 +541,11 @@ impl LineWork for CheckWork {
         let prepared = self.plan.prepare(&view_ref(view));
         let scoped = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&prepared));
         (prepared, scoped)
+    }
+
+    /// The scoped rules' lines are fed one by one even in a summarized block.
+    fn wanted(&self, line: &(Prepared, bool)) -> bool {
+        line.1
     }
 
     fn block(&mut self) -> Option<Summary> {
