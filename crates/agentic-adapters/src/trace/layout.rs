@@ -84,6 +84,8 @@ struct Edge {
 pub(crate) struct Layouts {
     /// Node 0 is the start of a line; each node lists the literals that may follow.
     nodes: Vec<Vec<Edge>>,
+    /// The members of the line the full scanner reads, kept for the next such line.
+    members: Vec<Member>,
 }
 
 impl Layouts {
@@ -121,6 +123,18 @@ impl Layouts {
             let pos = scanner.pos();
             edge = self.nodes.get(node as usize)?.iter().find(|edge| edge.literal.at(bytes, pos))?;
         }
+    }
+
+    /// An empty list for the members of a line the full scanner reads (its buffer reused).
+    pub(super) fn take_members(&mut self) -> Vec<Member> {
+        let mut members = std::mem::take(&mut self.members);
+        members.clear();
+        members
+    }
+
+    /// Gives the list back after the line.
+    pub(super) fn give_members(&mut self, members: Vec<Member>) {
+        self.members = members;
     }
 
     /// Learns the layout of an accepted record: `members` in order, `record` its text range

@@ -655,7 +655,8 @@ fn blocks_of_records_come_as_batches_with_their_positions() {
                     assert_eq!(records.position(records.len()), None);
                     let at = |record: parallel::RecordRef<'_, u64>| (record.line(), record.seq(), *record.data());
                     let wanted: Vec<_> = records.wanted().map(at).collect();
-                    let expected: Vec<_> = records.iter().filter(|record| record.data().is_multiple_of(2)).map(at).collect();
+                    let expected: Vec<_> =
+                        records.iter().filter(|record| record.data().is_multiple_of(2)).map(at).collect();
                     assert_eq!(wanted, expected, "the wanted records are the ones the work picked");
                     for n in [0, 1, 2, records.len().saturating_sub(1), records.len(), records.len() + 5] {
                         let last: Vec<_> = records.last(n).map(at).collect();

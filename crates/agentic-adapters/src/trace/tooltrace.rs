@@ -494,19 +494,21 @@ pub(crate) fn scan_line(bytes: &[u8], start: usize, layouts: &mut Layouts) -> (L
     }
     // A layout may have filled some fields before it failed.
     fields = Fields::default();
-    let mut members = Vec::new();
+    let mut members = layouts.take_members();
     let mut scanner = JsonScanner::new(bytes, start);
-    if let Some(raw) = record(&mut scanner, &mut fields, Some(&mut members)) {
+    let line = match record(&mut scanner, &mut fields, Some(&mut members)) {
         // The scanner is at the next line.
-        return match accept(bytes, &fields, raw.clone()) {
+        Some(raw) => match accept(bytes, &fields, raw.clone()) {
             Some(record) => {
                 layouts.learn(bytes, start, &members, raw);
                 (Line::Record(record), scanner.pos())
             }
             None => (Line::Other, scanner.pos()),
-        };
-    }
-    other_line(bytes, start, scanner.pos())
+        },
+        None => other_line(bytes, start, scanner.pos()),
+    };
+    layouts.give_members(members);
+    line
 }
 
 /// A line that is not a record: blank, or for the full reader; `from` is a position in it.
