@@ -727,14 +727,16 @@ impl Judge {
     }
 
     /// One structured call outside the rubric protocol, by the first configured judge: the
-    /// reply must validate against `schema`; after one repair it is an error naming the
-    /// problems (never a guess). Goes through the cache like every judge call.
+    /// reply must validate against `schema` and then pass `rules` (what a schema cannot
+    /// say; `Err` names the problem); after one repair it is an error naming the problems
+    /// (never a guess). Goes through the cache like every judge call.
     pub async fn ask_structured(
         &self,
         caller: &str,
         template: &PromptTemplate,
         context: &serde_json::Value,
         schema: &serde_json::Value,
+        rules: &(dyn Fn(&serde_json::Value) -> Result<(), String> + Sync),
         seed: u64,
     ) -> Result<(serde_json::Value, JudgeUsage), String> {
         let handle = &self.inner.judges[0];
@@ -769,7 +771,10 @@ impl Judge {
                     format!("at `{}`: {error}", if at.is_empty() { "/" } else { &at })
                 })
                 .collect();
-            if problems.is_empty() { Ok(value) } else { Err(problems) }
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+            rules(&value).map(|()| value).map_err(|problem| vec![problem])
         };
         let first =
             self.call(handle, &identity, caller, &request, &mut usage).await.map_err(|error| error.to_string())?;

@@ -3,12 +3,13 @@
 //!
 //! The checkpoint, its partial criteria, the evidence and the trace excerpt are rendered into
 //! the versioned `tier3` prompt; the reply must validate against the JSON Schema of
-//! [`Tier3Verdict`] (sent as structured output), with one repair. A reply that stays invalid,
+//! [`Tier3Verdict`] (sent as structured output) and the Mode A / Mode B rules, with one repair
+//! (for either). A reply that stays invalid,
 //! or a failed call, is an evaluator error: the check stops instead of guessing. Every run
 //! (`--eval-runs`) gets its own seed. The port is synchronous, so the evaluator owns a small
 //! runtime: call it from synchronous code, not from inside an async task.
 
-use agentic_eval::compliance::tier3::{Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict};
+use agentic_eval::compliance::tier3::{Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, validate_verdict};
 use serde_json::{Value, json};
 
 use crate::error::JudgeError;
@@ -70,8 +71,23 @@ impl Tier3Evaluator for JudgeTier3Evaluator {
         });
         let seed = self.judge.case_seed(&format!("{checkpoint}#run{}", request.run));
         let caller = format!("tier3:{checkpoint}");
-        let outcome =
-            self.runtime.block_on(self.judge.ask_structured(&caller, &self.template, &context, &self.schema, seed));
+        // The Mode A / Mode B rules are checked with the schema, so a reply that breaks them
+        // gets the one repair too.
+        let rules = |value: &Value| {
+            let verdict: Tier3Verdict = serde_json::from_value(value.clone()).map_err(|error| error.to_string())?;
+            validate_verdict(request.checkpoint, verdict).map(|_| ()).map_err(|error| match error {
+                Tier3Error::InvalidVerdict { reason, .. } => reason,
+                other => other.to_string(),
+            })
+        };
+        let outcome = self.runtime.block_on(self.judge.ask_structured(
+            &caller,
+            &self.template,
+            &context,
+            &self.schema,
+            &rules,
+            seed,
+        ));
         let (value, usage) =
             outcome.map_err(|reason| Tier3Error::Evaluator { checkpoint: checkpoint.clone(), reason })?;
         self.usage.add(&usage);

@@ -41,6 +41,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run(_)) {
+        // `run` keeps SIGPIPE ignored: it writes to its steps' stdin, and a step that exits
+        // without reading must not end the run.
+        restore_sigpipe();
+    }
     let outcome = match cli.command {
         Command::Lint(args) => commands::lint::run(args),
         Command::Run(args) => commands::run::run(args),
@@ -67,3 +72,19 @@ fn report_error(error: &anyhow::Error) {
         eprintln!("  caused by: {cause}");
     }
 }
+
+/// Output piped into a reader that stops early (`agentic check ... | head`) ends the process
+/// quietly, as for other Unix tools: Rust ignores SIGPIPE, so every later `println!` would
+/// panic on the closed pipe instead.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn restore_sigpipe() {
+    // SAFETY: called at the start of `main`, before any thread exists; SIG_DFL is a valid
+    // disposition and no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn restore_sigpipe() {}

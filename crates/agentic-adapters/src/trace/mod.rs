@@ -506,7 +506,19 @@ pub(crate) fn rfc3339(record: &serde_json::Map<String, Value>, key: &str) -> Res
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => DateTime::parse_from_rfc3339(text)
             .map(|t| Some(t.with_timezone(&Utc)))
-            .map_err(|error| format!("`{key}` \"{text}\" is not an RFC 3339 time ({error})")),
+            .map_err(|error| {
+                // The usual mistake: a local time without a zone (Python's `isoformat()`).
+                let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+                    .iter()
+                    .any(|format| chrono::NaiveDateTime::parse_from_str(text, format).is_ok());
+                if naive {
+                    format!(
+                        "`{key}` \"{text}\" has no time zone; write it in RFC 3339 with `Z` (UTC) or an offset such as `+02:00`"
+                    )
+                } else {
+                    format!("`{key}` \"{text}\" is not an RFC 3339 time ({error})")
+                }
+            }),
         Some(other) => Err(format!("`{key}` must be an RFC 3339 string, found {other}")),
     }
 }

@@ -375,6 +375,7 @@ fn run_trace(
     let has_tier3 = spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic);
     let mut engine = SequenceEngine::new(spec.rules.clone(), if has_tier3 { 40 } else { 0 });
     let mut skipped = 0u64;
+    let mut first_skipped = None;
     let mut fatal = None;
     let mut on_error = |error: TraceError| match malformed {
         Malformed::Fail => {
@@ -383,6 +384,7 @@ fn run_trace(
         }
         Malformed::Skip => {
             skipped += 1;
+            first_skipped.get_or_insert(error.line);
             if skipped <= 20 {
                 eprintln!("warning: {path}:{error} (skipped)");
             }
@@ -405,7 +407,16 @@ fn run_trace(
     if skipped > 20 {
         eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
     }
-    let outcome = engine.finish();
+    let mut outcome = engine.finish();
+    if let Some(line) = first_skipped {
+        // A skipped record may be a call a rule is about: the verdicts say so, not only stderr.
+        for rule in &mut outcome.outcomes {
+            rule.notes.push_str(&format!(
+                " Warning: {skipped} malformed trace record(s) were skipped (first at line {line}); a call among \
+                 them could change this result (the warnings name them; `--malformed fail` stops at the first)."
+            ));
+        }
+    }
     if outcome.events == 0 && skipped > 0 {
         // Nothing usable: scoring the rules on an empty trace would pass every `never`.
         bail!(

@@ -852,6 +852,54 @@ async fn tier_three_asks_the_judge_live_and_from_a_cassette() {
     assert_eq!(both.code(), 2, "{}", both.stderr());
 }
 
+/// A judge reply that breaks the Mode A / Mode B rules gets the one repair like a reply
+/// that breaks the schema: a Mode B PARTIAL without notes (code-review's R2-01 has no
+/// `partial_criteria`, so its prompt lists none) and a Mode A PARTIAL without a criterion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn judge_replies_that_break_the_partial_rules_are_repaired() {
+    use agentic_adapters::provider::testing::{Reply, TestServer};
+
+    let server = TestServer::start(|request| {
+        let repairing = request.body["messages"].as_array().is_some_and(|messages| messages.len() > 2);
+        let prompt = request.prompt_text();
+        let verdict = match (prompt.contains("(checkpoint R2-01)"), repairing) {
+            (true, false) => json!({"result": "PARTIAL", "evidence_citation": "no rate limit"}),
+            (true, true) => json!({"result": "PARTIAL", "notes": "A risk but no test.", "evidence_citation": "no rate limit"}),
+            (false, false) => json!({"result": "PARTIAL", "notes": "How is missing.", "evidence_citation": "## Why"}),
+            (false, true) => json!({"result": "PARTIAL", "matched_condition": 0, "notes": "How is missing.", "evidence_citation": "## Why"}),
+        };
+        Reply::chat_json(&verdict)
+    })
+    .await
+    .unwrap();
+    let mode_b = check_blocking(vec![
+        example("code-review.yaml"),
+        "--trace".into(),
+        example("code-review.trace.claude_hook.jsonl"),
+        "--evidence".into(),
+        example("code-review.evidence.json"),
+        "--judge".into(),
+        "examples/judge/judge.yaml".into(),
+        "--judge-base-url".into(),
+        server.base_url(),
+        "--evaluated-at".into(),
+        "2026-11-23T00:00:00Z".into(),
+    ])
+    .await;
+    assert_ne!(mode_b.code(), 2, "{}{}", mode_b.stdout(), mode_b.stderr());
+    assert!(mode_b.results().contains(&("R2-01".to_owned(), "PARTIAL".to_owned(), 0.5)), "{:?}", mode_b.results());
+    let requests = server.requests();
+    assert!(!requests[0].prompt_text().contains("Partial criteria"), "{}", requests[0].prompt_text());
+    assert!(requests[1].last_message().contains("Mode B"), "{}", requests[1].last_message());
+    assert!(mode_b.stderr().contains("1 repair(s)"), "{}", mode_b.stderr());
+
+    let mode_a = check_blocking(judge_args(&["--judge-base-url", &server.base_url()])).await;
+    assert_ne!(mode_a.code(), 2, "{}{}", mode_a.stdout(), mode_a.stderr());
+    assert!(mode_a.results().contains(&("P3-01".to_owned(), "PARTIAL".to_owned(), 0.7)), "{:?}", mode_a.results());
+    let requests = server.requests();
+    assert!(requests.last().unwrap().last_message().contains("Mode A"), "{}", requests.last().unwrap().last_message());
+}
+
 /// With `--judge`, the golden set calibrates the judge itself: here a judge that reads the
 /// PR body's sections agrees with every human label (the recorded verdicts disagree once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -891,4 +939,57 @@ async fn the_golden_set_calibrates_the_judge() {
     assert!(!stdout.contains("CALIBRATION WARNING"), "{stdout}");
     // One call for the run itself and one per golden case.
     assert_eq!(server.requests().len(), 6);
+}
+
+/// A skipped malformed record may be the very call a rule forbids: every tier-2 verdict says
+/// how many records were skipped and where, not only the warnings on stderr.
+#[test]
+fn skipped_records_are_named_in_the_tier_two_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("never-rm.yaml");
+    std::fs::write(
+        &spec,
+        r#"workflow: "w"
+spec_version: "1.0.0"
+checkpoints:
+  - {id: N-01, tier: 2, instruction: "never rm -rf", severity: critical, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash, args: {command: {contains: "rm -rf"}}}}}}
+"#,
+    )
+    .unwrap();
+    let trace = dir.path().join("naive-time.jsonl");
+    std::fs::write(
+        &trace,
+        concat!(
+            "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a1\",\"args\":{\"command\":\"make\"}}\n",
+            "{\"timestamp\":\"2026-02-19T10:00:03.5\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a2\",\"args\":{\"command\":\"rm -rf /\"}}\n",
+        ),
+    )
+    .unwrap();
+    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap()]);
+    assert!(run.stderr().contains("line 2:") && run.stderr().contains("has no time zone"), "{}", run.stderr());
+    let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap();
+    assert!(
+        notes.contains("never occurs")
+            && notes.contains("Warning: 1 malformed trace record(s) were skipped (first at line 2)"),
+        "{notes}"
+    );
+    assert!(run.markdown.contains("1 malformed trace record(s) were skipped"), "{}", run.markdown);
+}
+
+/// A reader that stops early (`agentic check ... | head -1`) ends the check quietly, like
+/// any Unix tool, instead of a panic about a broken pipe.
+#[test]
+fn a_closed_stdout_ends_the_check_without_a_panic() {
+    let mut child = agentic()
+        .arg("check")
+        .args(full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("agentic runs");
+    // Closed before the check writes its summary.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("agentic ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
