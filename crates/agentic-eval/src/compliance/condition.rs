@@ -440,7 +440,7 @@ fn describe_operator(operator: &Operator) -> String {
 /// A short rendering of a value for notes.
 pub(crate) fn describe_value(value: Option<&Value>) -> String {
     match value {
-        None => "missing".to_owned(),
+        None => "missing or null".to_owned(),
         Some(value) => {
             let text = value.to_string();
             if text.chars().count() > 80 {

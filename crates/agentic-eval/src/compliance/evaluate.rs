@@ -248,10 +248,14 @@ fn block_if_constrained(
         if let Some(activity) = activity
             && constraint.constraint.affects.iter().any(|affected| affected == id)
         {
+            // The failure's own notes end as a sentence, whatever the evaluator wrote.
+            let notes = notes.trim_end();
+            let stop = if notes.is_empty() || notes.ends_with(['.', '!', '?']) { "" } else { "." };
             let notes = format!(
-                "{notes} BLOCKED by {} ({}): active because {}.",
+                "{notes}{stop} BLOCKED by {} ({}): active because {}.",
                 constraint.constraint.id, constraint.constraint.constraint, activity.explanation
             );
+            let notes = notes.trim_start().to_owned();
             return (ResultState::Blocked, 0.0, notes);
         }
     }

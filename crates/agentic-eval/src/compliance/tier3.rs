@@ -216,8 +216,7 @@ pub fn validate_verdict(checkpoint: &Checkpoint, verdict: Tier3Verdict) -> Resul
     Ok(ScoredVerdict { verdict, earned_weight, notes })
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 enum Recorded {
     One(Tier3Verdict),
     Runs(Vec<Tier3Verdict>),
@@ -239,9 +238,25 @@ impl ReplayEvaluator {
         };
         let mut verdicts = BTreeMap::new();
         for (id, entry) in map {
-            let recorded: Recorded = serde_json::from_value(entry).map_err(|error| Tier3Error::InvalidFile {
-                reason: format!("verdict for `{id}`: {error} (expected {{\"result\": \"PASS|PARTIAL|FAIL\", ...}} or a list of them)"),
-            })?;
+            // Read by shape, so the error names the field that is wrong (an untagged enum
+            // would only say that nothing matched).
+            let invalid = |at: String, error: serde_json::Error| Tier3Error::InvalidFile {
+                reason: format!(
+                    "verdict for `{id}`{at}: {error} (expected {{\"result\": \"PASS|PARTIAL|FAIL\", \"notes\": ..., \
+                     \"evidence_citation\": ..., \"matched_condition\": ...}} or a list of them, one per run)"
+                ),
+            };
+            let recorded = match entry {
+                Value::Array(runs) => Recorded::Runs(
+                    runs.into_iter()
+                        .enumerate()
+                        .map(|(run, value)| {
+                            serde_json::from_value(value).map_err(|e| invalid(format!(" (run {})", run + 1), e))
+                        })
+                        .collect::<Result<_, _>>()?,
+                ),
+                value => Recorded::One(serde_json::from_value(value).map_err(|e| invalid(String::new(), e))?),
+            };
             verdicts.insert(id, recorded);
         }
         Ok(ReplayEvaluator { verdicts })
@@ -349,5 +364,10 @@ mod tests {
         assert!(replay.evaluate(&request).unwrap_err().to_string().contains("`P9-09`"));
         assert!(ReplayEvaluator::from_json(r#"{"P3-01": {"result":"MAYBE"}}"#).is_err());
         assert!(ReplayEvaluator::from_json("[1]").is_err());
+        // The error names the field that is wrong, and the run in a list.
+        let message = |text: &str| ReplayEvaluator::from_json(text).unwrap_err().to_string();
+        assert!(message(r#"{"P3-01": {"result":"pass"}}"#).contains("unknown variant `pass`"));
+        let run_two = message(r#"{"P3-01": [{"result":"PASS"}, {"result":"PASS","confidence":0.3}]}"#);
+        assert!(run_two.contains("`P3-01` (run 2): unknown field `confidence`"), "{run_two}");
     }
 }

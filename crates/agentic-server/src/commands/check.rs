@@ -80,10 +80,10 @@ pub(crate) struct CheckArgs {
     /// Skip malformed trace records (reported with their line) or stop at the first.
     #[arg(long, value_enum, default_value_t = Malformed::Skip)]
     malformed: Malformed,
-    /// Write the JSON report here.
+    /// Write the JSON report here (`-`: standard output; the summary then goes to standard error).
     #[arg(long)]
     json: Option<String>,
-    /// Write the Markdown report here.
+    /// Write the Markdown report here (`-`: standard output, as for `--json`).
     #[arg(long)]
     markdown: Option<String>,
     /// An earlier JSON report to compare with.
@@ -127,6 +127,20 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..=100.0).contains(&args.threshold) {
         bail!("`--threshold` {} is not a percentage; use a number from 0 to 100", args.threshold);
     }
+    if let (Some(json), Some(markdown)) = (&args.json, &args.markdown)
+        && json == markdown
+    {
+        bail!("`--json` and `--markdown` both name `{json}`; give each report its own file (`-` for standard output)");
+    }
+    // A report on standard output keeps it clean: the summary goes to standard error.
+    let to_stdout = [&args.json, &args.markdown].iter().any(|path| path.as_deref() == Some("-"));
+    let say = |text: &str| {
+        if to_stdout {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    };
     let spec = read_spec(&args.spec)?;
     let evidence = read_evidence(&args.evidence)?;
     let trace = match &args.trace {
@@ -164,6 +178,13 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             let baseline: ComplianceReport = serde_json::from_str(&text).with_context(|| {
                 format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
             })?;
+            if baseline.workflow != report.workflow {
+                bail!(
+                    "baseline `{path}` is a report of workflow `{}`, not `{}`; compare reports of the same workflow",
+                    baseline.workflow,
+                    report.workflow
+                );
+            }
             Some(baseline)
         }
         None => None,
@@ -173,7 +194,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(run_golden(&spec, path, &options, judge.as_mut())?),
         None => None,
     };
-    print!("{}", render_summary(&report, comparison.as_ref()));
+    say(&render_summary(&report, comparison.as_ref()));
     if let Some(judge) = &judge {
         let usage = &judge.usage;
         eprintln!(
@@ -182,12 +203,19 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(calibration) = &calibration {
-        print!("{}", calibration.render());
+        say(&calibration.render());
     }
+    let write = |path: &str, text: String| -> anyhow::Result<()> {
+        if path == "-" {
+            print!("{text}");
+            return Ok(());
+        }
+        std::fs::write(path, text).with_context(|| format!("writing `{path}`"))
+    };
     if let Some(path) = &args.json {
         let mut text = serde_json::to_string_pretty(&report)?;
         text.push('\n');
-        std::fs::write(path, text).with_context(|| format!("writing `{path}`"))?;
+        write(path, text)?;
     }
     if let Some(path) = &args.markdown {
         let mut markdown = render_markdown(&report, comparison.as_ref());
@@ -196,24 +224,24 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             markdown.push_str(&calibration.render());
             markdown.push_str("```\n");
         }
-        std::fs::write(path, markdown).with_context(|| format!("writing `{path}`"))?;
+        write(path, markdown)?;
     }
     let regressions = comparison.as_ref().map_or(0, |c| c.regressions().count());
     let verdict = match report.scores.compliance_percent {
         None => {
-            println!("FAIL: no checkpoint was scorable (all NOT_APPLICABLE or BLOCKED)");
+            say("FAIL: no checkpoint was scorable (all NOT_APPLICABLE or BLOCKED)\n");
             ExitCode::from(1)
         }
         Some(score) if score < args.threshold => {
-            println!("FAIL: compliance {score:.2}% is below the threshold {:.2}%", args.threshold);
+            say(&format!("FAIL: compliance {score:.2}% is below the threshold {:.2}%\n", args.threshold));
             ExitCode::from(1)
         }
         Some(_) if args.fail_on_regression && regressions > 0 => {
-            println!("FAIL: {regressions} checkpoint(s) regressed against the baseline");
+            say(&format!("FAIL: {regressions} checkpoint(s) regressed against the baseline\n"));
             ExitCode::from(1)
         }
         Some(score) => {
-            println!("PASS: compliance {score:.2}% meets the threshold {:.2}%", args.threshold);
+            say(&format!("PASS: compliance {score:.2}% meets the threshold {:.2}%\n", args.threshold));
             ExitCode::SUCCESS
         }
     };
@@ -322,9 +350,15 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
     Ok(JudgeTier3Evaluator::new(judge)?)
 }
 
-fn read_text(path: &str) -> anyhow::Result<String> {
+/// A text input of the check (spec, evidence, verdicts, baseline, golden set), without the
+/// byte-order mark some editors write.
+pub(crate) fn read_text(path: &str) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read `{path}`"))?;
-    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("`{path}` is not UTF-8 text"))
+    let mut text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("`{path}` is not UTF-8 text"))?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(text)
 }
 
 fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {

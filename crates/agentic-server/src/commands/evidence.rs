@@ -55,9 +55,12 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
     }
     let mut evidence = Map::new();
     for path in &args.merge {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read `{path}`"))?;
+        let text = super::check::read_text(path)?;
         let value: Value = serde_json::from_str(&text).with_context(|| format!("`{path}` is not valid JSON"))?;
         let Value::Object(object) = value else { bail!("`{path}` must hold a JSON object of evidence sources") };
+        if object.contains_key("git") {
+            eprintln!("warning: `{path}` has a `git` source; the one collected now replaces it");
+        }
         evidence.extend(object);
     }
     evidence.insert("git".to_owned(), collect_git(repo, args.max_commits)?);

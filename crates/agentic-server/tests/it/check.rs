@@ -993,3 +993,40 @@ fn a_closed_stdout_ends_the_check_without_a_panic() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `--json -` puts the report alone on standard output (the summary moves to standard
+/// error); two reports on one path, or a baseline of another workflow, are refused; an
+/// evidence file with a byte-order mark reads like one without.
+#[test]
+fn report_outputs_baselines_and_bom_inputs_behave() {
+    let args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    let output = agentic().arg("check").args(&args).args(["--json", "-"]).output().expect("agentic runs");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("stdout is the JSON report");
+    assert_eq!(report["workflow"], "feature-implementation");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("FAIL: compliance 61.67%"), "{stderr}");
+
+    let same = agentic().arg("check").args(&args).args(["--json", "r", "--markdown", "r"]).output().unwrap();
+    assert_eq!(same.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&same.stderr).contains("give each report its own file"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("code-review.json");
+    let mut review = full_example("code-review", "code-review.trace.claude_hook.jsonl");
+    review.extend(["--json".to_owned(), other.to_str().unwrap().to_owned()]);
+    agentic().arg("check").args(&review).output().unwrap();
+    let mixed = agentic().arg("check").args(&args).arg("--baseline").arg(&other).output().unwrap();
+    assert_eq!(mixed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&mixed.stderr).contains("is a report of workflow `code-review`"));
+
+    let evidence = dir.path().join("evidence.json");
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    bytes.extend(std::fs::read(project_root().join(example("feature-workflow.evidence.json"))).unwrap());
+    std::fs::write(&evidence, bytes).unwrap();
+    let mut with_bom = args.clone();
+    with_bom[4] = evidence.to_str().unwrap().to_owned();
+    let plain = check(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let bom = check(&with_bom.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(bom.code(), plain.code(), "{}", bom.stderr());
+    assert_eq!(bom.results(), plain.results());
+}
