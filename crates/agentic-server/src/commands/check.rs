@@ -113,7 +113,7 @@ pub(crate) struct CheckArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     eval_runs: u32,
     /// The lowest passing compliance score, in percent.
-    #[arg(long, default_value_t = 85.0)]
+    #[arg(long, default_value_t = 85.0, allow_negative_numbers = true)]
     threshold: f64,
     /// A golden set of human-annotated runs (JSON); reports tier-3 agreement and warns below 90%.
     #[arg(long)]
@@ -406,6 +406,10 @@ fn run_trace(
         TraceFormatArg::ClaudeHook => Some(TraceFormat::ClaudeHook),
         TraceFormatArg::OtlpJson => Some(TraceFormat::OtlpJson),
     };
+    let mut input = input;
+    if let Some(forced) = format {
+        warn_on_forced_format(path, forced, &mut input);
+    }
     let has_tier3 = spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic);
     let mut engine = SequenceEngine::new(spec.rules.clone(), if has_tier3 { 40 } else { 0 });
     let mut skipped = 0u64;
@@ -445,6 +449,9 @@ fn run_trace(
     if let Some(line) = first_skipped {
         // A skipped record may be a call a rule is about: the verdicts say so, not only stderr.
         for rule in &mut outcome.outcomes {
+            if !rule.notes.ends_with(['.', '!', '?']) {
+                rule.notes.push('.');
+            }
             rule.notes.push_str(&format!(
                 " Warning: {skipped} malformed trace record(s) were skipped (first at line {line}); a call among \
                  them could change this result (the warnings name them; `--malformed fail` stops at the first)."
@@ -467,6 +474,32 @@ fn run_trace(
         );
     }
     Ok(outcome)
+}
+
+/// Warns when `--trace-format` names another format than the trace's first record looks
+/// like (every line of a Claude Code hook log also reads as a tooltrace record, for example,
+/// and then counts every call twice).
+fn warn_on_forced_format(path: &str, forced: TraceFormat, input: &mut TraceInput) {
+    let mut head = vec![0u8; 64 * 1024];
+    let bytes = match input {
+        TraceInput::File(file) => {
+            let read = std::os::unix::fs::FileExt::read_at(file, &mut head, 0).unwrap_or(0);
+            &head[..read]
+        }
+        TraceInput::Stream(stream) => stream.fill_buf().unwrap_or_default(),
+    };
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    let Some(first) = bytes.split(|&b| b == b'\n').find(|line| !line.trim_ascii().is_empty()) else { return };
+    let Ok(record) = serde_json::from_slice::<serde_json::Value>(first) else { return };
+    if let Some(looks) = TraceFormat::detect(&record)
+        && looks != forced
+    {
+        eprintln!(
+            "warning: {path}: --trace-format {} but the first record looks like {}; results may be wrong (try --trace-format auto)",
+            forced.name(),
+            looks.name()
+        );
+    }
 }
 
 /// The reference pass (for differential tests): a full canonical event per record.

@@ -970,7 +970,7 @@ checkpoints:
     let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap();
     assert!(
         notes.contains("never occurs")
-            && notes.contains("Warning: 1 malformed trace record(s) were skipped (first at line 2)"),
+            && notes.contains("never occurs. Warning: 1 malformed trace record(s) were skipped (first at line 2)"),
         "{notes}"
     );
     assert!(run.markdown.contains("1 malformed trace record(s) were skipped"), "{}", run.markdown);
@@ -1029,4 +1029,23 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     let bom = check(&with_bom.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(bom.code(), plain.code(), "{}", bom.stderr());
     assert_eq!(bom.results(), plain.results());
+}
+
+/// A forced `--trace-format` that does not fit the trace's first record is said; a fitting
+/// one is quiet.
+#[test]
+fn a_forced_format_that_does_not_fit_warns() {
+    let mut args = full_example("code-review", "code-review.trace.claude_hook.jsonl");
+    args.extend(["--trace-format".to_owned(), "tooltrace".to_owned()]);
+    let wrong = agentic().arg("check").args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(stderr.contains("--trace-format tooltrace but the first record looks like claude_hook"), "{stderr}");
+    let last = args.len() - 1;
+    args[last] = "claude-hook".to_owned();
+    let right = agentic().arg("check").args(&args).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&right.stderr).contains("looks like"),
+        "{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
 }
