@@ -797,7 +797,7 @@ pub struct EventRef<'a> {
     pub post_only_parent: bool,
     /// The 1-based line in the trace file.
     pub line: Option<u64>,
-    /// The event's sequence number.
+    /// The event's sequence number (cited in notes; the order is the order events are fed in).
     pub seq: u64,
 }
 
@@ -1334,9 +1334,11 @@ impl Scope {
     }
 }
 
+/// The state of one rule; `Before::a_first`: an `a` had occurred when the first `b` did
+/// (decided by the order events are fed in, not by the locations' `seq`).
 #[derive(Debug)]
 enum RuleState {
-    Before { first_a: Option<Location>, first_b: Option<Location> },
+    Before { first_a: Option<Location>, first_b: Option<Location>, a_first: bool },
     OnlyAfter { seen_a: Option<Location>, first_b: Option<Location>, violation: Option<Location> },
     ImmediatelyBefore { previous_is_a: bool, count_b: u64, violation: Option<Location>, first_b: Option<Location> },
     Never { first: Option<Location>, count: u64 },
@@ -1388,7 +1390,7 @@ impl SequenceEngine {
         let states = rules
             .iter()
             .map(|rule| match rule.relation {
-                Relation::Before(..) => RuleState::Before { first_a: None, first_b: None },
+                Relation::Before(..) => RuleState::Before { first_a: None, first_b: None, a_first: false },
                 Relation::OnlyAfter(..) => RuleState::OnlyAfter { seen_a: None, first_b: None, violation: None },
                 Relation::ImmediatelyBefore(..) => {
                     RuleState::ImmediatelyBefore { previous_is_a: false, count_b: 0, violation: None, first_b: None }
@@ -1557,9 +1559,14 @@ impl SequenceEngine {
                 self.open_calls.remove_key(oldest);
             }
         }
-        let is_end =
-            matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd | EventType::StepEnd);
-        let is_container = is_start || event.event_type == EventType::StepStart || event.post_only_parent;
+        // Steps and model calls are spans too: calls under them are in the subtree of their parent.
+        let is_end = matches!(
+            event.event_type,
+            EventType::ToolCallEnd | EventType::AgentInvokeEnd | EventType::StepEnd | EventType::LlmResponse
+        );
+        let is_container = is_start
+            || matches!(event.event_type, EventType::StepStart | EventType::LlmRequest)
+            || event.post_only_parent;
         let Some(kind) = kind else {
             self.update_scopes_only(span, parent, is_container, is_end);
             return;
@@ -1721,9 +1728,10 @@ fn concerns(relation: &Relation, ids: RuleIds, matches: &Matches<'_, '_>) -> boo
 fn step_rule(relation: &Relation, ids: RuleIds, state: &mut RuleState, here: Location, matches: &Matches<'_, '_>) {
     let (first_id, second_id) = (ids.first, ids.second);
     match (relation, state) {
-        (Relation::Before(a, b), RuleState::Before { first_a, first_b }) => {
+        (Relation::Before(a, b), RuleState::Before { first_a, first_b, a_first }) => {
             if first_b.is_none() && matches.check(b, second_id) {
                 *first_b = Some(here);
+                *a_first = first_a.is_some();
             }
             if first_a.is_none() && matches.check(a, first_id) {
                 *first_a = Some(here);
@@ -1772,8 +1780,8 @@ fn step_rule(relation: &Relation, ids: RuleIds, state: &mut RuleState, here: Loc
 
 fn conclude(relation: &Relation, state: &RuleState) -> RuleOutcome {
     let (passed, notes) = match (relation, state) {
-        (Relation::Before(a, b), RuleState::Before { first_a, first_b }) => match (first_a, first_b) {
-            (Some(la), Some(lb)) if (la.seq, la.line) < (lb.seq, lb.line) => {
+        (Relation::Before(a, b), RuleState::Before { first_a, first_b, a_first }) => match (first_a, first_b) {
+            (Some(la), Some(lb)) if *a_first => {
                 (true, format!("first {} at {la} precedes first {} at {lb}", a.description, b.description))
             }
             (Some(la), Some(lb)) => {
@@ -2323,6 +2331,226 @@ mod tests {
             matches!(compile_text_match(&text, "/x", &mut Vec::new())[0], NameMatch::Contains(_))
         };
         assert!(plain("rm -rf") && !plain("a.b") && !plain("(?i)rm"));
+    }
+
+    /// Matchers the generated rules of [`generated_rules`] pick from.
+    fn matcher_pool() -> Vec<Value> {
+        vec![
+            json!({"tool": "Read"}),
+            json!({"tool": "Bash"}),
+            json!({"tool": ["Bash", "Write"]}),
+            json!({"tool": "B*"}),
+            json!({"tool": "Read", "args": {"file_path": {"glob": "**/skill.md"}}}),
+            json!({"tool": "Bash", "args": {"command": {"contains": "cargo test"}}}),
+            json!({"tool": "*", "args_text": {"contains": "rm -rf"}}),
+            json!({"agent": "reviewer"}),
+            json!({"agent": "*"}),
+            json!({"tool": "Task"}),
+        ]
+    }
+
+    /// Rules from `(relation, a, b, within, at_least, at_most)` picks; `pad` rules that never
+    /// match go first, so 33 of them push the picked rules' matcher ids past 64 (the wide
+    /// [`MatchBits`]) and 70 make more than 64 rules (no summarizer).
+    fn generated_rules(picks: &[(usize, usize, usize, usize, u64, u64)], pad: usize) -> Vec<CompiledRule> {
+        let pool = matcher_pool();
+        let scopes =
+            [None, Some(json!({"tool": "Task"})), Some(json!({"agent": "reviewer"})), Some(json!({"tool": "Read"}))];
+        let mut rules: Vec<CompiledRule> =
+            (0..pad).map(|_| rule(json!({"before": {"a": {"tool": "Edit"}, "b": {"tool": "Glob"}}}))).collect();
+        for &(relation, a, b, within, low, high) in picks {
+            let b = if a == b { (b + 1) % pool.len() } else { b };
+            let pair = json!({"a": pool[a], "b": pool[b]});
+            let mut yaml = match relation {
+                0 => json!({"before": pair}),
+                1 => json!({"only_after": pair}),
+                2 => json!({"immediately_before": pair}),
+                3 => json!({"never": pool[a]}),
+                4 => json!({"count": {"of": pool[a], "at_least": low, "at_most": low + high}}),
+                _ => json!({"count": {"of": pool[a], "at_most": high}}),
+            };
+            if let Some(scope) = &scopes[within % scopes.len()] {
+                yaml["within"] = scope.clone();
+            }
+            rules.push(rule(yaml));
+        }
+        rules
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Any rules (scoped or not, more than 64 matchers or rules), any events (starts and
+        /// ends, agents, steps and other events, missing span ids, parents that come later,
+        /// nested post-only containers) and any runs (empty ones too): matching apart from the
+        /// engine and merging summaries give exactly the result of feeding events one by one.
+        #[test]
+        fn any_rules_and_events_summarize_like_one_by_one(
+            rule_picks in proptest::collection::vec((0usize..6, 0usize..10, 0usize..10, 0usize..4, 0u64..3, 0u64..3), 1..8),
+            pad in proptest::sample::select(vec![0usize, 0, 33, 70]),
+            picks in proptest::collection::vec(
+                (0usize..7, 0usize..ARG_TEXTS.len(), 0usize..11, 0usize..7, 0usize..7, 0usize..4),
+                0..80,
+            ),
+            cuts in proptest::collection::vec(0usize..12, 1..12),
+            excerpt in 0usize..3,
+            ends_only in proptest::bool::ANY,
+        ) {
+            let names = ["Read", "Bash", "Write", "Task", "reviewer", "Grep", "helper"];
+            let ids = ["s0", "s1", "s2", "s3", "s4", "s5"];
+            let rules = generated_rules(&rule_picks, pad);
+            let events: Vec<EventRef<'_>> = picks
+                .iter()
+                .enumerate()
+                .map(|(seq, &(name, args, kind, span, parent, flags))| {
+                    let agent = names[name] == "reviewer" || names[name] == "helper";
+                    // Half the traces are post-only ends, which summaries take whole.
+                    let kind = if ends_only { 2 } else { kind };
+                    let event_type = match (kind, agent) {
+                        (0 | 1, false) => EventType::ToolCallStart,
+                        (0 | 1, true) => EventType::AgentInvokeStart,
+                        (2, true) => EventType::AgentInvokeEnd,
+                        (7, _) => EventType::StepStart,
+                        (8, _) => EventType::StepEnd,
+                        (9, _) => EventType::LlmRequest,
+                        (10, _) => EventType::LlmResponse,
+                        (_, true) => EventType::AgentInvokeEnd,
+                        (_, false) => EventType::ToolCallEnd,
+                    };
+                    EventRef {
+                        event_type,
+                        name: Some(names[name]),
+                        args: ArgsRef::Json(ARG_TEXTS[args]),
+                        span_id: ids.get(span).copied(),
+                        parent_span_id: ids.get(parent).copied(),
+                        post_only_parent: flags == 0 || (flags == 1 && names[name] == "Task"),
+                        line: (flags != 3).then_some(2 * seq as u64 + 1),
+                        seq: seq as u64 + 1,
+                    }
+                })
+                .collect();
+            // The reference matches inside the engine, rule by rule.
+            let mut reference = SequenceEngine::new(rules.clone(), excerpt * 2);
+            for event in &events {
+                reference.feed_ref(event);
+            }
+            let mut prepared_engine = SequenceEngine::new(rules.clone(), excerpt * 2);
+            let mut summed = SequenceEngine::new(rules, excerpt * 2);
+            let plan = summed.match_plan();
+            for event in &events {
+                prepared_engine.feed_prepared(event, &plan.prepare(event));
+            }
+            let mut summarizer = summed.summarizer();
+            proptest::prop_assert_eq!(summarizer.is_some(), summed.rules.len() <= 64);
+            let (mut start, mut last_empty) = (0, false);
+            let mut cut = cuts.iter().cycle();
+            while start < events.len() {
+                // Empty runs too, but never two in a row.
+                let size = cut.next().copied().unwrap_or(1);
+                let size = if last_empty { size.max(1) } else { size };
+                last_empty = size == 0;
+                let end = (start + size).min(events.len());
+                let run = &events[start..end];
+                let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
+                let Some(summarizer) = summarizer.as_mut() else {
+                    for (event, prepared) in run.iter().zip(&prepared) {
+                        summed.feed_prepared(event, prepared);
+                    }
+                    start = end;
+                    continue;
+                };
+                let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
+                let summary = summarizer.finish();
+                proptest::prop_assert_eq!(summary.events() as usize, run.len());
+                let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
+                if summed.apply_summary(&summary, locate) {
+                    for ((event, prepared), need) in run.iter().zip(&prepared).zip(&needs) {
+                        if *need {
+                            summed.feed_scoped(event, prepared);
+                        }
+                    }
+                    let keep = summed.excerpt_capacity().min(run.len());
+                    for event in &run[run.len() - keep..] {
+                        summed.note_call(event);
+                    }
+                } else {
+                    for (event, prepared) in run.iter().zip(&prepared) {
+                        summed.feed_prepared(event, prepared);
+                    }
+                }
+                start = end;
+            }
+            let reference = reference.finish();
+            proptest::prop_assert_eq!(&reference, &prepared_engine.finish());
+            proptest::prop_assert_eq!(&reference, &summed.finish());
+        }
+    }
+
+    /// `before` is decided by the order events are fed in, not by their `seq` (a caller's
+    /// events may all carry seq 0, as `CanonicalEvent::new` makes them), one by one and
+    /// through a summary alike.
+    #[test]
+    fn before_follows_the_feed_order_not_seq() {
+        let rules = || vec![rule(json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Bash"}}}))];
+        let event = |name, seq| EventRef {
+            event_type: EventType::ToolCallEnd,
+            name: Some(name),
+            args: ArgsRef::None,
+            span_id: None,
+            parent_span_id: None,
+            post_only_parent: false,
+            line: None,
+            seq,
+        };
+        for seqs in [[0, 0], [9, 3]] {
+            let events = [event("Read", seqs[0]), event("Bash", seqs[1])];
+            let mut one_by_one = SequenceEngine::new(rules(), 0);
+            for e in &events {
+                one_by_one.feed_ref(e);
+            }
+            let mut summed = SequenceEngine::new(rules(), 0);
+            let plan = summed.match_plan();
+            let mut summarizer = summed.summarizer().expect("one rule");
+            for e in &events {
+                summarizer.push(&plan.prepare(e));
+            }
+            assert!(summed.apply_summary(&summarizer.finish(), |k| (None, seqs[k as usize])));
+            for outcome in [one_by_one.finish(), summed.finish()] {
+                assert!(outcome.outcomes[0].passed, "{seqs:?}: {}", outcome.outcomes[0].notes);
+            }
+        }
+        // The same event matching both is not before itself.
+        let both = vec![rule(json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "*"}}}))];
+        let outcome = SequenceEngine::run(both, vec![end("Read", json!({}), 1)], 0);
+        assert!(!outcome.outcomes[0].passed, "{}", outcome.outcomes[0].notes);
+    }
+
+    /// A model call is a span like any other: a tool call under it (OTLP `execute_tool` under
+    /// `chat`) is inside the agent scope around it, until the model call ends.
+    #[test]
+    fn calls_under_a_model_call_are_inside_the_scope_around_it() {
+        let span = |event_type, name: &str, span: &str, parent: Option<&str>, line| {
+            let mut event = call(event_type, name, Value::Null, Some(span), parent, line);
+            event.data = Value::Null;
+            event
+        };
+        let events = vec![
+            span(EventType::AgentInvokeStart, "reviewer", "A", None, 1),
+            span(EventType::LlmRequest, "chat gpt-4o", "L", Some("A"), 2),
+            span(EventType::ToolCallStart, "Bash", "c1", Some("L"), 3),
+            span(EventType::ToolCallEnd, "Bash", "c1", Some("L"), 4),
+            span(EventType::LlmResponse, "chat gpt-4o", "L", Some("A"), 5),
+            // After the model call ended, its id no longer carries the scope.
+            span(EventType::ToolCallStart, "Bash", "c2", Some("L"), 6),
+            span(EventType::AgentInvokeEnd, "reviewer", "A", None, 7),
+        ];
+        let got = verdicts(
+            vec![
+                json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}, "within": {"agent": "reviewer"}}),
+            ],
+            events,
+        );
+        assert_eq!(got, vec![true]);
     }
 
     #[test]

@@ -60,8 +60,8 @@ enum Partial {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
     events: u32,
-    /// Every event of the run was a call end.
-    all_ends: bool,
+    /// Every event of the run was a call end, and the run is short enough for `u32` positions.
+    mergeable: bool,
     partials: Vec<Partial>,
 }
 
@@ -109,7 +109,7 @@ impl SequenceEngine {
                 (None, Relation::Count(..)) => Partial::Count { count: 0 },
             })
             .collect();
-        let run = Summary { events: 0, all_ends: true, partials: kinds.clone() };
+        let run = Summary { events: 0, mergeable: true, partials: kinds.clone() };
         Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
     }
 
@@ -120,7 +120,7 @@ impl SequenceEngine {
     /// [`SequenceEngine::feed_scoped`], and the excerpt, if kept, to
     /// [`SequenceEngine::note_call`].
     pub fn apply_summary(&mut self, summary: &Summary, locate: impl Fn(u32) -> (Option<u64>, u64)) -> bool {
-        if !summary.all_ends || !self.open_calls.is_empty() || summary.partials.len() != self.rules.len() {
+        if !summary.mergeable || !self.open_calls.is_empty() || summary.partials.len() != self.rules.len() {
             return false;
         }
         let at = |index: Option<u32>| {
@@ -133,7 +133,12 @@ impl SequenceEngine {
         self.calls += u64::from(summary.events);
         for (state, partial) in self.states.iter_mut().zip(&summary.partials) {
             match (state, partial) {
-                (RuleState::Before { first_a, first_b }, Partial::Before { first_a: a, first_b: b }) => {
+                (RuleState::Before { first_a, first_b, a_first }, Partial::Before { first_a: a, first_b: b }) => {
+                    if first_b.is_none()
+                        && let Some(b) = b
+                    {
+                        *a_first = first_a.is_some() || a.is_some_and(|a| a < *b);
+                    }
                     *first_a = first_a.or_else(|| at(*a));
                     *first_b = first_b.or_else(|| at(*b));
                 }
@@ -219,9 +224,13 @@ impl Summarizer {
     #[inline]
     pub fn push(&mut self, prepared: &Prepared) -> bool {
         let index = self.run.events;
-        self.run.events += 1;
+        match index.checked_add(1) {
+            Some(events) => self.run.events = events,
+            // Positions would wrap: the engine refuses the summary, the events go one by one.
+            None => self.run.mergeable = false,
+        }
         if !prepared.is_call_end() {
-            self.run.all_ends = false;
+            self.run.mergeable = false;
         }
         let bits = &prepared.bits;
         let mut todo = self.masks.stepped(bits) & !self.masks.scoped;
@@ -254,7 +263,7 @@ impl Summarizer {
 
     /// The summary of the run so far; the next event starts a new run.
     pub fn finish(&mut self) -> Summary {
-        let fresh = Summary { events: 0, all_ends: true, partials: self.kinds.clone() };
+        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone() };
         std::mem::replace(&mut self.run, fresh)
     }
 }
@@ -313,5 +322,50 @@ fn step_partial(partial: &mut Partial, ids: &RuleIds, here: u32, bits: &MatchBit
             }
         }
         Partial::Scoped => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentic_core::EventType;
+
+    use super::super::{CompiledRule, EventRef, SequenceRule, compile_rule};
+    use super::*;
+
+    fn engine() -> SequenceEngine {
+        let rule: SequenceRule =
+            serde_json::from_value(serde_json::json!({"count": {"of": {"tool": "Read"}, "at_least": 1}})).unwrap();
+        let rules: Vec<CompiledRule> = compile_rule(&rule, "/r", &mut Vec::new()).into_iter().collect();
+        SequenceEngine::new(rules, 0)
+    }
+
+    /// A run longer than `u32` positions neither panics nor wraps: its summary is refused
+    /// (and the caller feeds the events one by one).
+    #[test]
+    fn a_run_too_long_for_its_positions_is_refused() {
+        let mut engine = engine();
+        let plan = engine.match_plan();
+        let mut summarizer = engine.summarizer().expect("one rule");
+        let read = EventRef {
+            event_type: EventType::ToolCallEnd,
+            name: Some("Read"),
+            args: ArgsRef::None,
+            span_id: None,
+            parent_span_id: None,
+            post_only_parent: false,
+            line: Some(1),
+            seq: 1,
+        };
+        let prepared = plan.prepare(&read);
+        summarizer.run.events = u32::MAX - 1;
+        summarizer.push(&prepared);
+        let summary = summarizer.finish();
+        assert!(summary.mergeable, "one more event still fits");
+        summarizer.run.events = u32::MAX;
+        summarizer.push(&prepared);
+        let summary = summarizer.finish();
+        assert!(!summary.mergeable);
+        assert!(!engine.apply_summary(&summary, |k| (Some(u64::from(k)), u64::from(k))));
+        assert_eq!(engine.finish().events, 0);
     }
 }
