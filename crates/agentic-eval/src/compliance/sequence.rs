@@ -298,6 +298,11 @@ pub struct CompiledMatcher {
 }
 
 impl CompiledMatcher {
+    /// The matcher as written.
+    pub fn source(&self) -> &EventMatcher {
+        &self.source
+    }
+
     fn matches(&self, occurrence: &Occurrence<'_>) -> bool {
         self.name_matches(occurrence.kind, occurrence.name) && self.args_match(occurrence)
     }
