@@ -24,7 +24,12 @@
 //! `within` scope; neither grows with the length of the trace. Open calls are bounded by
 //! a window of 2 x [`MAX_OPEN_SPANS`] ids (the oldest is forgotten first); a scope holds at
 //! most [`MAX_OPEN_SPANS`] started spans (a rule whose scope overflows fails with a note
-//! saying so) plus the latest [`POST_ONLY_SCOPE_WINDOW`] post-only spans, which never end.
+//! saying so) plus the latest [`POST_ONLY_SCOPE_WINDOW`] spans that ended or never end
+//! (post-only spans).
+//!
+//! **Ended spans.** A span that ended still holds its subtree: a call that names it as its
+//! parent later in the trace is inside (OTLP exports in several batches, where a parent's
+//! batch may come first). The latest [`POST_ONLY_SCOPE_WINDOW`] ended spans are kept.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -45,8 +50,8 @@ use serde_json::Value;
 /// The most open spans a scope (or the open-call set) tracks.
 pub const MAX_OPEN_SPANS: usize = 100_000;
 
-/// How many post-only scope spans (spans that never get an end event, as in the seed's
-/// JSONL) a scope remembers; the oldest is forgotten first.
+/// How many scope spans that ended, or never get an end event (post-only spans, as in the
+/// seed's JSONL), a scope remembers; the oldest is forgotten first.
 pub const POST_ONLY_SCOPE_WINDOW: usize = 4096;
 
 /// A sequence rule as written in YAML: exactly one relation, optionally scoped.
@@ -1228,6 +1233,13 @@ impl SpanSet {
         self.table.find(span.hash, |&slot| slots[slot as usize].holds(span)).is_some()
     }
 
+    /// The key of `span`, when it is a member.
+    fn key_of(&self, span: SpanRef<'_>) -> Option<SpanKey> {
+        let slots = &self.slots;
+        let slot = *self.table.find(span.hash, |&slot| slots[slot as usize].holds(span))?;
+        Some((slot, slots[slot as usize].generation))
+    }
+
     /// Adds `span`; `None` when it is a member already.
     fn insert(&mut self, span: SpanRef<'_>) -> Option<SpanKey> {
         let slots = &mut self.slots;
@@ -1288,53 +1300,92 @@ impl SpanSet {
 #[derive(Debug, Default)]
 struct Scope {
     open: SpanSet,
-    /// The post-only spans in `open`, oldest first.
-    post_only: VecDeque<SpanKey>,
+    /// The spans in `open` that ended or never end (post-only), oldest first: only the
+    /// latest [`POST_ONLY_SCOPE_WINDOW`] are kept.
+    lingering: VecDeque<SpanKey>,
     overflowed: bool,
     /// Parents of occurrences that were outside the scope, the latest
     /// [`POST_ONLY_SCOPE_WINDOW`], oldest first: if one of them opens a scope later, its
     /// children came before it in the file.
     orphans: SpanSet,
     orphan_order: VecDeque<SpanKey>,
+    /// Per slot of `orphans`: the occurrences under that parent and the first of them.
+    orphan_calls: Vec<(u64, Location)>,
     /// Spans that opened a scope after occurrences under them were counted as outside.
     late_parents: u64,
+    /// Occurrences under such spans that a `never` or `count` rule took in when the span
+    /// opened (order does not matter to those).
+    attributed: u64,
 }
 
 impl Scope {
-    /// Remembers the parent of an occurrence that was outside the scope.
-    fn note_orphan(&mut self, parent: SpanRef<'_>) {
-        if let Some(key) = self.orphans.insert(parent) {
-            self.orphan_order.push_back(key);
-            if self.orphan_order.len() > POST_ONLY_SCOPE_WINDOW
-                && let Some(oldest) = self.orphan_order.pop_front()
-            {
-                self.orphans.remove_key(oldest);
+    /// Remembers the parent of an occurrence (at `here`) that was outside the scope.
+    fn note_orphan(&mut self, parent: SpanRef<'_>, here: Location) {
+        let (slot, _) = match self.orphans.insert(parent) {
+            Some(key) => {
+                self.orphan_order.push_back(key);
+                if self.orphan_order.len() > POST_ONLY_SCOPE_WINDOW
+                    && let Some(oldest) = self.orphan_order.pop_front()
+                {
+                    self.orphans.remove_key(oldest);
+                }
+                if self.orphan_calls.len() <= key.0 as usize {
+                    self.orphan_calls.resize(key.0 as usize + 1, (0, here));
+                }
+                self.orphan_calls[key.0 as usize] = (0, here);
+                key
             }
+            None => match self.orphans.key_of(parent) {
+                Some(key) => key,
+                None => return,
+            },
+        };
+        if let Some(calls) = self.orphan_calls.get_mut(slot as usize) {
+            calls.0 += 1;
         }
     }
 
-    /// A span opens a scope: counts it when occurrences under it came first.
-    fn note_opened(&mut self, span: SpanRef<'_>) {
-        if !self.orphans.is_empty() && self.orphans.remove(span) {
-            self.late_parents += 1;
+    /// A span opens a scope: when occurrences under it came first, counts it and gives how
+    /// many there were and the first.
+    fn note_opened(&mut self, span: SpanRef<'_>) -> Option<(u64, Location)> {
+        if self.orphans.is_empty() {
+            return None;
         }
+        let (slot, _) = self.orphans.key_of(span)?;
+        self.orphans.remove(span);
+        self.late_parents += 1;
+        self.orphan_calls.get(slot as usize).copied()
     }
 
     /// Opens a span; `post_only` spans never close, so only the latest few are kept.
     fn open(&mut self, span: SpanRef<'_>, post_only: bool) {
         if post_only {
             if let Some(key) = self.open.insert(span) {
-                self.post_only.push_back(key);
-                if self.post_only.len() > POST_ONLY_SCOPE_WINDOW
-                    && let Some(oldest) = self.post_only.pop_front()
-                {
-                    self.open.remove_key(oldest);
-                }
+                self.linger(key);
             }
         } else if self.open.len() < MAX_OPEN_SPANS {
             self.open.insert(span);
         } else if !self.open.contains(span) {
             self.overflowed = true;
+        }
+    }
+
+    /// A span ends: calls that name it as their parent later are still inside, so it stays
+    /// among the latest ended spans.
+    fn close(&mut self, span: SpanRef<'_>) {
+        if self.open.remove(span)
+            && let Some(key) = self.open.insert(span)
+        {
+            self.linger(key);
+        }
+    }
+
+    fn linger(&mut self, key: SpanKey) {
+        self.lingering.push_back(key);
+        if self.lingering.len() > POST_ONLY_SCOPE_WINDOW
+            && let Some(oldest) = self.lingering.pop_front()
+        {
+            self.open.remove_key(oldest);
         }
     }
 }
@@ -1646,16 +1697,18 @@ impl SequenceEngine {
                     && let Some(parent) = parent
                     && concerns(&rule.relation, *ids, matches)
                 {
-                    scope.note_orphan(parent);
+                    scope.note_orphan(parent, location);
                 }
                 if let Some(span) = span {
                     // An end that pairs with a start closes the span; a post-only end (no
                     // start seen) is the whole call and may open a scope.
                     if is_end && !counts {
-                        scope.open.remove(span);
+                        scope.close(span);
                     } else if matches.check(root, ids.within) || (inside && is_container) {
                         scope.open(span, is_end);
-                        scope.note_opened(span);
+                        if let Some((calls, first)) = scope.note_opened(span) {
+                            take_late_calls(&rule.relation, state, scope, calls, first);
+                        }
                     }
                 }
                 inside
@@ -1677,7 +1730,7 @@ impl SequenceEngine {
         let Some(span) = span else { return };
         for scope in self.scopes.iter_mut().flatten() {
             if is_end {
-                scope.open.remove(span);
+                scope.close(span);
             } else if is_container && parent.is_some_and(|parent| scope.open.contains(parent)) {
                 scope.open(span, false);
             }
@@ -1695,6 +1748,13 @@ impl SequenceEngine {
                 let mut outcome = conclude(&rule.relation, state);
                 if let Some(within) = &rule.within {
                     outcome.notes = format!("within {}: {}", within.description, outcome.notes);
+                }
+                if let Some(taken) = scope.as_ref().map(|s| s.attributed).filter(|&taken| taken > 0) {
+                    outcome.notes = format!(
+                        "{}. Note: {taken} call(s) came before the scope span they are under (a parent line \
+                         written after its children) and count inside it.",
+                        outcome.notes.trim_end_matches('.')
+                    );
                 }
                 if let Some(late) = scope.as_ref().map(|s| s.late_parents).filter(|&late| late > 0) {
                     outcome.notes = format!(
@@ -1715,6 +1775,24 @@ impl SequenceEngine {
             .collect();
         TraceOutcome { outcomes, events: self.events, calls: self.calls, excerpt: self.excerpt.into_iter().collect() }
     }
+}
+
+/// Occurrences that came before the span that puts them in scope (a parent line written
+/// after its children): `never` and `count` take them in, since order does not matter to
+/// them; the ordered relations cannot place them and leave them outside (the note says so).
+fn take_late_calls(relation: &Relation, state: &mut RuleState, scope: &mut Scope, calls: u64, first_late: Location) {
+    match (relation, state) {
+        (Relation::Never(_), RuleState::Never { first, count }) => {
+            *count += calls;
+            if first.is_none_or(|first| first_late.seq < first.seq) {
+                *first = Some(first_late);
+            }
+        }
+        (Relation::Count(..), RuleState::Count { count }) => *count += calls,
+        _ => return,
+    }
+    scope.late_parents -= 1;
+    scope.attributed += calls;
 }
 
 /// Whether an occurrence concerns a relation: it matches one of its matchers, or, for
@@ -1977,7 +2055,7 @@ mod tests {
     }
 
     #[test]
-    fn within_follows_nested_agent_spans_and_forgets_closed_ones() {
+    fn within_follows_nested_agent_spans_also_after_they_end() {
         let agent = |event_type, name: &str, span: &str, parent: Option<&str>, line| {
             let mut event = call(event_type, name, Value::Null, Some(span), parent, line);
             event.data = Value::Null;
@@ -1990,17 +2068,21 @@ mod tests {
             call(EventType::ToolCallEnd, "Bash", json!({}), Some("c1"), Some("H"), 4),
             agent(EventType::AgentInvokeEnd, "helper", "H", Some("A"), 5),
             agent(EventType::AgentInvokeEnd, "reviewer", "A", None, 6),
+            // Under the helper, which ended: still in the reviewer's subtree (a later batch).
             call(EventType::ToolCallStart, "Write", json!({}), Some("c2"), Some("H"), 7),
+            // Under nothing the reviewer opened.
+            call(EventType::ToolCallStart, "Edit", json!({}), Some("c3"), Some("X"), 8),
         ];
         let got = verdicts(
             vec![
                 json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}, "within": {"agent": "reviewer"}}),
                 json!({"never": {"tool": "Write"}, "within": {"agent": "reviewer"}}),
                 json!({"count": {"of": {"agent": "*"}, "at_least": 2, "at_most": 2}}),
+                json!({"never": {"tool": "Edit"}, "within": {"agent": "reviewer"}}),
             ],
             events,
         );
-        assert_eq!(got, vec![true, true, true]);
+        assert_eq!(got, vec![true, false, true, true]);
     }
 
     #[test]
@@ -2039,34 +2121,52 @@ mod tests {
     }
 
     #[test]
-    fn children_before_their_parent_line_count_outside_and_the_note_says_so() {
+    fn children_before_their_parent_line_count_for_never_and_count_and_warn_for_order() {
         let task = |seq: u64| {
             let mut task = end("Task", json!({}), seq);
             task.span = Some(SpanContext { trace_id: None, span_id: Some("p1".into()), parent_span_id: None });
             task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
             task
         };
-        let write = |seq: u64| call(EventType::ToolCallEnd, "Write", json!({}), None, Some("p1"), seq);
-        let rules = || vec![rule(json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}))];
-        // Parent line first (the seed's order): the write is inside, no warning.
-        let in_order = SequenceEngine::run(rules(), vec![task(1), write(2)], 0);
+        let under = |tool: &str, seq: u64| call(EventType::ToolCallEnd, tool, json!({}), None, Some("p1"), seq);
+        let never = || vec![rule(json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}))];
+        // Parent line first (the seed's order): the write is inside, no note.
+        let in_order = SequenceEngine::run(never(), vec![task(1), under("Write", 2)], 0);
         assert!(!in_order.outcomes[0].passed);
-        assert!(!in_order.outcomes[0].notes.contains("Warning"), "{}", in_order.outcomes[0].notes);
-        // Parent line last (written when the task ended): the write is outside, and said so.
-        let late = SequenceEngine::run(rules(), vec![write(1), task(2)], 0);
-        assert!(late.outcomes[0].passed);
+        assert!(!in_order.outcomes[0].notes.contains("came before"), "{}", in_order.outcomes[0].notes);
+        // Parent line last (written when the task ended): the writes still count inside, first
+        // at their own line, and the note says how they were placed.
+        let late = SequenceEngine::run(never(), vec![under("Write", 1), under("Write", 2), task(3)], 0);
+        let notes = &late.outcomes[0].notes;
+        assert!(!late.outcomes[0].passed, "{notes}");
+        assert!(notes.contains("Write occurs 2 time(s), first at line 1"), "{notes}");
         assert!(
-            late.outcomes[0].notes.ends_with(
+            notes.ends_with(
+                "Note: 2 call(s) came before the scope span they are under (a parent line written after its \
+                 children) and count inside it."
+            ),
+            "{notes}"
+        );
+        let count = vec![rule(json!({"count": {"of": {"tool": "Write"}, "at_most": 1}, "within": {"tool": "Task"}}))];
+        let counted = SequenceEngine::run(count, vec![under("Write", 1), under("Write", 2), task(3)], 0);
+        assert!(!counted.outcomes[0].passed, "{}", counted.outcomes[0].notes);
+        // An ordered relation cannot place them: outside, and said so.
+        let before =
+            vec![rule(json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}))];
+        let ordered = SequenceEngine::run(before, vec![under("Write", 1), task(2)], 0);
+        assert!(
+            ordered.outcomes[0].notes.ends_with(
                 "Warning: 1 scope span(s) came after calls under them (a parent line written after its children); \
                  those calls counted as outside the scope."
             ),
             "{}",
-            late.outcomes[0].notes
+            ordered.outcomes[0].notes
         );
-        // A call that does not concern the rule is no reason to warn.
-        let read = call(EventType::ToolCallEnd, "Read", json!({}), None, Some("p1"), 1);
-        let unrelated = SequenceEngine::run(rules(), vec![read, task(2)], 0);
+        // A call that does not concern the rule changes nothing.
+        let unrelated = SequenceEngine::run(never(), vec![under("Read", 1), task(2)], 0);
+        assert!(unrelated.outcomes[0].passed);
         assert!(!unrelated.outcomes[0].notes.contains("Warning"), "{}", unrelated.outcomes[0].notes);
+        assert!(!unrelated.outcomes[0].notes.contains("came before"), "{}", unrelated.outcomes[0].notes);
     }
 
     /// Argument texts for the differential tests: plain, escaped, duplicated, nested,
@@ -2531,7 +2631,8 @@ mod tests {
     }
 
     /// A model call is a span like any other: a tool call under it (OTLP `execute_tool` under
-    /// `chat`) is inside the agent scope around it, until the model call ends.
+    /// `chat`) is inside the agent scope around it, also when it comes after the model call's
+    /// end (another export batch).
     #[test]
     fn calls_under_a_model_call_are_inside_the_scope_around_it() {
         let span = |event_type, name: &str, span: &str, parent: Option<&str>, line| {
@@ -2545,13 +2646,15 @@ mod tests {
             span(EventType::ToolCallStart, "Bash", "c1", Some("L"), 3),
             span(EventType::ToolCallEnd, "Bash", "c1", Some("L"), 4),
             span(EventType::LlmResponse, "chat gpt-4o", "L", Some("A"), 5),
-            // After the model call ended, its id no longer carries the scope.
+            // After the model call ended, its id still carries the scope.
             span(EventType::ToolCallStart, "Bash", "c2", Some("L"), 6),
             span(EventType::AgentInvokeEnd, "reviewer", "A", None, 7),
+            // Not under the agent.
+            span(EventType::ToolCallStart, "Bash", "c3", None, 8),
         ];
         let got = verdicts(
             vec![
-                json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}, "within": {"agent": "reviewer"}}),
+                json!({"count": {"of": {"tool": "Bash"}, "at_least": 2, "at_most": 2}, "within": {"agent": "reviewer"}}),
             ],
             events,
         );

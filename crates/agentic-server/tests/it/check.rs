@@ -737,7 +737,12 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
             assert_eq!(run(workers), reference, "{case:?} with {workers} worker(s)");
         }
         if case[2] == late {
-            assert!(reference.2.contains("scope span(s) came after calls under them"), "{}", reference.2);
+            // `never`/`count` in a scope take the early calls in; ordered relations warn.
+            let (attributed, warned) = ("count inside it", "scope span(s) came after calls under them");
+            assert!(reference.2.contains(attributed), "{}", reference.2);
+            if case[0] == rules {
+                assert!(reference.2.contains(warned), "{}", reference.2);
+            }
         }
         if case[2] == clean {
             // Rules of every kind hold and fail on the clean trace.
@@ -1048,4 +1053,51 @@ fn a_forced_format_that_does_not_fit_warns() {
         "{}",
         String::from_utf8_lossy(&right.stderr)
     );
+}
+
+/// An OTLP trace exported in several batches: a `never` within an agent fails wherever the
+/// agent's span lands, in the same document as the tool call, in an earlier one (the scope
+/// outlives the agent's end) or in a later one (the usual batch order: children end first).
+#[test]
+fn otlp_batches_keep_scopes_whatever_their_order() {
+    let span = |id: &str, parent: Option<&str>, name: &str, operation: &str, key: &str, value: &str| {
+        json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": id, "parentSpanId": parent.unwrap_or(""),
+               "name": name, "kind": 1, "startTimeUnixNano": "1000", "endTimeUnixNano": "9000",
+               "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": operation}},
+                              {"key": key, "value": {"stringValue": value}}]})
+    };
+    let agent = span("00000000000000a1", None, "invoke_agent bot", "invoke_agent", "gen_ai.agent.name", "bot");
+    let tool = span(
+        "00000000000000c1",
+        Some("00000000000000a1"),
+        "execute_tool delete",
+        "execute_tool",
+        "gen_ai.tool.name",
+        "delete",
+    );
+    let document =
+        |spans: Vec<Value>| json!({"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": spans}]}]});
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("scope.yaml");
+    std::fs::write(
+        &spec,
+        r#"workflow: "ot"
+spec_version: "1"
+checkpoints:
+  - {id: O1-01, tier: 2, instruction: "the bot never deletes", severity: critical, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: delete}, within: {agent: bot}}}}
+"#,
+    )
+    .unwrap();
+    let layouts = [
+        ("one document", vec![document(vec![agent.clone(), tool.clone()])]),
+        ("agent first", vec![document(vec![agent.clone()]), document(vec![tool.clone()])]),
+        ("tool first", vec![document(vec![tool]), document(vec![agent])]),
+    ];
+    for (name, documents) in layouts {
+        let trace = dir.path().join("trace.jsonl");
+        let text: String = documents.iter().map(|d| format!("{d}\n")).collect();
+        std::fs::write(&trace, text).unwrap();
+        let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap()]);
+        assert_eq!(run.results(), owned(&[("O1-01", "FAIL", 0.0)]), "{name}: {}", run.stdout());
+    }
 }
