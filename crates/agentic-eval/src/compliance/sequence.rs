@@ -134,7 +134,8 @@ pub struct EventMatcher {
     /// Argument matchers by dotted argument path, for example `file_path: {glob: "**/skill.md"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<BTreeMap<String, TextMatch>>,
-    /// A matcher on the whole argument text (a string argument as is, otherwise compact JSON).
+    /// A matcher on the argument text: it holds on the whole arguments (a string argument as
+    /// is, otherwise compact JSON) or on any one string value in them, unescaped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_text: Option<TextMatch>,
 }
@@ -338,8 +339,11 @@ impl CompiledMatcher {
             }
         }
         if !self.args_text.is_empty() {
-            let text = occurrence.args_text();
-            if !self.args_text.iter().all(|m| m.is_match(&text)) {
+            // The whole text, or any one string value in it as written (without JSON's
+            // escapes): `contains: 'cat "secrets.env"'` and `regex: '^git status$'` mean
+            // the command, not its JSON spelling.
+            let holds = |text: &str| self.args_text.iter().all(|m| m.is_match(text));
+            if !holds(&occurrence.args_text()) && !occurrence.args().is_some_and(|args| any_string(args, &holds)) {
                 return false;
             }
         }
@@ -635,6 +639,16 @@ impl<'a> Occurrence<'a> {
             Some(Value::String(text)) => std::borrow::Cow::Borrowed(text.as_str()),
             Some(other) => std::borrow::Cow::Owned(other.to_string()),
         }
+    }
+}
+
+/// Whether `holds` for some string in `value` (object keys aside).
+fn any_string(value: &Value, holds: &impl Fn(&str) -> bool) -> bool {
+    match value {
+        Value::String(text) => holds(text),
+        Value::Array(items) => items.iter().any(|item| any_string(item, holds)),
+        Value::Object(members) => members.values().any(|member| any_string(member, holds)),
+        _ => false,
     }
 }
 
@@ -2659,6 +2673,36 @@ mod tests {
             events,
         );
         assert_eq!(got, vec![true]);
+    }
+
+    /// `args_text` reads the command as written, not its JSON spelling: quotes, anchors and
+    /// nested strings match; the whole JSON text still does too.
+    #[test]
+    fn args_text_matches_string_values_as_written() {
+        let bash = |args: Value| end("Bash", args, 1);
+        let cases = [
+            (json!({"contains": "cat \"secrets.env\""}), json!({"command": "cat \"secrets.env\""}), true),
+            (json!({"regex": "^git status$"}), json!({"command": "git status"}), true),
+            (json!({"regex": "^git status$"}), json!({"command": "git status --short"}), false),
+            (json!({"equals": "ls"}), json!({"opts": {"argv": ["-l", "ls"]}}), true),
+            (json!({"contains": "\"command\":"}), json!({"command": "ls"}), true),
+            (json!({"contains": "rm -rf", "regex": "^sudo"}), json!({"a": "rm -rf /", "b": "sudo ls"}), false),
+            (json!({"contains": "ls"}), json!({"ls": 1}), true),
+            (json!({"equals": "ls"}), json!({"ls": 1}), false),
+        ];
+        for (text_match, args, expected) in cases {
+            let rules = vec![rule(json!({"count": {"of": {"tool": "Bash", "args_text": text_match}, "at_least": 1}}))];
+            let event = bash(args.clone());
+            let lazy = SequenceEngine::run(rules.clone(), vec![event.clone()], 0);
+            assert_eq!(lazy.outcomes[0].passed, expected, "{text_match} on {args}");
+            // Precomputed bits over the JSON text agree.
+            let mut engine = SequenceEngine::new(rules, 0);
+            let plan = engine.match_plan();
+            let text = args.to_string();
+            let event = EventRef { args: ArgsRef::Json(&text), ..EventRef::from_event(&event) };
+            engine.feed_prepared(&event, &plan.prepare(&event));
+            assert_eq!(engine.finish().outcomes[0].passed, expected, "{text_match} on {text} (bits)");
+        }
     }
 
     #[test]
