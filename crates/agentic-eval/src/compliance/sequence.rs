@@ -1330,6 +1330,8 @@ struct Scope {
     /// Occurrences under such spans that a `never` or `count` rule took in when the span
     /// opened (order does not matter to those).
     attributed: u64,
+    /// Whether any span matched the scope's root.
+    rooted: bool,
 }
 
 impl Scope {
@@ -1719,6 +1721,7 @@ impl SequenceEngine {
                     if is_end && !counts {
                         scope.close(span);
                     } else if matches.check(root, ids.within) || (inside && is_container) {
+                        scope.rooted |= !inside;
                         scope.open(span, is_end);
                         if let Some((calls, first)) = scope.note_opened(span) {
                             take_late_calls(&rule.relation, state, scope, calls, first);
@@ -1762,6 +1765,16 @@ impl SequenceEngine {
                 let mut outcome = conclude(&rule.relation, state);
                 if let Some(within) = &rule.within {
                     outcome.notes = format!("within {}: {}", within.description, outcome.notes);
+                }
+                if let (Some(within), Some(scope)) = (&rule.within, scope)
+                    && !scope.rooted
+                {
+                    // Likely a spec or capture problem, not a clean pass: say so.
+                    outcome.notes = format!(
+                        "{}. Note: no span matched the scope ({}) in the trace, so nothing was inside it.",
+                        outcome.notes.trim_end_matches('.'),
+                        within.description
+                    );
                 }
                 if let Some(taken) = scope.as_ref().map(|s| s.attributed).filter(|&taken| taken > 0) {
                     outcome.notes = format!(
@@ -2673,6 +2686,27 @@ mod tests {
             events,
         );
         assert_eq!(got, vec![true]);
+    }
+
+    /// A scope that no span ever opened passes `never` vacuously: the note says so (a spec
+    /// naming the wrong agent, or a capture without sub-agent spans).
+    #[test]
+    fn a_scope_that_never_opened_is_noted() {
+        let rules = || vec![rule(json!({"never": {"tool": "Write"}, "within": {"agent": "code-reviewer"}}))];
+        let write = call(EventType::ToolCallEnd, "Write", json!({}), Some("w"), Some("x"), 1);
+        let none = SequenceEngine::run(rules(), vec![write.clone()], 0);
+        assert!(none.outcomes[0].passed);
+        assert!(
+            none.outcomes[0].notes.ends_with(
+                "Note: no span matched the scope (agent code-reviewer) in the trace, so nothing was inside it."
+            ),
+            "{}",
+            none.outcomes[0].notes
+        );
+        let mut agent = call(EventType::AgentInvokeStart, "code-reviewer", Value::Null, Some("a"), None, 1);
+        agent.data = Value::Null;
+        let opened = SequenceEngine::run(rules(), vec![agent, write], 0);
+        assert!(!opened.outcomes[0].notes.contains("no span matched"), "{}", opened.outcomes[0].notes);
     }
 
     /// `args_text` reads the command as written, not its JSON spelling: quotes, anchors and
