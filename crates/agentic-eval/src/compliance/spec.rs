@@ -7,18 +7,22 @@
 //! a [`CompiledSpec`], whose checkpoints carry their `position_index` (document order, 1..N).
 //! [`lint_against_previous`] enforces that ids are immutable and append-only.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use agentic_core::Diagnostic;
 use agentic_core::diagnostic::{did_you_mean, sort_diagnostics};
 use agentic_core::document::DocumentLoader;
 use agentic_core::yaml::SourceMap;
+use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::condition::{CompiledCondition, Condition, compile_condition};
-use super::sequence::{CompiledRule, Relation, SequenceRule, compile_rule};
+use super::sequence::{
+    CompiledMatcher, CompiledRule, EventMatcher, Patterns, Relation, SequenceRule, TextMatch, compile_rule,
+    glob_to_regex,
+};
 
 /// The evidence source name that stands for the trace file.
 pub const TRACE_SOURCE: &str = "trace_file";
@@ -552,6 +556,7 @@ fn check_checkpoint(
                     None
                 }
                 Some(rule) => compile_rule(rule, &format!("{verification_pointer}/rule"), diagnostics).map(|rule| {
+                    warn_matchers_matching_everything(&rule, &format!("{verification_pointer}/rule"), diagnostics);
                     rules.push(rule);
                     CompiledCheck::Sequence(rules.len() - 1)
                 }),
@@ -666,49 +671,215 @@ fn check_paths_routed(
     }
 }
 
-/// Flags tier-2 checkpoints that cannot all pass: `never: X` next to another rule needing X.
+/// Flags tier-2 checkpoints that cannot all pass: an unscoped `never: X` next to a rule that
+/// needs a call of Y (`before`'s `a` and `b`, `immediately_before`'s `b` and the `a` right
+/// before it, `count` with `at_least > 0`) when every call Y matches is also one X matches.
+///
+/// Only sound cases are reported (see [`matcher_covers`]); a pair whose `applies_when`
+/// differ is left alone, since one of them may be NOT_APPLICABLE whenever the other applies.
 fn detect_rule_conflicts(
     spec: &CheckpointSpec,
     checkpoints: &[CompiledCheckpoint],
     rules: &[CompiledRule],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let mut forbidden: BTreeMap<&str, &str> = BTreeMap::new();
-    for checkpoint in checkpoints {
-        if let CompiledCheck::Sequence(rule_idx) = checkpoint.check
-            && rules[rule_idx].within.is_none()
-            && let Relation::Never(matcher) = &rules[rule_idx].relation
-        {
-            forbidden.insert(matcher.description.as_str(), checkpoint.checkpoint.id.as_str());
-        }
-    }
+    let forbidden: Vec<(&CompiledCheckpoint, &CompiledMatcher)> = checkpoints
+        .iter()
+        .filter_map(|checkpoint| match checkpoint.check {
+            CompiledCheck::Sequence(rule_idx) => match &rules[rule_idx] {
+                CompiledRule { relation: Relation::Never(matcher), within: None } => Some((checkpoint, matcher)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
     for (idx, checkpoint) in checkpoints.iter().enumerate() {
         let CompiledCheck::Sequence(rule_idx) = checkpoint.check else { continue };
-        let rule = &rules[rule_idx];
-        if rule.within.is_some() {
-            continue;
-        }
-        let required: Vec<&str> = match &rule.relation {
-            Relation::Before(a, b) => vec![a.description.as_str(), b.description.as_str()],
-            Relation::ImmediatelyBefore(_, b) => vec![b.description.as_str()],
-            Relation::Count(m, Some(low), _) if *low > 0 => vec![m.description.as_str()],
+        // A scoped rule needs its calls inside the scope, and those are calls of the trace
+        // too, which the unscoped `never` sees.
+        let required: Vec<&CompiledMatcher> = match &rules[rule_idx].relation {
+            Relation::Before(a, b) => vec![a, b],
+            // It fails without a `b`, and the call right before the first `b` must be an `a`.
+            Relation::ImmediatelyBefore(a, b) => vec![a, b],
+            Relation::Count(m, Some(low), _) if *low > 0 => vec![m],
             _ => Vec::new(),
         };
         for needed in required {
-            if let Some(other) = forbidden.get(needed) {
-                diagnostics.push(
-                    Diagnostic::error(
-                        "checkpoint-contradiction",
-                        format!(
-                            "checkpoint `{}` needs {needed}, which checkpoint `{other}` forbids with `never`",
-                            checkpoint.checkpoint.id
-                        ),
-                    )
-                    .at_pointer(format!("/checkpoints/{}/verification/rule", spec_index(spec, idx, checkpoint)))
-                    .with_hint("both can never pass in one run; fix one of them"),
-                );
-            }
+            let conflict = forbidden.iter().find(|(other, never)| {
+                other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
+                    && matcher_covers(never.source(), needed.source())
+            });
+            let Some((other, never)) = conflict else { continue };
+            let forbids = if never.source() == needed.source() {
+                "forbids with `never`".to_owned()
+            } else {
+                format!("forbids with `never: {}`", never.description)
+            };
+            diagnostics.push(
+                Diagnostic::error(
+                    "checkpoint-contradiction",
+                    format!(
+                        "checkpoint `{}` needs {}, which checkpoint `{}` {forbids}",
+                        checkpoint.checkpoint.id, needed.description, other.checkpoint.id
+                    ),
+                )
+                .at_pointer(format!("/checkpoints/{}/verification/rule", spec_index(spec, idx, checkpoint)))
+                .with_hint("both can never pass in one run; fix one of them"),
+            );
         }
+    }
+}
+
+/// Whether every call `narrow` matches is certainly matched by `wide` too. Sound, not
+/// complete: `false` may mean "cannot tell".
+///
+/// Both match the same kind of call; every name pattern of `narrow` is covered by one of
+/// `wide` (or `wide` names none); and each argument check of `wide` is implied by `narrow`:
+/// the same argument with a subset of the same forms, or a form that holds on any text.
+fn matcher_covers(wide: &EventMatcher, narrow: &EventMatcher) -> bool {
+    if wide == narrow {
+        return true;
+    }
+    let (Some((wide_agent, wide_names)), Some((narrow_agent, narrow_names))) =
+        (matcher_names(wide), matcher_names(narrow))
+    else {
+        return false;
+    };
+    if wide_agent != narrow_agent {
+        return false;
+    }
+    let names_covered = wide_names.is_empty()
+        || (!narrow_names.is_empty()
+            && narrow_names.iter().all(|name| wide_names.iter().any(|pattern| name_covers(pattern, name))));
+    if !names_covered {
+        return false;
+    }
+    let args_covered = wide.args.iter().flatten().all(|(key, wide_text)| {
+        // Any check on an argument fails when it is absent, so `narrow` checking the
+        // argument at all makes it present.
+        narrow.args.as_ref().and_then(|args| args.get(key)).is_some_and(|narrow_text| {
+            text_match_implies(narrow_text, wide_text) || text_matches_everything(wide_text, true)
+        })
+    });
+    let args_text_covered = match &wide.args_text {
+        None => true,
+        Some(wide_text) => {
+            text_matches_everything(wide_text, true)
+                || narrow.args_text.as_ref().is_some_and(|narrow_text| text_match_implies(narrow_text, wide_text))
+        }
+    };
+    args_covered && args_text_covered
+}
+
+/// Whether the matcher matches agent invocations, and its name patterns (empty: any name);
+/// `None` for a matcher naming both (an error of its own).
+fn matcher_names(matcher: &EventMatcher) -> Option<(bool, Vec<&str>)> {
+    match (&matcher.tool, &matcher.agent) {
+        (Some(_), Some(_)) => None,
+        (None, Some(_)) => Some((true, pattern_items(&matcher.agent))),
+        (tool, None) => Some((false, pattern_items(tool))),
+    }
+}
+
+fn pattern_items(patterns: &Option<Patterns>) -> Vec<&str> {
+    match patterns {
+        None => Vec::new(),
+        Some(Patterns::One(one)) => vec![one.as_str()],
+        Some(Patterns::Many(many)) => many.iter().map(String::as_str).collect(),
+    }
+}
+
+fn is_name_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?'])
+}
+
+/// Whether the name pattern `pattern` matches every name `name` (a name or a glob) does.
+fn name_covers(pattern: &str, name: &str) -> bool {
+    if pattern == name {
+        return true;
+    }
+    if !is_name_glob(pattern) {
+        return false;
+    }
+    if !is_name_glob(name) {
+        // A plain name matches exactly itself: ask the glob.
+        return Regex::new(&glob_to_regex(pattern)).is_ok_and(|regex| regex.is_match(name));
+    }
+    // `*` is any text without a `/`, which is all a glob without `/` and `**` can match.
+    pattern == "*" && !name.contains('/') && !name.contains("**")
+}
+
+/// Whether a text passing `narrow` certainly passes `wide`: every form `wide` gives, `narrow`
+/// gives identically (all given forms must hold).
+fn text_match_implies(narrow: &TextMatch, wide: &TextMatch) -> bool {
+    let implied = |wide: &Option<String>, narrow: &Option<String>| wide.is_none() || wide == narrow;
+    implied(&wide.glob, &narrow.glob)
+        && implied(&wide.regex, &narrow.regex)
+        && implied(&wide.equals, &narrow.equals)
+        && implied(&wide.contains, &narrow.contains)
+}
+
+/// Whether a text matcher holds on any text: nothing but a `regex` such as `.*`. With
+/// `strict` false it also takes `^.*$`, which only fails on text with a line break (fine for a
+/// warning, not for a contradiction).
+fn text_matches_everything(text: &TextMatch, strict: bool) -> bool {
+    let TextMatch { glob: None, regex: Some(regex), equals: None, contains: None } = text else {
+        return false;
+    };
+    // Leading flags, `(?s)`; `(?s:...)` is a group and stays in the body.
+    let (flags, body) = match regex.strip_prefix("(?").and_then(|rest| rest.split_once(')')) {
+        Some((flags, body)) if !flags.is_empty() && flags.chars().all(|c| "imsUx".contains(c)) => (flags, body),
+        _ => ("", regex.as_str()),
+    };
+    match body {
+        // A search finds the empty match at the start (or the end) of any text.
+        "" | ".*" | ".*?" | "^.*" | "^.*?" | ".*$" | ".*?$" | "^" | "$" => true,
+        // `.` stops at a line break, and `$` is the end of the text unless `m` is set.
+        "^.*$" | "^.*?$" => !strict || flags.contains(['s', 'm']),
+        _ => false,
+    }
+}
+
+/// Warns about matchers that match every tool call through a pattern (`tool: "*"`, a
+/// `regex: ".*"`); the plain `{}` is already flagged when the matcher compiles.
+fn warn_matchers_matching_everything(rule: &CompiledRule, pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
+    let mut matchers: Vec<(String, &CompiledMatcher)> = match &rule.relation {
+        Relation::Before(a, b) => vec![("before/a".to_owned(), a), ("before/b".to_owned(), b)],
+        Relation::OnlyAfter(a, b) => vec![("only_after/a".to_owned(), a), ("only_after/b".to_owned(), b)],
+        Relation::ImmediatelyBefore(a, b) => {
+            vec![("immediately_before/a".to_owned(), a), ("immediately_before/b".to_owned(), b)]
+        }
+        Relation::Never(m) => vec![("never".to_owned(), m)],
+        Relation::Count(m, ..) => vec![("count/of".to_owned(), m)],
+    };
+    if let Some(within) = &rule.within {
+        matchers.push(("within".to_owned(), within));
+    }
+    for (key, compiled) in matchers {
+        let matcher = compiled.source();
+        let Some((false, names)) = matcher_names(matcher) else { continue };
+        let args = matcher.args.iter().flatten().collect::<Vec<_>>();
+        let flagged_when_compiled = names.is_empty() && args.is_empty() && matcher.args_text.is_none();
+        let everything = !flagged_when_compiled
+            && (names.is_empty() || names.iter().any(|name| !name.is_empty() && name.chars().all(|c| c == '*')))
+            && args.iter().all(|(_, text)| text_matches_everything(text, false))
+            && matcher.args_text.as_ref().is_none_or(|text| text_matches_everything(text, false));
+        if !everything {
+            continue;
+        }
+        let message = if args.is_empty() {
+            "this matcher matches every tool call".to_owned()
+        } else {
+            let keys: Vec<String> = args.iter().map(|(key, _)| format!("`{key}`")).collect();
+            format!("this matcher matches every tool call (that has a {} argument)", keys.join(" and a "))
+        };
+        diagnostics.push(
+            Diagnostic::warning("matcher-matches-everything", message)
+                .at_pointer(format!("{pointer}/{key}"))
+                .with_hint(
+                    "`*` matches any tool name and `regex: \".*\"` any text; name a tool with `tool:` or an agent with `agent:`",
+                ),
+        );
     }
 }
 
@@ -719,8 +890,9 @@ fn spec_index(spec: &CheckpointSpec, fallback: usize, checkpoint: &CompiledCheck
 /// Compares a spec with its previous version: ids are immutable and append-only.
 ///
 /// Reports removed ids (`id-removed`), ids whose instruction moved to a different id
-/// (`id-renumbered`), ids reused for a different instruction or tier (`id-reused`) and new
-/// ids that do not take the next free number (`id-not-appended`, a warning).
+/// (`id-renumbered`, swaps and cycles of existing ids included), ids reused for a different
+/// instruction or tier (`id-reused`) and new ids that do not take the next free number
+/// (`id-not-appended`, a warning).
 pub fn lint_against_previous(
     previous: &CheckpointSpec,
     current: &CheckpointSpec,
@@ -728,49 +900,90 @@ pub fn lint_against_previous(
     source_map: &SourceMap,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
-    let current_ids: HashMap<&str, (usize, &Checkpoint)> =
-        current.checkpoints.iter().enumerate().map(|(idx, c)| (c.id.as_str(), (idx, c))).collect();
-    let previous_ids: HashMap<&str, &Checkpoint> = previous.checkpoints.iter().map(|c| (c.id.as_str(), c)).collect();
-    for old in &previous.checkpoints {
-        match current_ids.get(old.id.as_str()) {
-            None => {
-                let moved = current.checkpoints.iter().enumerate().find(|(_, c)| {
-                    normalize(&c.instruction) == normalize(&old.instruction)
-                        && !previous_ids.contains_key(c.id.as_str())
-                });
-                match moved {
-                    Some((idx, new)) => diagnostics.push(
-                        Diagnostic::error(
-                            "id-renumbered",
-                            format!("checkpoint `{}` was renumbered to `{}`", old.id, new.id),
-                        )
-                        .at_pointer(format!("/checkpoints/{idx}/id"))
-                        .with_hint(format!("ids are immutable: old reports cite `{}`; change the id back", old.id)),
+    let current_ids: HashMap<&str, usize> =
+        current.checkpoints.iter().enumerate().rev().map(|(idx, c)| (c.id.as_str(), idx)).collect();
+    let previous_ids: HashMap<&str, &Checkpoint> =
+        previous.checkpoints.iter().rev().map(|c| (c.id.as_str(), c)).collect();
+    let same =
+        |a: &Checkpoint, b: &Checkpoint| a.tier == b.tier && normalize(&a.instruction) == normalize(&b.instruction);
+    // A current checkpoint that is exactly the previous one of its id stays put; any other
+    // (a new id, or an id whose content changed) may be where a previous instruction moved.
+    let unchanged: Vec<bool> =
+        current.checkpoints.iter().map(|c| previous_ids.get(c.id.as_str()).is_some_and(|old| same(old, c))).collect();
+    let mut moved_here: Vec<Option<usize>> = vec![None; current.checkpoints.len()];
+    let mut moved_to: Vec<Option<usize>> = vec![None; previous.checkpoints.len()];
+    for (old_idx, old) in previous.checkpoints.iter().enumerate() {
+        let instruction = normalize(&old.instruction);
+        // An instruction still under its own id (perhaps with another tier) did not move.
+        if current_ids
+            .get(old.id.as_str())
+            .is_some_and(|&idx| normalize(&current.checkpoints[idx].instruction) == instruction)
+        {
+            continue;
+        }
+        let target = current.checkpoints.iter().enumerate().position(|(idx, c)| {
+            !unchanged[idx] && moved_here[idx].is_none() && c.id != old.id && normalize(&c.instruction) == instruction
+        });
+        if let Some(idx) = target {
+            moved_here[idx] = Some(old_idx);
+            moved_to[old_idx] = Some(idx);
+        }
+    }
+    for (old_idx, old) in previous.checkpoints.iter().enumerate() {
+        let here = current_ids.get(old.id.as_str()).copied();
+        if here.is_some_and(|idx| unchanged[idx]) {
+            continue;
+        }
+        if let Some(idx) = moved_to[old_idx] {
+            diagnostics.push(
+                Diagnostic::error(
+                    "id-renumbered",
+                    format!("checkpoint `{}` was renumbered to `{}`", old.id, current.checkpoints[idx].id),
+                )
+                .at_pointer(format!("/checkpoints/{idx}/id"))
+                .with_hint(format!("ids are immutable: old reports cite `{}`; change the id back", old.id)),
+            );
+        }
+        match here {
+            None if moved_to[old_idx].is_none() => diagnostics.push(
+                Diagnostic::error("id-removed", format!("checkpoint `{}` was removed", old.id))
+                    .at_pointer("/checkpoints")
+                    .with_hint(
+                        "ids are append-only: keep the checkpoint (old reports reference it) or bump the spec's major version",
                     ),
-                    None => diagnostics.push(
-                        Diagnostic::error("id-removed", format!("checkpoint `{}` was removed", old.id))
-                            .at_pointer("/checkpoints")
-                            .with_hint("ids are append-only: keep the checkpoint (old reports reference it) or bump the spec's major version"),
-                    ),
-                }
-            }
-            Some((idx, new)) => {
-                if new.tier != old.tier || normalize(&new.instruction) != normalize(&old.instruction) {
-                    diagnostics.push(
-                        Diagnostic::error(
-                            "id-reused",
-                            format!(
-                                "checkpoint id `{}` now means something else (was tier {}: \"{}\")",
-                                old.id, old.tier, old.instruction
-                            ),
-                        )
-                        .at_pointer(format!("/checkpoints/{idx}/instruction"))
-                        .with_hint(
-                            "never reuse an id: restore the old checkpoint and add the new one with the next free id",
+            ),
+            None => {}
+            // The id now holds another previous checkpoint's instruction (reported as
+            // renumbered); if its own instruction went nowhere, it was removed.
+            Some(idx) => match moved_here[idx] {
+                Some(_) if moved_to[old_idx].is_some() => {}
+                Some(from) => diagnostics.push(
+                    Diagnostic::error(
+                        "id-removed",
+                        format!(
+                            "checkpoint `{}` was removed (its id now holds the instruction of `{}`)",
+                            old.id, previous.checkpoints[from].id
                         ),
-                    );
-                }
-            }
+                    )
+                    .at_pointer(format!("/checkpoints/{idx}/id"))
+                    .with_hint(
+                        "ids are append-only: keep the checkpoint (old reports reference it) or bump the spec's major version",
+                    ),
+                ),
+                None => diagnostics.push(
+                    Diagnostic::error(
+                        "id-reused",
+                        format!(
+                            "checkpoint id `{}` now means something else (was tier {}: \"{}\")",
+                            old.id, old.tier, old.instruction
+                        ),
+                    )
+                    .at_pointer(format!("/checkpoints/{idx}/instruction"))
+                    .with_hint(
+                        "never reuse an id: restore the old checkpoint and add the new one with the next free id",
+                    ),
+                ),
+            },
         }
     }
     let mut highest: HashMap<String, u64> = HashMap::new();
@@ -954,5 +1167,290 @@ checkpoints:
             "checkpoints:\n  - id: P1-00\n    tier: 3\n    instruction: new\n    severity: low\n    verification:\n      method: content_analysis\n      evidence_sources: [pr_body]\n",
         );
         assert_eq!(check(&lower), vec!["id-not-appended"]);
+    }
+
+    /// A spec of tier-2 checkpoints `P2-01`, `P2-02`, ... with these rules (flow YAML), each
+    /// optionally with an `applies_when` condition.
+    fn rules_spec(rules: &[(&str, Option<&str>)]) -> String {
+        let mut text = "workflow: w\nspec_version: \"1.0.0\"\ncheckpoints:\n".to_owned();
+        for (idx, (rule, applies_when)) in rules.iter().enumerate() {
+            text.push_str(&format!(
+                "  - id: P2-{:02}\n    tier: 2\n    instruction: rule {idx}\n    severity: high\n    verification:\n      method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {rule}\n",
+                idx + 1
+            ));
+            if let Some(condition) = applies_when {
+                text.push_str(&format!("    applies_when: {condition}\n"));
+            }
+        }
+        text
+    }
+
+    fn contradictions(rules: &[&str]) -> Vec<String> {
+        let rules: Vec<(&str, Option<&str>)> = rules.iter().map(|rule| (*rule, None)).collect();
+        load_spec(&rules_spec(&rules), "spec.yaml")
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "checkpoint-contradiction")
+            .map(|d| d.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_never_that_covers_a_required_matcher_is_a_contradiction() {
+        let needs_deploy = "{count: {of: {tool: Bash, args: {command: {contains: deploy}}}, at_least: 1}}";
+        let found = contradictions(&["{never: {tool: Bash}}", needs_deploy]);
+        assert_eq!(
+            found,
+            vec![
+                "checkpoint `P2-02` needs Bash(command contains deploy), which checkpoint `P2-01` forbids with `never: Bash`"
+            ]
+        );
+        // Wildcards and name lists that contain every name of the required matcher.
+        assert_eq!(contradictions(&["{never: {tool: \"*\"}}", needs_deploy]).len(), 1);
+        assert_eq!(contradictions(&["{never: {tool: \"B*\"}}", needs_deploy]).len(), 1);
+        assert_eq!(contradictions(&["{never: {}}", needs_deploy]).len(), 1);
+        assert_eq!(
+            contradictions(&["{never: {tool: \"*\"}}", "{count: {of: {tool: \"mcp__*\"}, at_least: 2}}"]).len(),
+            1
+        );
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: [Read, Bash, Write]}}",
+                "{before: {a: {tool: Read}, b: {tool: [Bash, Write]}}}"
+            ])
+            .len(),
+            2
+        );
+        // The forbidden argument checks are a subset of the required ones.
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash, args: {command: {contains: rm}}}}",
+                "{count: {of: {tool: Bash, args: {command: {contains: rm, regex: \"^sudo\"}, cwd: {equals: /}}}, at_least: 1}}"
+            ])
+            .len(),
+            1
+        );
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash, args_text: {contains: rm}}}",
+                "{count: {of: {tool: Bash, args_text: {contains: rm, regex: x}}, at_least: 1}}"
+            ])
+            .len(),
+            1
+        );
+        // `immediately_before` needs its `a` too: a passing rule has a `b`, right after an `a`.
+        assert_eq!(
+            contradictions(&["{never: {tool: Read}}", "{immediately_before: {a: {tool: Read}, b: {tool: Bash}}}"]),
+            vec!["checkpoint `P2-02` needs Read, which checkpoint `P2-01` forbids with `never`"]
+        );
+        // A scoped rule still needs its calls in the trace, which the unscoped `never` sees.
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash}}",
+                "{count: {of: {tool: Bash}, at_least: 1}, within: {agent: dev}}"
+            ])
+            .len(),
+            1
+        );
+        // Identical `applies_when`: whenever one applies, so does the other.
+        let same_condition = rules_spec(&[
+            ("{never: {tool: Bash}}", Some("{path: pr.draft, equals: true}")),
+            ("{count: {of: {tool: Bash}, at_least: 1}}", Some("{path: pr.draft, equals: true}")),
+        ]);
+        let found = codes(&same_condition);
+        assert!(found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "{found:?}");
+    }
+
+    #[test]
+    fn a_never_that_may_miss_a_required_call_is_no_contradiction() {
+        let none = Vec::<String>::new();
+        // The `never` is narrower (its argument check) or just different.
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash, args: {command: {contains: rm}}}}",
+                "{count: {of: {tool: Bash}, at_least: 1}}"
+            ]),
+            none
+        );
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash, args: {command: {contains: rm}}}}",
+                "{count: {of: {tool: Bash, args: {command: {contains: rmdir}}}, at_least: 1}}"
+            ]),
+            none
+        );
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash, args_text: {contains: rm}}}",
+                "{count: {of: {tool: Bash, args: {command: {contains: rm}}}, at_least: 1}}"
+            ]),
+            none
+        );
+        assert_eq!(
+            contradictions(&["{never: {tool: [Bash, Read]}}", "{count: {of: {tool: [Bash, Write]}, at_least: 1}}"]),
+            none
+        );
+        // `*` stays within one `/` segment; a name-less matcher matches names with `/` too.
+        assert_eq!(contradictions(&["{never: {tool: \"*\"}}", "{count: {of: {}, at_least: 1}}"]), none);
+        assert_eq!(contradictions(&["{never: {tool: \"*\"}}", "{count: {of: {tool: \"a/*\"}, at_least: 1}}"]), none);
+        assert_eq!(
+            contradictions(&["{never: {tool: \"mcp__*\"}}", "{count: {of: {tool: \"mcp*\"}, at_least: 1}}"]),
+            none
+        );
+        // Agents are not tool calls; `Bash|Write` is one name, not two.
+        assert_eq!(contradictions(&["{never: {agent: Bash}}", "{count: {of: {tool: Bash}, at_least: 1}}"]), none);
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: \"Bash|Write\"}}",
+                "{before: {a: {tool: Read}, b: {tool: [Bash, Write]}}}"
+            ]),
+            none
+        );
+        // Rules that do not need the call, and a scoped `never`.
+        assert_eq!(
+            contradictions(&["{never: {tool: Bash}}", "{only_after: {a: {tool: Read}, b: {tool: Bash}}}"]),
+            none
+        );
+        assert_eq!(contradictions(&["{never: {tool: Bash}}", "{count: {of: {tool: Bash}, at_least: 0}}"]), none);
+        assert_eq!(contradictions(&["{never: {tool: Bash}}", "{count: {of: {tool: Bash}, at_most: 3}}"]), none);
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash}, within: {agent: dev}}",
+                "{count: {of: {tool: Bash}, at_least: 1}}"
+            ]),
+            none
+        );
+        // Different `applies_when`: one of them may be NOT_APPLICABLE whenever the other applies.
+        let exclusive = rules_spec(&[
+            ("{never: {tool: Bash}}", Some("{path: pr.draft, equals: true}")),
+            ("{count: {of: {tool: Bash}, at_least: 1}}", Some("{path: pr.draft, equals: false}")),
+        ]);
+        let load = load_spec(&exclusive, "spec.yaml");
+        assert!(load.diagnostics.is_empty(), "{:?}", load.diagnostics);
+    }
+
+    fn everything_warnings(rule: &str) -> Vec<(String, String)> {
+        load_spec(&rules_spec(&[(rule, None)]), "spec.yaml")
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "matcher-matches-everything")
+            .map(|d| (d.message.clone(), d.pointer.clone().unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn matchers_that_match_every_call_through_a_pattern_warn() {
+        let every = |key: &str| {
+            vec![("this matcher matches every tool call".to_owned(), format!("/checkpoints/0/verification/rule/{key}"))]
+        };
+        assert_eq!(everything_warnings("{never: {}}"), every("never"));
+        assert_eq!(everything_warnings("{never: {tool: \"*\"}}"), every("never"));
+        assert_eq!(everything_warnings("{never: {tool: \"**\"}}"), every("never"));
+        assert_eq!(everything_warnings("{never: {tool: [Bash, \"*\"]}}"), every("never"));
+        assert_eq!(everything_warnings("{count: {of: {args_text: {regex: \".*\"}}, at_most: 3}}"), every("count/of"));
+        assert_eq!(everything_warnings("{count: {of: {args_text: {regex: \"^.*$\"}}, at_most: 3}}"), every("count/of"));
+        assert_eq!(
+            everything_warnings("{before: {a: {tool: Read}, b: {tool: \"*\", args_text: {regex: \"(?s)^.*$\"}}}}"),
+            every("before/b")
+        );
+        assert_eq!(
+            everything_warnings("{count: {of: {tool: Bash}, at_least: 1}, within: {tool: \"*\"}}"),
+            every("within")
+        );
+        assert_eq!(
+            everything_warnings("{never: {args: {command: {regex: \".*\"}}}}"),
+            vec![(
+                "this matcher matches every tool call (that has a `command` argument)".to_owned(),
+                "/checkpoints/0/verification/rule/never".to_owned()
+            )]
+        );
+        // Constrained matchers, and agents (`within: {agent: "*"}` is any sub-agent).
+        let none = Vec::<(String, String)>::new();
+        assert_eq!(everything_warnings("{never: {tool: \"*\", args: {command: {contains: rm}}}}"), none);
+        assert_eq!(everything_warnings("{never: {tool: Bash, args_text: {regex: \".*\"}}}"), none);
+        assert_eq!(everything_warnings("{never: {args_text: {regex: \".*x\"}}}"), none);
+        assert_eq!(everything_warnings("{never: {args_text: {regex: \".*\", contains: rm}}}"), none);
+        assert_eq!(everything_warnings("{never: {tool: \"mcp__*\"}}"), none);
+        assert_eq!(everything_warnings("{count: {of: {tool: Bash}, at_least: 1}, within: {agent: \"*\"}}"), none);
+    }
+
+    #[test]
+    fn only_regexes_that_hold_on_any_text_match_everything() {
+        let regex = |pattern: &str| TextMatch { regex: Some(pattern.to_owned()), ..TextMatch::default() };
+        for pattern in ["", ".*", "^.*", ".*$", "(?s)^.*$", "(?m)^.*$", "(?i).*"] {
+            assert!(text_matches_everything(&regex(pattern), true), "{pattern}");
+            let compiled = Regex::new(pattern).unwrap();
+            for text in ["", "a", "a\nb", "\n", "x\n"] {
+                assert!(compiled.is_match(text), "{pattern} on {text:?}");
+            }
+        }
+        // `^.*$` misses text with a line break: a warning may say "every call", a
+        // contradiction may not rely on it.
+        assert!(!Regex::new("^.*$").unwrap().is_match("a\nb"));
+        assert!(text_matches_everything(&regex("^.*$"), false));
+        assert!(!text_matches_everything(&regex("^.*$"), true));
+        for pattern in [".+", "^$", "(?-s)^.*$", "(?s:.*)x", "a*b"] {
+            assert!(!text_matches_everything(&regex(pattern), false), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn swapped_and_cycled_ids_are_renumbered_not_reused() {
+        let previous: CheckpointSpec =
+            serde_json::from_value(agentic_core::yaml::parse_yaml(SPEC).unwrap().value).unwrap();
+        let check = |text: &str| -> Vec<(String, String)> {
+            let document = agentic_core::yaml::parse_yaml(text).unwrap();
+            let current: CheckpointSpec = serde_json::from_value(document.value.clone()).unwrap();
+            lint_against_previous(&previous, &current, "new.yaml", &document.source_map)
+                .iter()
+                .map(|d| (d.code.clone(), d.message.clone()))
+                .collect()
+        };
+        let renumbered = |from: &str, to: &str| {
+            ("id-renumbered".to_owned(), format!("checkpoint `{from}` was renumbered to `{to}`"))
+        };
+        // Two checkpoints trade ids.
+        let swapped =
+            SPEC.replace("id: P1-01", "id: TMP").replace("id: P3-02", "id: P1-01").replace("id: TMP", "id: P3-02");
+        assert_eq!(check(&swapped), vec![renumbered("P1-01", "P3-02"), renumbered("P3-02", "P1-01")]);
+        // Three ids in a cycle.
+        let cycled = SPEC
+            .replace("id: P1-01", "id: TMP")
+            .replace("id: P3-01", "id: P1-01")
+            .replace("id: P2-01", "id: P3-01")
+            .replace("id: TMP", "id: P2-01");
+        let mut found = check(&cycled);
+        found.sort();
+        assert_eq!(
+            found,
+            vec![renumbered("P1-01", "P2-01"), renumbered("P2-01", "P3-01"), renumbered("P3-01", "P1-01")]
+        );
+        // A checkpoint moved to a new id while its old id took a new instruction: both.
+        let moved_and_reused = SPEC.replace("id: P3-02", "id: P3-03").replace(
+            "checkpoints:\n",
+            "checkpoints:\n  - id: P3-02\n    tier: 3\n    instruction: new\n    severity: low\n    verification:\n      method: content_analysis\n      evidence_sources: [pr_body]\n",
+        ).replace("affects: [P3-02]", "affects: [P3-03]");
+        let found: Vec<String> = check(&moved_and_reused).into_iter().map(|(code, _)| code).collect();
+        assert_eq!(found, vec!["id-reused", "id-renumbered"]);
+        // One instruction moved onto another's id, whose own instruction is gone.
+        let taken_over = SPEC.split("  - id: P3-02").next().unwrap().replace("id: P3-01", "id: P3-02");
+        let found = check(&taken_over);
+        assert_eq!(
+            found,
+            vec![
+                renumbered("P3-01", "P3-02"),
+                (
+                    "id-removed".to_owned(),
+                    "checkpoint `P3-02` was removed (its id now holds the instruction of `P3-01`)".to_owned()
+                )
+            ]
+        );
+        // A tier change under the same id stays a reuse, even with a copy elsewhere.
+        let retiered = format!(
+            "{}  - id: P3-03\n    tier: 1\n    instruction: Trigger CI on the PR\n    severity: high\n    verification:\n      method: api_state\n      evidence_sources: [pr]\n      assert: {{path: pr.checks_run, gte: 1}}\n",
+            SPEC.replace("    tier: 1\n    instruction: Trigger CI", "    tier: 3\n    instruction: Trigger CI")
+        );
+        let found: Vec<String> = check(&retiered).into_iter().map(|(code, _)| code).collect();
+        assert_eq!(found, vec!["id-reused"]);
     }
 }
