@@ -277,7 +277,19 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
         }
     } else if let Some(repaired) = loaded.repaired {
         let (_, more) = check_spec(repaired);
-        diagnostics.extend(more.into_iter().filter(|d| d.code != "spec-empty"));
+        // The repair dropped what the schema rejected, so a finding about a place holding
+        // such an error only restates it (`{equals: 3}` is not also "a matcher without forms").
+        let rejected: Vec<&str> = diagnostics.iter().filter_map(|d| d.pointer.as_deref()).collect();
+        let restates = |d: &Diagnostic| {
+            d.pointer.as_deref().is_some_and(|at| {
+                !at.is_empty()
+                    && rejected
+                        .iter()
+                        .any(|r| r.strip_prefix(at).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+            })
+        };
+        let more: Vec<Diagnostic> = more.into_iter().filter(|d| d.code != "spec-empty" && !restates(d)).collect();
+        diagnostics.extend(more);
     }
     place(&mut diagnostics, &source_map, file);
     SpecLoad { spec, diagnostics }
@@ -1124,6 +1136,19 @@ checkpoints:
         assert!(found.iter().any(|(c, _)| c == "evidence-sources-missing"), "{found:?}");
         let found = codes(&SPEC.replace("      evidence_sources: [pr_body]\n", ""));
         assert!(found.iter().any(|(c, _)| c == "missing-field"), "{found:?}");
+    }
+
+    /// A value the schema rejects is reported once: the semantic check of the repaired spec
+    /// does not add that the matcher it sat in has no forms.
+    #[test]
+    fn a_schema_error_is_not_restated_by_a_semantic_one() {
+        let spec = "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - id: N-01\n    tier: 2\n    instruction: x\n    severity: low\n    verification:\n      method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {count: {of: {tool: Bash, args: {limit: {equals: 3}}}, at_least: 1}}\n";
+        let found = codes(spec);
+        assert!(found.iter().any(|(c, _)| c == "invalid-type"), "{found:?}");
+        assert!(!found.iter().any(|(c, _)| c == "matcher-empty"), "{found:?}");
+        // A matcher that really has no form is still reported.
+        let found = codes(&spec.replace("{equals: 3}", "{}"));
+        assert!(found.iter().any(|(c, _)| c == "matcher-empty"), "{found:?}");
     }
 
     #[test]
