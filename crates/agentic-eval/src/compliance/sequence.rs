@@ -144,7 +144,8 @@ pub struct EventMatcher {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TextMatch {
-    /// A path glob: `*` and `?` stay within one `/` segment, `**` crosses them.
+    /// A path glob: `*` and `?` stay within one `/` segment, `**` crosses them; `[ab]`,
+    /// `[a-z]`, `[!ab]` classes, `{a,b}` alternatives, `\` for a plain character.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glob: Option<String>,
     /// A regular expression, searched (use `^...$` to anchor).
@@ -158,57 +159,133 @@ pub struct TextMatch {
     pub contains: Option<String>,
 }
 
-/// Converts a path glob into an anchored regular expression.
-pub fn glob_to_regex(glob: &str) -> String {
+/// Whether a name or argument pattern is a glob (otherwise it is matched exactly).
+pub(crate) fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '[', '{', '\\'])
+}
+
+/// Converts a path glob into an anchored regular expression: `*` and `?` stay within one
+/// `/` segment, `**` crosses them (`**/` also matches no directory), `[ab]`, `[a-z]` and
+/// `[!ab]` are classes (never matching `/`), `{a,b}` are alternatives (they may nest), and
+/// `\` makes the next character plain. Characters, not bytes: `?` matches `é`.
+pub fn glob_to_regex(glob: &str) -> Result<String, String> {
     let mut out = String::from("^");
-    for token in glob_tokens(glob) {
-        match token {
-            GlobToken::AnyDirs => out.push_str("(?:.*/)?"),
-            GlobToken::AnyPath => out.push_str(".*"),
-            GlobToken::AnyInSegment => out.push_str("[^/]*"),
-            GlobToken::OneInSegment => out.push_str("[^/]"),
-            GlobToken::Literal(c) => out.push_str(&regex::escape(&c.to_string())),
-        }
-    }
+    translate_glob(&mut glob.chars().peekable(), &mut out, false)?;
     out.push('$');
-    out
+    Ok(out)
 }
 
-/// One piece of a path glob.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum GlobToken {
-    /// `**/`: any number of whole directories, none included.
-    AnyDirs,
-    /// `**` elsewhere: anything.
-    AnyPath,
-    /// `*`: anything within one segment.
-    AnyInSegment,
-    /// `?`: one character within a segment.
-    OneInSegment,
-    Literal(char),
-}
-
-fn glob_tokens(glob: &str) -> Vec<GlobToken> {
-    let chars: Vec<char> = glob.chars().collect();
-    let mut tokens = Vec::new();
-    let mut idx = 0;
-    while idx < chars.len() {
-        let (token, width) = match chars[idx] {
-            '*' if chars.get(idx + 1) == Some(&'*') => {
-                if chars.get(idx + 2) == Some(&'/') {
-                    (GlobToken::AnyDirs, 3)
+/// Translates up to the end (or, inside `{...}`, up to its closing brace).
+fn translate_glob(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    out: &mut String,
+    in_braces: bool,
+) -> Result<(), String> {
+    let plain = |out: &mut String, c: char| out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    out.push_str("(?:.*/)?");
                 } else {
-                    (GlobToken::AnyPath, 2)
+                    out.push_str(".*");
                 }
             }
-            '*' => (GlobToken::AnyInSegment, 1),
-            '?' => (GlobToken::OneInSegment, 1),
-            other => (GlobToken::Literal(other), 1),
-        };
-        tokens.push(token);
-        idx += width;
+            '*' => out.push_str("[^/]*"),
+            '?' => out.push_str("[^/]"),
+            '\\' => plain(out, chars.next().ok_or("a `\\` at the end escapes nothing")?),
+            '[' => {
+                let negated = chars.next_if(|&c| c == '!' || c == '^').is_some();
+                let mut members = String::new();
+                let mut first = true;
+                loop {
+                    let c = chars.next().ok_or("a `[` is never closed with `]`")?;
+                    if c == ']' && !first {
+                        break;
+                    }
+                    first = false;
+                    if c == '-' && !members.is_empty() && chars.peek().is_some_and(|&next| next != ']') {
+                        members.push('-');
+                    } else {
+                        members.push_str(&format!("\\x{{{:x}}}", u32::from(c)));
+                    }
+                }
+                if negated {
+                    out.push_str(&format!("[^/{members}]"));
+                } else {
+                    out.push_str(&format!("[[{members}]&&[^/]]"));
+                }
+            }
+            '{' => {
+                out.push_str("(?:");
+                translate_glob(chars, out, true)?;
+                out.push(')');
+            }
+            ',' if in_braces => out.push('|'),
+            '}' if in_braces => return Ok(()),
+            other => plain(out, other),
+        }
     }
-    tokens
+    if in_braces { Err("a `{` is never closed with `}`".to_owned()) } else { Ok(()) }
+}
+
+/// Whether `glob` matches `text` (false for an invalid glob).
+pub(crate) fn glob_matches(glob: &str, text: &str) -> bool {
+    glob_to_regex(glob).ok().and_then(|regex| Regex::new(&regex).ok()).is_some_and(|regex| regex.is_match(text))
+}
+
+/// The runs of plain characters of a glob, in order, split wherever something else stands
+/// (a wildcard, a class, alternatives, an escape): every match holds each run, the first at
+/// its start and the last at its end (each empty when the glob starts or ends otherwise).
+fn glob_literal_runs(glob: &str) -> Vec<String> {
+    let mut runs = vec![String::new()];
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                // `**` may match no directory at all, taking a `/` next to it with it.
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                }
+                if let Some(run) = runs.last_mut()
+                    && run.ends_with('/')
+                {
+                    run.pop();
+                }
+                runs.push(String::new());
+            }
+            '*' | '?' => runs.push(String::new()),
+            '\\' => {
+                // The escaped character is literal, but a run is kept simple: split here.
+                chars.next();
+                runs.push(String::new());
+            }
+            '[' | '{' => {
+                // Up to the closing bracket or brace (a class may start with `]`, and
+                // alternatives may nest): nothing in between is a plain run.
+                let close = if c == '[' { ']' } else { '}' };
+                let mut depth = 1;
+                let mut first = true;
+                for inner in chars.by_ref() {
+                    if inner == c && c == '{' {
+                        depth += 1;
+                    } else if inner == close && !(first && c == '[') {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    first = false;
+                }
+                runs.push(String::new());
+            }
+            other => runs.last_mut().map_or((), |run| run.push(other)),
+        }
+    }
+    runs
 }
 
 #[derive(Debug, Clone)]
@@ -250,17 +327,9 @@ impl Pattern {
     }
 
     /// A path glob (see [`glob_to_regex`]) with its literal start, end and longest inner run.
-    fn glob(glob: &str) -> Option<Pattern> {
-        let regex = Regex::new(&glob_to_regex(glob)).ok()?;
-        // The literal runs between wildcards; the first and last are empty when the glob
-        // starts or ends with one.
-        let mut runs = vec![String::new()];
-        for token in glob_tokens(glob) {
-            match token {
-                GlobToken::Literal(c) => runs.last_mut().map_or((), |run| run.push(c)),
-                _ => runs.push(String::new()),
-            }
-        }
+    fn glob(glob: &str) -> Result<Pattern, String> {
+        let regex = Regex::new(&glob_to_regex(glob)?).map_err(|error| error.to_string())?;
+        let runs = glob_literal_runs(glob);
         let (prefix, suffix) = match runs.as_slice() {
             [only] => (only.clone(), String::new()),
             [first, .., last] => (first.clone(), last.clone()),
@@ -270,7 +339,7 @@ impl Pattern {
             .max_by_key(|run| run.len())
             .filter(|run| run.len() >= 2)
             .map(|run| memchr::memmem::Finder::new(run.as_str()).into_owned());
-        Some(Pattern { regex, prefix, suffix, inner })
+        Ok(Pattern { regex, prefix, suffix, inner })
     }
 
     #[inline]
@@ -351,12 +420,20 @@ impl CompiledMatcher {
     }
 }
 
+const GLOB_HINT: &str =
+    "globs know `*`, `?`, `**`, `[ab]`, `[!ab]` and `{a,b}`; write `\\[`, `\\{` or `\\*` for the character itself";
+
 fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<NameMatch> {
     let mut out = Vec::new();
     if let Some(glob) = &text.glob {
-        if glob.contains(['*', '?']) {
-            if let Some(pattern) = Pattern::glob(glob) {
-                out.push(NameMatch::Pattern(pattern));
+        if is_glob(glob) {
+            match Pattern::glob(glob) {
+                Ok(pattern) => out.push(NameMatch::Pattern(pattern)),
+                Err(reason) => diagnostics.push(
+                    Diagnostic::error("invalid-glob", format!("glob `{glob}` is invalid: {reason}"))
+                        .at_pointer(format!("{pointer}/glob"))
+                        .with_hint(GLOB_HINT),
+                ),
             }
         } else {
             out.push(NameMatch::Exact(glob.clone()));
@@ -383,7 +460,7 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
     if let Some(contains) = &text.contains {
         out.push(NameMatch::contains(contains));
     }
-    if out.is_empty() && text.regex.is_none() {
+    if out.is_empty() && text.regex.is_none() && text.glob.is_none() {
         diagnostics.push(
             Diagnostic::error("matcher-empty", "this text matcher has no `glob`, `regex`, `equals` or `contains`")
                 .at_pointer(pointer)
@@ -430,13 +507,13 @@ pub(crate) fn compile_matcher(
     let mut names = Vec::new();
     let pattern_texts = patterns.map(Patterns::items).unwrap_or_default();
     for pattern in &pattern_texts {
-        if pattern.contains(['*', '?']) {
+        if is_glob(pattern) {
             match Pattern::glob(pattern) {
-                Some(pattern) => names.push(NameMatch::Pattern(pattern)),
-                None => diagnostics.push(
-                    Diagnostic::error("invalid-glob", format!("name glob `{pattern}` is invalid"))
+                Ok(pattern) => names.push(NameMatch::Pattern(pattern)),
+                Err(reason) => diagnostics.push(
+                    Diagnostic::error("invalid-glob", format!("name glob `{pattern}` is invalid: {reason}"))
                         .at_pointer(pointer)
-                        .with_hint("use `*`, `?` and `**` only"),
+                        .with_hint(GLOB_HINT),
                 ),
             }
         } else {
@@ -2424,22 +2501,47 @@ mod tests {
 
     #[test]
     fn globs_follow_path_rules() {
-        let regex = Regex::new(&glob_to_regex("**/skill.md")).unwrap();
-        assert!(regex.is_match("skill.md"));
-        assert!(regex.is_match("/a/b/skill.md"));
-        assert!(!regex.is_match("/a/b/skill.mdx"));
-        let regex = Regex::new(&glob_to_regex("src/*.rs")).unwrap();
-        assert!(regex.is_match("src/a.rs"));
-        assert!(!regex.is_match("src/a/b.rs"));
+        let cases = [
+            ("**/skill.md", "skill.md", true),
+            ("**/skill.md", "/a/b/skill.md", true),
+            ("**/skill.md", "/a/b/skill.mdx", false),
+            ("src/*.rs", "src/a.rs", true),
+            ("src/*.rs", "src/a/b.rs", false),
+            ("src/**/*.rs", "src/a/b.rs", true),
+            ("**/*.{env,pem}", "/repo/.env", true),
+            ("**/*.{env,pem}", "/repo/keys/key.pem", true),
+            ("**/*.{env,pem}", "/repo/key.pub", false),
+            ("**/[Cc]argo.lock", "/repo/Cargo.lock", true),
+            ("**/[Cc]argo.lock", "/repo/xargo.lock", false),
+            ("**/[!.]*.rs", "/repo/a.rs", true),
+            ("**/[!.]*.rs", "/repo/.a.rs", false),
+            ("**/\\[x\\].md", "/repo/[x].md", true),
+            ("mcp__*", "mcp__github__create_issue", true),
+            ("{a,{b,c}}.rs", "c.rs", true),
+            ("{a,{b,c}}.rs", "d.rs", false),
+            ("[a-c]x", "bx", true),
+            ("[a-c]x", "dx", false),
+            ("a[/]b", "a/b", false),
+            ("[]]", "]", true),
+            ("{src,lib}/**/*.rs", "lib/x/y.rs", true),
+            ("?", "é", true),
+        ];
+        for (glob, path, expected) in cases {
+            let pattern = Pattern::glob(glob).expect("a glob");
+            assert_eq!(pattern.is_match(path), expected, "{glob} on {path}");
+            assert_eq!(glob_matches(glob, path), expected, "{glob} on {path}");
+        }
+        for bad in ["**/[abc", "{a,b", "a\\", "[z-a]"] {
+            assert!(Pattern::glob(bad).is_err(), "{bad}");
+        }
     }
 
     proptest::proptest! {
         /// The literal prefilters of a glob never change its answer.
         #[test]
-        fn glob_prefilters_answer_like_the_regex(glob in "[ab/.*?]{1,10}", path in "[ab/.]{0,12}") {
-            if glob.contains(['*', '?']) {
-                let pattern = Pattern::glob(&glob).expect("a glob");
-                let regex = Regex::new(&glob_to_regex(&glob)).unwrap();
+        fn glob_prefilters_answer_like_the_glob(glob in "[ab/.*?{},!\\[\\]\\\\]{1,10}", path in "[ab/.{},!\\[\\]]{0,12}") {
+            if let Ok(pattern) = Pattern::glob(&glob) {
+                let regex = Regex::new(&glob_to_regex(&glob).unwrap()).unwrap();
                 proptest::prop_assert_eq!(pattern.is_match(&path), regex.is_match(&path), "{} on {}", glob, path);
             }
         }
