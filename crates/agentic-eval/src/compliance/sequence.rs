@@ -50,6 +50,9 @@ use serde_json::Value;
 /// The most open spans a scope (or the open-call set) tracks.
 pub const MAX_OPEN_SPANS: usize = 100_000;
 
+/// The most tool or agent names with open starts without a span id the engine tracks.
+pub const MAX_IDLESS_NAMES: usize = 4096;
+
 /// How many scope spans that ended, or never get an end event (post-only spans, as in the
 /// seed's JSONL), a scope remembers; the oldest is forgotten first.
 pub const POST_ONLY_SCOPE_WINDOW: usize = 4096;
@@ -1527,6 +1530,9 @@ pub struct SequenceEngine {
     scopes: Vec<Option<Scope>>,
     open_calls: SpanSet,
     open_call_order: VecDeque<SpanKey>,
+    /// Starts without a span id that have not ended, by kind and name: an end without an id
+    /// pairs with one of its name (at most [`MAX_IDLESS_NAMES`] names are tracked).
+    open_idless: HashMap<(bool, String), u64>,
     excerpt: VecDeque<String>,
     excerpt_capacity: usize,
     events: u64,
@@ -1577,6 +1583,7 @@ impl SequenceEngine {
             scopes,
             open_calls: SpanSet::default(),
             open_call_order: VecDeque::new(),
+            open_idless: HashMap::new(),
             excerpt: VecDeque::new(),
             excerpt_capacity,
             events: 0,
@@ -1691,12 +1698,19 @@ impl SequenceEngine {
             EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
             EventType::ToolCallEnd | EventType::AgentInvokeEnd => {
                 let kind = if event.event_type == EventType::ToolCallEnd { CallKind::Tool } else { CallKind::Agent };
-                let started = !self.open_calls.is_empty() && span.is_some_and(|span| self.open_calls.remove(span));
+                let started = match span {
+                    Some(span) => !self.open_calls.is_empty() && self.open_calls.remove(span),
+                    // A start without an id, of the same name, is this call's start.
+                    None => !self.open_idless.is_empty() && self.end_idless(kind == CallKind::Agent, event.name),
+                };
                 (Some(kind), !started)
             }
             _ => (None, false),
         };
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
+        if is_start && span.is_none() {
+            self.start_idless(event.event_type == EventType::AgentInvokeStart, event.name);
+        }
         if is_start
             && let Some(span) = span
             && let Some(key) = self.open_calls.insert(span)
@@ -1812,6 +1826,26 @@ impl SequenceEngine {
         if steps && in_scope {
             step_rule(&rule.relation, *ids, state, location, matches);
         }
+    }
+
+    fn start_idless(&mut self, agent: bool, name: Option<&str>) {
+        let name = name.unwrap_or("");
+        if let Some(open) = self.open_idless.get_mut(&(agent, name.to_owned())) {
+            *open += 1;
+        } else if self.open_idless.len() < MAX_IDLESS_NAMES {
+            self.open_idless.insert((agent, name.to_owned()), 1);
+        }
+    }
+
+    /// Pairs an end without an id with an open start of its name; false when there is none.
+    fn end_idless(&mut self, agent: bool, name: Option<&str>) -> bool {
+        let key = (agent, name.unwrap_or("").to_owned());
+        let Some(open) = self.open_idless.get_mut(&key) else { return false };
+        *open -= 1;
+        if *open == 0 {
+            self.open_idless.remove(&key);
+        }
+        true
     }
 
     fn update_scopes_only(
@@ -2788,6 +2822,29 @@ mod tests {
             events,
         );
         assert_eq!(got, vec![true]);
+    }
+
+    /// A start and an end without span ids (a tooltrace v2 `pre`/`post` pair without
+    /// `trace_id` or `tool_use_id`) are one call: the end pairs with an open start of its name.
+    #[test]
+    fn starts_and_ends_without_ids_pair_by_name() {
+        let event = |event_type, tool: &str, line| call(event_type, tool, json!({}), None, None, line);
+        let events = vec![
+            event(EventType::ToolCallStart, "Read", 1),
+            event(EventType::ToolCallStart, "Bash", 2),
+            event(EventType::ToolCallEnd, "Read", 3),
+            event(EventType::ToolCallEnd, "Bash", 4),
+            // Post-only: no start to pair with, so it counts.
+            event(EventType::ToolCallEnd, "Read", 5),
+        ];
+        let got = verdicts(
+            vec![
+                json!({"count": {"of": {"tool": "Read"}, "at_least": 2, "at_most": 2}}),
+                json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}}),
+            ],
+            events,
+        );
+        assert_eq!(got, vec![true, true]);
     }
 
     /// A scope that no span ever opened passes `never` vacuously: the note says so (a spec

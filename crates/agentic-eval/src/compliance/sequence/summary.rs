@@ -120,7 +120,11 @@ impl SequenceEngine {
     /// [`SequenceEngine::feed_scoped`], and the excerpt, if kept, to
     /// [`SequenceEngine::note_call`].
     pub fn apply_summary(&mut self, summary: &Summary, locate: impl Fn(u32) -> (Option<u64>, u64)) -> bool {
-        if !summary.mergeable || !self.open_calls.is_empty() || summary.partials.len() != self.rules.len() {
+        if !summary.mergeable
+            || !self.open_calls.is_empty()
+            || !self.open_idless.is_empty()
+            || summary.partials.len() != self.rules.len()
+        {
             return false;
         }
         let at = |index: Option<u32>| {
