@@ -173,17 +173,19 @@ pub(crate) fn is_glob(pattern: &str) -> bool {
 /// `\` makes the next character plain. Characters, not bytes: `?` matches `é`.
 pub fn glob_to_regex(glob: &str) -> Result<String, String> {
     let mut out = String::from("^");
-    translate_glob(&mut glob.chars().peekable(), &mut out, false)?;
+    translate_glob(&mut glob.chars().peekable(), &mut out, 0)?;
     out.push('$');
     Ok(out)
 }
 
-/// Translates up to the end (or, inside `{...}`, up to its closing brace).
+/// Translates up to the end (or, inside `depth` levels of `{...}`, up to the closing brace).
 fn translate_glob(
     chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
     out: &mut String,
-    in_braces: bool,
+    depth: usize,
 ) -> Result<(), String> {
+    const MAX_BRACE_DEPTH: usize = 16;
+    let in_braces = depth > 0;
     let plain = |out: &mut String, c: char| out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
     while let Some(c) = chars.next() {
         match c {
@@ -221,9 +223,10 @@ fn translate_glob(
                     out.push_str(&format!("[[{members}]&&[^/]]"));
                 }
             }
+            '{' if depth == MAX_BRACE_DEPTH => return Err(format!("`{{...}}` nest deeper than {MAX_BRACE_DEPTH}")),
             '{' => {
                 out.push_str("(?:");
-                translate_glob(chars, out, true)?;
+                translate_glob(chars, out, depth + 1)?;
                 out.push(')');
             }
             ',' if in_braces => out.push('|'),
@@ -2568,6 +2571,9 @@ mod tests {
         for bad in ["**/[abc", "{a,b", "a\\", "[z-a]"] {
             assert!(Pattern::glob(bad).is_err(), "{bad}");
         }
+        // Deep nesting is an error, not a stack overflow.
+        assert!(Pattern::glob(&"{a,".repeat(100_000)).is_err());
+        assert!(Pattern::glob(&format!("{}{}", "{a,".repeat(16), "b}".repeat(16))).is_ok());
     }
 
     proptest::proptest! {
