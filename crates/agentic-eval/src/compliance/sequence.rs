@@ -701,7 +701,11 @@ impl<'a> Occurrence<'a> {
         }
         let mut value = self.args();
         for segment in path {
-            value = Some(value?.get(segment.as_str())?);
+            // A number picks a list element (`edits.0.old_string`).
+            value = Some(match value? {
+                Value::Array(items) => items.get(segment.parse::<usize>().ok()?)?,
+                other => other.get(segment.as_str())?,
+            });
         }
         Some(match value? {
             Value::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
@@ -745,8 +749,9 @@ fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow
     for (depth, segment) in path.iter().enumerate() {
         let opens_object = raw.trim_start().starts_with('{');
         if !opens_object {
-            // Below the top level `raw` is a validated value: a non-object has no keys.
-            return if depth == 0 { None } else { Some(None) };
+            // Below the top level `raw` is a validated value: a non-object has no keys, and
+            // a list's elements are left to the full parse.
+            return if depth == 0 || raw.trim_start().starts_with('[') { None } else { Some(None) };
         }
         // The strict scanner answers the common case; serde_json whatever it leaves.
         let found = match agentic_core::json_scan::find_member(raw, segment) {
@@ -2350,6 +2355,7 @@ mod tests {
             json!({"count": {"of": {"agent": "rev*"}, "at_least": 1}}),
             json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}),
             json!({"count": {"of": {"tool": "*", "args_text": {"regex": "\\[1"}}, "at_least": 1}, "within": {"agent": "reviewer"}}),
+            json!({"never": {"tool": "*", "args": {"command.0": {"contains": "rm"}}}}),
         ]
     }
 
@@ -2362,7 +2368,7 @@ mod tests {
         #[test]
         fn precomputed_matches_and_borrowed_args_equal_the_reference(
             picks in proptest::collection::vec((0usize..8, 0usize..ARG_TEXTS.len(), 0usize..4, 0usize..4), 0..60),
-            chosen in proptest::collection::vec(0usize..10, 1..6),
+            chosen in proptest::collection::vec(0usize..11, 1..6),
         ) {
             let names = ["Read", "Bash", "Write", "Task", "reviewer", "Grep", "Edit", "helper"];
             let kinds = [EventType::ToolCallEnd, EventType::ToolCallStart, EventType::AgentInvokeStart, EventType::AgentInvokeEnd];
@@ -2872,6 +2878,34 @@ mod tests {
         agent.data = Value::Null;
         let opened = SequenceEngine::run(rules(), vec![agent, write], 0);
         assert!(!opened.outcomes[0].notes.contains("no span matched"), "{}", opened.outcomes[0].notes);
+    }
+
+    /// A number in an argument path picks a list element, on parsed and on borrowed
+    /// arguments alike.
+    #[test]
+    fn argument_paths_reach_into_lists() {
+        let args = json!({"edits": [{"old_string": "a"}, {"old_string": "secret = 1"}], "n": [1, 2]});
+        let cases = [
+            ("edits.1.old_string", true),
+            ("edits.0.old_string", false),
+            ("edits.2.old_string", false),
+            ("edits.x", false),
+            ("n.1", false),
+        ];
+        for (path, expected) in cases {
+            let rules = vec![rule(
+                json!({"count": {"of": {"tool": "Edit", "args": {path: {"contains": "secret"}}}, "at_least": 1}}),
+            )];
+            let event = end("Edit", args.clone(), 1);
+            let lazy = SequenceEngine::run(rules.clone(), vec![event.clone()], 0);
+            assert_eq!(lazy.outcomes[0].passed, expected, "{path}");
+            let mut engine = SequenceEngine::new(rules, 0);
+            let plan = engine.match_plan();
+            let text = args.to_string();
+            let borrowed = EventRef { args: ArgsRef::Json(&text), ..EventRef::from_event(&event) };
+            engine.feed_prepared(&borrowed, &plan.prepare(&borrowed));
+            assert_eq!(engine.finish().outcomes[0].passed, expected, "{path} (borrowed)");
+        }
     }
 
     /// `args_text` reads the command as written, not its JSON spelling: quotes, anchors and
