@@ -214,17 +214,18 @@ fn resolve(
                 VerdictResult::Fail => ResultState::Fail,
             };
             let mut notes = scored.notes;
+            // The evaluator's notes end as a sentence before what follows.
+            if !notes.is_empty() {
+                if !notes.ends_with(['.', '!', '?']) {
+                    notes.push('.');
+                }
+                notes.push(' ');
+            }
             match citation {
                 Some(citation) => {
-                    if !notes.is_empty() {
-                        notes.push(' ');
-                    }
                     notes.push_str(&format!("Evidence: {citation}"));
                 }
                 None => {
-                    if !notes.is_empty() {
-                        notes.push(' ');
-                    }
                     notes.push_str("(no evidence citation)");
                 }
             }

@@ -519,7 +519,9 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
             result.tier,
             result.severity.as_str(),
             result.earned_weight,
-            result.notes
+            // One line per checkpoint: a line break in a note (an evaluator's, a matcher's
+            // text) is shown, not followed.
+            result.notes.replace('\r', "\\r").replace('\n', "\\n")
         );
     }
     let _ = writeln!(

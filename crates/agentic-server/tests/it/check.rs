@@ -1101,3 +1101,25 @@ checkpoints:
         assert_eq!(run.results(), owned(&[("O1-01", "FAIL", 0.0)]), "{name}: {}", run.stdout());
     }
 }
+
+/// One summary line per checkpoint: a line break in a note is shown as `\n`, not followed
+/// (the JSON report keeps the note as written).
+#[test]
+fn a_note_with_a_line_break_stays_on_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let verdicts = dir.path().join("verdicts.json");
+    std::fs::write(
+        &verdicts,
+        r#"{"P3-01": {"result": "PASS", "notes": "line one\nline two", "evidence_citation": "x"}}"#,
+    )
+    .unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    let last = args.len() - 1;
+    args[last] = verdicts.to_str().unwrap().to_owned();
+    let run = check(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let line = run.stdout().lines().find(|line| line.contains("P3-01")).unwrap_or_default().to_owned();
+    assert!(line.ends_with("line one\\nline two. Evidence: x"), "{}", run.stdout());
+    let notes =
+        run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == "P3-01").unwrap()["notes"].clone();
+    assert!(notes.as_str().unwrap().starts_with("line one\nline two"), "{notes}");
+}
