@@ -9,19 +9,30 @@
 //! | anything else | `custom` with `data.kind` = the hook name |
 //!
 //! Span: trace id = `session_id`, span id = `tool_use_id`, parent = `agent_id` (inside a
-//! subagent). Hook payloads carry no time: a `timestamp` field added by the capture script
+//! subagent). A tool record inside a subagent whose `SubagentStart` was not captured (a
+//! capture of the tool hooks only) carries `agent_id` and `agent_type`: the first such record
+//! of an agent is preceded by an inferred `agent_invoke_start` (attribute
+//! `x.claude_hook.inferred`), so `within: {agent: ...}` scopes and agent counts see the
+//! subagent; a `SubagentStart` that comes after it is kept as a `custom` event. Hook payloads carry no time: a `timestamp` field added by the capture script
 //! is used when present, otherwise the event gets the Unix epoch and `x.time.clock: absent`
 //! (order comes from the file).
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
+use std::collections::HashSet;
 
 use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ClaudeHookAdapter;
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeHookAdapter {
+    /// Subagents whose start was read or inferred (at most [`MAX_AGENTS`]).
+    agents: HashSet<String>,
+}
+
+/// The most subagents the adapter remembers; later ones are not inferred.
+const MAX_AGENTS: usize = 65_536;
 
 impl TraceAdapter for ClaudeHookAdapter {
     fn format(&self) -> TraceFormat {
@@ -83,7 +94,19 @@ impl TraceAdapter for ClaudeHookAdapter {
                 };
                 (event_type, tool_use_id.clone(), agent_id.clone(), tool_name.clone())
             }
-            "SubagentStart" => (EventType::AgentInvokeStart, agent_id.clone(), None, agent_type.clone()),
+            // After an inferred start, the real one would count the agent twice.
+            "SubagentStart" if agent_id.as_ref().is_some_and(|id| self.agents.contains(id)) => {
+                data.insert("kind".to_owned(), Value::String(hook.clone()));
+                (EventType::Custom, agent_id.clone(), None, agent_type.clone())
+            }
+            "SubagentStart" => {
+                if let Some(id) = &agent_id
+                    && self.agents.len() < MAX_AGENTS
+                {
+                    self.agents.insert(id.clone());
+                }
+                (EventType::AgentInvokeStart, agent_id.clone(), None, agent_type.clone())
+            }
             "SubagentStop" => {
                 status = Some(EventStatus::Ok);
                 (EventType::AgentInvokeEnd, agent_id.clone(), None, agent_type.clone())
@@ -93,6 +116,14 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (EventType::Custom, None, agent_id.clone(), None)
             }
         };
+        if is_tool_event
+            && let (Some(id), Some(kind)) = (&agent_id, &agent_type)
+            && !self.agents.contains(id)
+            && self.agents.len() < MAX_AGENTS
+        {
+            self.agents.insert(id.clone());
+            out.push(inferred_start(id, kind, session_id.clone(), timestamp, line, &record));
+        }
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
         event.step_name = step_name;
         event.status = status;
@@ -129,4 +160,32 @@ impl TraceAdapter for ClaudeHookAdapter {
         out.push(event);
         Ok(())
     }
+}
+
+/// The start of a subagent known only from a tool record inside it.
+fn inferred_start(
+    agent_id: &str,
+    agent_type: &str,
+    session_id: Option<String>,
+    timestamp: Option<chrono::DateTime<chrono::Utc>>,
+    line: u64,
+    record: &Value,
+) -> CanonicalEvent {
+    let mut event = CanonicalEvent::new(EventType::AgentInvokeStart, timestamp.unwrap_or_else(no_time));
+    event.step_name = Some(agent_type.to_owned());
+    event.span = Some(SpanContext { trace_id: session_id, span_id: Some(agent_id.to_owned()), parent_span_id: None });
+    let attributes = &mut event.attributes;
+    attributes.insert("gen_ai.operation.name".to_owned(), json!("invoke_agent"));
+    attributes.insert("gen_ai.agent.id".to_owned(), json!(agent_id));
+    attributes.insert("gen_ai.agent.name".to_owned(), json!(agent_type));
+    attributes.insert("x.claude_hook.inferred".to_owned(), json!(true));
+    attributes.insert("x.time.clock".to_owned(), json!(if timestamp.is_some() { "observed" } else { "absent" }));
+    event.source = Some(EventSource {
+        format: TraceFormat::ClaudeHook.name().to_owned(),
+        native_id: Some(agent_id.to_owned()),
+        native_type: Some("SubagentStart (inferred)".to_owned()),
+        line: Some(line),
+        raw: Some(record.clone()),
+    });
+    event
 }

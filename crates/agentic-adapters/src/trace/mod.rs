@@ -108,7 +108,7 @@ impl TraceFormat {
     fn adapter(self) -> Box<dyn TraceAdapter> {
         match self {
             TraceFormat::Tooltrace => Box::new(TooltraceAdapter),
-            TraceFormat::ClaudeHook => Box::new(ClaudeHookAdapter),
+            TraceFormat::ClaudeHook => Box::new(ClaudeHookAdapter::default()),
             TraceFormat::OtlpJson => Box::new(OtlpJsonAdapter),
         }
     }

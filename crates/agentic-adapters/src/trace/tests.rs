@@ -90,6 +90,32 @@ fn claude_hook_records_map_to_calls_and_agents() {
     assert_eq!(got[0].source.as_ref().unwrap().native_type.as_deref(), Some("PreToolUse"));
 }
 
+/// A capture of the tool hooks only: tool records inside a subagent carry `agent_id` and
+/// `agent_type`, and the subagent's start is inferred once, before its first record; a
+/// `SubagentStart` after that is kept as a custom event (no second start).
+#[test]
+fn claude_hook_subagents_without_their_start_are_inferred() {
+    let text = r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t1"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{},"tool_use_id":"t2","agent_id":"ag_1","agent_type":"code-reviewer"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"t3","agent_id":"ag_1","agent_type":"code-reviewer"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"code-reviewer"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"t4","agent_id":"ag_2"}
+"#;
+    let got = events(text);
+    let types: Vec<EventType> = got.iter().map(|e| e.event_type).collect();
+    use EventType::*;
+    assert_eq!(types, vec![ToolCallEnd, AgentInvokeStart, ToolCallEnd, ToolCallEnd, Custom, ToolCallEnd]);
+    let inferred = &got[1];
+    assert_eq!(inferred.step_name.as_deref(), Some("code-reviewer"));
+    assert_eq!(inferred.span.as_ref().unwrap().span_id.as_deref(), Some("ag_1"));
+    assert_eq!(inferred.attributes["x.claude_hook.inferred"], json!(true));
+    assert_eq!(inferred.source.as_ref().unwrap().line, Some(2));
+    assert_eq!(got[2].span.as_ref().unwrap().parent_span_id.as_deref(), Some("ag_1"));
+    assert_eq!(got[4].data["kind"], json!("SubagentStart"));
+    // Without `agent_type` there is no name to scope by: nothing is inferred.
+    assert_eq!(got[5].span.as_ref().unwrap().parent_span_id.as_deref(), Some("ag_2"));
+}
+
 const OTLP: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"agent"}}]},
   "scopeSpans":[{"scope":{"name":"agent_framework","version":"1.x"},
    "spans":[

@@ -1123,3 +1123,33 @@ fn a_note_with_a_line_break_stays_on_its_line() {
         run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == "P3-01").unwrap()["notes"].clone();
     assert!(notes.as_str().unwrap().starts_with("line one\nline two"), "{notes}");
 }
+
+/// Claude Code hooks captured from the tool hooks only (no `SubagentStart` line): the tool
+/// records inside the subagent name it (`agent_id`, `agent_type`), and a scoped `never` and
+/// an agent count agree that the subagent ran and wrote.
+#[test]
+fn hook_records_inside_a_subagent_open_its_scope_without_its_start_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        r#"workflow: "w"
+spec_version: "1"
+checkpoints:
+  - {id: S-01, tier: 2, instruction: "the reviewer never writes", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Write}, within: {agent: code-reviewer}}}}
+  - {id: S-02, tier: 2, instruction: "the reviewer runs", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {agent: code-reviewer}, at_least: 1}}}}
+"#,
+    )
+    .unwrap();
+    let trace = dir.path().join("hooks.jsonl");
+    std::fs::write(
+        &trace,
+        concat!(
+            "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Task\",\"tool_input\":{},\"tool_use_id\":\"t1\"}\n",
+            "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Write\",\"tool_input\":{\"file_path\":\"/r/a.rs\"},\"tool_use_id\":\"t2\",\"agent_id\":\"ag1\",\"agent_type\":\"code-reviewer\"}\n",
+        ),
+    )
+    .unwrap();
+    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--threshold", "0"]);
+    assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0), ("S-02", "PASS", 1.0)]), "{}", run.stdout());
+}
