@@ -446,6 +446,12 @@ fn run_trace(
         eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
     }
     let mut outcome = engine.finish();
+    if std::env::var_os("AGENTIC_CHECK_STATS").is_some() {
+        eprintln!(
+            "stats: {} event(s), {} call(s), {} event(s) through block summaries",
+            outcome.events, outcome.calls, outcome.summarized
+        );
+    }
     if let Some(line) = first_skipped {
         // A skipped record may be a call a rule is about: the verdicts say so, not only stderr.
         for rule in &mut outcome.outcomes {

@@ -747,6 +747,23 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
         if case[2] == clean {
             // Rules of every kind hold and fail on the clean trace.
             assert!(reference.2.contains("\"PASS\"") && reference.2.contains("\"FAIL\""), "{}", reference.2);
+            // And most of it went through block summaries (else the fast path is not tested).
+            let stats = agentic()
+                .env("AGENTIC_CHECK_WORKERS", "2")
+                .env("AGENTIC_CHECK_STATS", "1")
+                .arg("check")
+                .args(&case)
+                .args(["--threshold", "0"])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&stats.stderr);
+            let summarized: u64 = stderr
+                .split("call(s), ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{stderr}"));
+            assert!(summarized > 30_000, "{stderr}");
         }
         if case[0].starts_with("benches") && case[2] == trace {
             // The mixed trace really exercises the rules and the error paths.

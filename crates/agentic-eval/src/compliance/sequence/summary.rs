@@ -135,6 +135,7 @@ impl SequenceEngine {
         };
         self.events += u64::from(summary.events);
         self.calls += u64::from(summary.events);
+        self.summarized += u64::from(summary.events);
         for (state, partial) in self.states.iter_mut().zip(&summary.partials) {
             match (state, partial) {
                 (RuleState::Before { first_a, first_b, a_first }, Partial::Before { first_a: a, first_b: b }) => {
