@@ -205,6 +205,7 @@ fn translate_glob(
                 let negated = chars.next_if(|&c| c == '!' || c == '^').is_some();
                 let mut members = String::new();
                 let mut first = true;
+                let mut previous = None;
                 loop {
                     let c = chars.next().ok_or("a `[` is never closed with `]`")?;
                     if c == ']' && !first {
@@ -212,10 +213,16 @@ fn translate_glob(
                     }
                     first = false;
                     if c == '-' && !members.is_empty() && chars.peek().is_some_and(|&next| next != ']') {
+                        if let (Some(low), Some(&high)) = (previous, chars.peek())
+                            && low > high
+                        {
+                            return Err(format!("the range `{low}-{high}` is reversed; write `{high}-{low}`"));
+                        }
                         members.push('-');
                     } else {
                         members.push_str(&format!("\\x{{{:x}}}", u32::from(c)));
                     }
+                    previous = Some(c);
                 }
                 if negated {
                     out.push_str(&format!("[^/{members}]"));
@@ -270,9 +277,12 @@ fn glob_literal_runs(glob: &str) -> Vec<String> {
                 runs.push(String::new());
             }
             '[' | '{' => {
-                // Up to the closing bracket or brace (a class may start with `]`, and
-                // alternatives may nest): nothing in between is a plain run.
+                // Up to the closing bracket or brace (a class may start with `]`, after its
+                // `!` or `^`; alternatives may nest): nothing in between is a plain run.
                 let close = if c == '[' { ']' } else { '}' };
+                if c == '[' {
+                    chars.next_if(|&c| c == '!' || c == '^');
+                }
                 let mut depth = 1;
                 let mut first = true;
                 for inner in chars.by_ref() {
@@ -426,8 +436,8 @@ impl CompiledMatcher {
     }
 }
 
-const GLOB_HINT: &str =
-    "globs know `*`, `?`, `**`, `[ab]`, `[!ab]` and `{a,b}`; write `\\[`, `\\{` or `\\*` for the character itself";
+const GLOB_HINT: &str = "globs know `*`, `?`, `**`, `[ab]`, `[!ab]` and `{a,b}`; `\\` before a character makes it plain (in YAML, \
+     write '\\[' in single quotes or \"\\\\[\" in double quotes)";
 
 fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Diagnostic>) -> Vec<NameMatch> {
     let mut out = Vec::new();
@@ -1381,14 +1391,19 @@ impl SpanSet {
     }
 
     /// Removes the member inserted as `key`, unless it has gone already.
-    fn remove_key(&mut self, (slot, generation): SpanKey) {
-        let Some(entry) = self.slots.get(slot as usize) else { return };
+    /// Removes the member inserted as `key`, unless it has gone already (then false).
+    fn remove_key(&mut self, (slot, generation): SpanKey) -> bool {
+        let Some(entry) = self.slots.get(slot as usize) else { return false };
         if entry.generation != generation {
-            return;
+            return false;
         }
-        if let Ok(found) = self.table.find_entry(entry.hash, |&member| member == slot) {
-            found.remove();
-            self.release(slot);
+        match self.table.find_entry(entry.hash, |&member| member == slot) {
+            Ok(found) => {
+                found.remove();
+                self.release(slot);
+                true
+            }
+            Err(_) => false,
         }
     }
 
@@ -1420,23 +1435,28 @@ struct Scope {
     attributed: u64,
     /// Whether any span matched the scope's root.
     rooted: bool,
+    /// Occurrences whose parent was forgotten (more than [`POST_ONLY_SCOPE_WINDOW`] parents
+    /// waited at once) before it could put them in scope.
+    forgotten: u64,
 }
 
 impl Scope {
-    /// Remembers the parent of an occurrence (at `here`) that was outside the scope.
-    fn note_orphan(&mut self, parent: SpanRef<'_>, here: Location) {
+    /// Remembers `calls` occurrences (the first at `first`) under `parent` that were outside
+    /// the scope.
+    fn note_orphans(&mut self, parent: SpanRef<'_>, calls: u64, first: Location) {
         let (slot, _) = match self.orphans.insert(parent) {
             Some(key) => {
+                if self.orphan_calls.len() <= key.0 as usize {
+                    self.orphan_calls.resize(key.0 as usize + 1, (0, first));
+                }
+                self.orphan_calls[key.0 as usize] = (0, first);
                 self.orphan_order.push_back(key);
                 if self.orphan_order.len() > POST_ONLY_SCOPE_WINDOW
                     && let Some(oldest) = self.orphan_order.pop_front()
+                    && self.orphans.remove_key(oldest)
                 {
-                    self.orphans.remove_key(oldest);
+                    self.forgotten += self.orphan_calls.get(oldest.0 as usize).map_or(0, |calls| calls.0);
                 }
-                if self.orphan_calls.len() <= key.0 as usize {
-                    self.orphan_calls.resize(key.0 as usize + 1, (0, here));
-                }
-                self.orphan_calls[key.0 as usize] = (0, here);
                 key
             }
             None => match self.orphans.key_of(parent) {
@@ -1444,8 +1464,24 @@ impl Scope {
                 None => return,
             },
         };
-        if let Some(calls) = self.orphan_calls.get_mut(slot as usize) {
-            calls.0 += 1;
+        if let Some(record) = self.orphan_calls.get_mut(slot as usize) {
+            record.0 += calls;
+            if first.seq < record.1.seq {
+                record.1 = first;
+            }
+        }
+    }
+
+    /// A container span that is not in scope (yet): the occurrences waiting for it wait for
+    /// its parent instead (nested spans recorded as they end: child, container, root).
+    fn pass_orphans_up(&mut self, span: SpanRef<'_>, parent: SpanRef<'_>) {
+        if self.orphans.is_empty() {
+            return;
+        }
+        let Some((slot, _)) = self.orphans.key_of(span) else { return };
+        self.orphans.remove(span);
+        if let Some(&(calls, first)) = self.orphan_calls.get(slot as usize) {
+            self.note_orphans(parent, calls, first);
         }
     }
 
@@ -1817,7 +1853,7 @@ impl SequenceEngine {
                     && let Some(parent) = parent
                     && concerns(&rule.relation, *ids, matches)
                 {
-                    scope.note_orphan(parent, location);
+                    scope.note_orphans(parent, 1, location);
                 }
                 if let Some(span) = span {
                     // An end that pairs with a start closes the span; a post-only end (no
@@ -1830,6 +1866,8 @@ impl SequenceEngine {
                         if let Some((calls, first)) = scope.note_opened(span) {
                             take_late_calls(&rule.relation, state, scope, calls, first);
                         }
+                    } else if is_container && let Some(parent) = parent {
+                        scope.pass_orphans_up(span, parent);
                     }
                 }
                 inside
@@ -1900,17 +1938,25 @@ impl SequenceEngine {
                         within.description
                     );
                 }
+                if let Some(lost) = scope.as_ref().map(|s| s.forgotten).filter(|&lost| lost > 0) {
+                    outcome.notes = format!(
+                        "{}. Warning: {lost} call(s) under spans recorded after them were not placed: more than \
+                         {POST_ONLY_SCOPE_WINDOW} such spans were awaited at once.",
+                        outcome.notes.trim_end_matches('.')
+                    );
+                }
                 if let Some(taken) = scope.as_ref().map(|s| s.attributed).filter(|&taken| taken > 0) {
                     outcome.notes = format!(
-                        "{}. Note: {taken} call(s) came before the scope span they are under (a parent line \
-                         written after its children) and count inside it.",
+                        "{}. Note: {taken} call(s) came before the scope span they are under (the span was \
+                         recorded after its children) and count inside it.",
                         outcome.notes.trim_end_matches('.')
                     );
                 }
                 if let Some(late) = scope.as_ref().map(|s| s.late_parents).filter(|&late| late > 0) {
                     outcome.notes = format!(
-                        "{}. Warning: {late} scope span(s) came after calls under them (a parent line written \
-                         after its children); those calls counted as outside the scope.",
+                        "{}. Warning: {late} scope span(s) came after calls under them (recorded after their \
+                         children); those calls counted as outside the scope, as `before`, `only_after` and \
+                         `immediately_before` cannot place them.",
                         outcome.notes.trim_end_matches('.')
                     );
                 }
@@ -2299,7 +2345,7 @@ mod tests {
         assert!(notes.contains("Write occurs 2 time(s), first at line 1"), "{notes}");
         assert!(
             notes.ends_with(
-                "Note: 2 call(s) came before the scope span they are under (a parent line written after its \
+                "Note: 2 call(s) came before the scope span they are under (the span was recorded after its \
                  children) and count inside it."
             ),
             "{notes}"
@@ -2313,8 +2359,9 @@ mod tests {
         let ordered = SequenceEngine::run(before, vec![under("Write", 1), task(2)], 0);
         assert!(
             ordered.outcomes[0].notes.ends_with(
-                "Warning: 1 scope span(s) came after calls under them (a parent line written after its children); \
-                 those calls counted as outside the scope."
+                "Warning: 1 scope span(s) came after calls under them (recorded after their children); those \
+                 calls counted as outside the scope, as `before`, `only_after` and `immediately_before` cannot \
+                 place them."
             ),
             "{}",
             ordered.outcomes[0].notes
@@ -2585,6 +2632,13 @@ mod tests {
             ("[a-c]x", "dx", false),
             ("a[/]b", "a/b", false),
             ("[]]", "]", true),
+            ("[!]]", "x", true),
+            ("[!]]", "]", false),
+            ("[!]a]", "b", true),
+            ("[!]a]", "a", false),
+            ("[^]]x", "yx", true),
+            ("[]a]", "a", true),
+            ("[a-]", "-", true),
             ("{src,lib}/**/*.rs", "lib/x/y.rs", true),
             ("?", "é", true),
         ];
@@ -2596,6 +2650,7 @@ mod tests {
         for bad in ["**/[abc", "{a,b", "a\\", "[z-a]"] {
             assert!(Pattern::glob(bad).is_err(), "{bad}");
         }
+        assert_eq!(glob_to_regex("[z-a]").unwrap_err(), "the range `z-a` is reversed; write `a-z`");
         // Deep nesting is an error, not a stack overflow.
         assert!(Pattern::glob(&"{a,".repeat(100_000)).is_err());
         assert!(Pattern::glob(&format!("{}{}", "{a,".repeat(16), "b}".repeat(16))).is_ok());
@@ -2876,6 +2931,59 @@ mod tests {
             events,
         );
         assert_eq!(got, vec![true, true]);
+    }
+
+    /// Spans recorded as they end (OTLP batches): the tool call, then its agent, then the
+    /// outer agent. The call waits for its agent, which waits for the outer one: when that
+    /// opens the scope, `never` sees the call.
+    #[test]
+    fn calls_under_late_nested_containers_reach_the_late_root() {
+        let span = |event_type, name: &str, id: &str, parent: Option<&str>, line| {
+            let mut event = call(event_type, name, Value::Null, Some(id), parent, line);
+            event.data = Value::Null;
+            event
+        };
+        let events = vec![
+            span(EventType::ToolCallStart, "Bash", "t", Some("coder"), 1),
+            span(EventType::ToolCallEnd, "Bash", "t", Some("coder"), 1),
+            span(EventType::AgentInvokeStart, "coder", "coder", Some("orch"), 2),
+            span(EventType::AgentInvokeEnd, "coder", "coder", Some("orch"), 2),
+            span(EventType::AgentInvokeStart, "orchestrator", "orch", None, 3),
+            span(EventType::AgentInvokeEnd, "orchestrator", "orch", None, 3),
+        ];
+        let rules = vec![rule(json!({"never": {"tool": "Bash"}, "within": {"agent": "orchestrator"}}))];
+        let outcome = SequenceEngine::run(rules, events, 0);
+        assert!(!outcome.outcomes[0].passed, "{}", outcome.outcomes[0].notes);
+        assert!(outcome.outcomes[0].notes.contains("Note: 1 call(s)"), "{}", outcome.outcomes[0].notes);
+    }
+
+    /// More late parents awaited at once than the window holds: the calls under the
+    /// forgotten ones are not counted, and the note says so.
+    #[test]
+    fn late_parents_beyond_the_window_are_reported() {
+        let total = POST_ONLY_SCOPE_WINDOW as u64 + 100;
+        let mut events = Vec::new();
+        for idx in 0..total {
+            events.push(call(
+                EventType::ToolCallEnd,
+                "Bash",
+                json!({}),
+                Some(&format!("c{idx}")),
+                Some(&format!("p{idx}")),
+                idx + 1,
+            ));
+        }
+        for idx in 0..total {
+            let mut task = end("Task", json!({}), total + idx + 1);
+            task.span = Some(SpanContext { trace_id: None, span_id: Some(format!("p{idx}")), parent_span_id: None });
+            task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
+            events.push(task);
+        }
+        let rules = vec![rule(json!({"count": {"of": {"tool": "Bash"}, "at_least": 1}, "within": {"tool": "Task"}}))];
+        let outcome = SequenceEngine::run(rules, events, 0);
+        let notes = &outcome.outcomes[0].notes;
+        assert!(notes.contains(&format!("occurs {} time(s)", POST_ONLY_SCOPE_WINDOW)), "{notes}");
+        assert!(notes.contains("Warning: 100 call(s) under spans recorded after them were not placed"), "{notes}");
     }
 
     /// A scope that no span ever opened passes `never` vacuously: the note says so (a spec

@@ -14,6 +14,7 @@
 //! malformed trace with `--malformed fail`, a missing or invalid tier-3 verdict).
 
 use std::fs::File;
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -128,17 +129,18 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         bail!("`--threshold` {} is not a percentage; use a number from 0 to 100", args.threshold);
     }
     if let (Some(json), Some(markdown)) = (&args.json, &args.markdown)
-        && json == markdown
+        && same_file(json, markdown)
     {
         bail!("`--json` and `--markdown` both name `{json}`; give each report its own file (`-` for standard output)");
     }
     // A report on standard output keeps it clean: the summary goes to standard error.
     let to_stdout = [&args.json, &args.markdown].iter().any(|path| path.as_deref() == Some("-"));
-    let say = |text: &str| {
+    // Output errors (a full disk, a closed descriptor) are errors, not panics.
+    let say = |text: &str| -> anyhow::Result<()> {
         if to_stdout {
-            eprint!("{text}");
+            std::io::stderr().write_all(text.as_bytes()).context("cannot write to standard error")
         } else {
-            print!("{text}");
+            std::io::stdout().write_all(text.as_bytes()).context("cannot write to standard output")
         }
     };
     let spec = read_spec(&args.spec)?;
@@ -194,7 +196,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(run_golden(&spec, path, &options, judge.as_mut())?),
         None => None,
     };
-    say(&render_summary(&report, comparison.as_ref()));
+    say(&render_summary(&report, comparison.as_ref()))?;
     if let Some(judge) = &judge {
         let usage = &judge.usage;
         eprintln!(
@@ -203,12 +205,11 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(calibration) = &calibration {
-        say(&calibration.render());
+        say(&calibration.render())?;
     }
     let write = |path: &str, text: String| -> anyhow::Result<()> {
         if path == "-" {
-            print!("{text}");
-            return Ok(());
+            return std::io::stdout().write_all(text.as_bytes()).context("cannot write to standard output");
         }
         std::fs::write(path, text).with_context(|| format!("writing `{path}`"))
     };
@@ -229,22 +230,23 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let regressions = comparison.as_ref().map_or(0, |c| c.regressions().count());
     let verdict = match report.scores.compliance_percent {
         None => {
-            say("FAIL: no checkpoint was scorable (all NOT_APPLICABLE or BLOCKED)\n");
+            say("FAIL: no checkpoint was scorable (all NOT_APPLICABLE or BLOCKED)\n")?;
             ExitCode::from(1)
         }
         Some(score) if score < args.threshold => {
-            say(&format!("FAIL: compliance {score:.2}% is below the threshold {:.2}%\n", args.threshold));
+            say(&format!("FAIL: compliance {score:.2}% is below the threshold {:.2}%\n", args.threshold))?;
             ExitCode::from(1)
         }
         Some(_) if args.fail_on_regression && regressions > 0 => {
-            say(&format!("FAIL: {regressions} checkpoint(s) regressed against the baseline\n"));
+            say(&format!("FAIL: {regressions} checkpoint(s) regressed against the baseline\n"))?;
             ExitCode::from(1)
         }
         Some(score) => {
-            say(&format!("PASS: compliance {score:.2}% meets the threshold {:.2}%\n", args.threshold));
+            say(&format!("PASS: compliance {score:.2}% meets the threshold {:.2}%\n", args.threshold))?;
             ExitCode::SUCCESS
         }
     };
+    std::io::stdout().flush().context("cannot write to standard output")?;
     Ok(verdict)
 }
 
@@ -348,6 +350,25 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
     }
     let judge = builder.build().with_context(|| format!("configuring the judge from `{path}`"))?;
     Ok(JudgeTier3Evaluator::new(judge)?)
+}
+
+/// Whether two output paths name the same file (also through `.`, `..` or a symbolic link);
+/// `-` is standard output.
+fn same_file(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    if a == "-" || b == "-" {
+        return false;
+    }
+    let resolve = |path: &str| {
+        let path = Path::new(path);
+        std::fs::canonicalize(path).ok().or_else(|| {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?))
+        })
+    };
+    matches!((resolve(a), resolve(b)), (Some(a), Some(b)) if a == b)
 }
 
 /// A text input of the check (spec, evidence, verdicts, baseline, golden set), without the

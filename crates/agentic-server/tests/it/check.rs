@@ -1170,3 +1170,26 @@ checkpoints:
     let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--threshold", "0"]);
     assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0), ("S-02", "PASS", 1.0)]), "{}", run.stdout());
 }
+
+/// A standard output that cannot be written (a full disk) is an error with exit 2, not a
+/// panic; two report paths that name one file another way are refused like equal ones.
+#[test]
+fn output_failures_and_aliased_report_paths_are_errors() {
+    let args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    if Path::new("/dev/full").exists() {
+        for extra in [&[][..], &["--json", "-"][..]] {
+            let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+            let output = agentic().arg("check").args(&args).args(extra).stdout(full).output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+            assert!(stderr.contains("cannot write to standard output") && !stderr.contains("panicked"), "{stderr}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("r.out");
+    let aliased = dir.path().join(".").join("r.out");
+    let output =
+        agentic().arg("check").args(&args).arg("--json").arg(&plain).arg("--markdown").arg(&aliased).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("give each report its own file"));
+}
