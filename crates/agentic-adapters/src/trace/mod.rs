@@ -428,11 +428,13 @@ impl<R: BufRead> TraceReader<R> {
         let adapter = self.adapter.as_mut().expect("set above");
         self.scratch.clear();
         let result = match record {
+            // A list of records (an exporter's batch) is read record by record; an empty
+            // list holds no record.
             Value::Array(items) => {
                 let mut result = Ok(());
-                for item in items {
+                for (index, item) in items.into_iter().enumerate() {
                     if let Err(message) = adapter.ingest(item, line, &mut self.scratch) {
-                        result = Err(message);
+                        result = Err(format!("list element {index}: {message}"));
                         break;
                     }
                 }

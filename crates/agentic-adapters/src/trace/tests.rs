@@ -697,3 +697,21 @@ fn blocks_of_records_come_as_batches_with_their_positions() {
     assert!(batches > 10, "{batches} batches");
     assert_eq!(items, reference);
 }
+
+/// A line may hold a list of records (an exporter's batch): read in order, with the line's
+/// number; a bad element is named by its index.
+#[test]
+fn a_line_with_a_list_of_records_reads_them_in_order() {
+    let text = "[{\"tool_name\":\"A\",\"trace_id\":\"a\"},{\"tool_name\":\"B\",\"trace_id\":\"b\"}]\n[{\"tool_name\":\"C\"},1]\n[]\n";
+    let got = read(text, None);
+    let names: Vec<String> = got.iter().filter_map(|r| r.as_ref().ok()).filter_map(|e| e.step_name.clone()).collect();
+    assert_eq!(names, ["A", "B"]);
+    let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].line, 2);
+    assert!(
+        errors[0].message.contains("list element 1: expected a JSON object, found a number"),
+        "{}",
+        errors[0].message
+    );
+}
