@@ -2400,6 +2400,34 @@ mod tests {
         r#"  {"command" : "cargo test" }  "#,
     ];
 
+    /// Feeds a run the way `agentic check`'s parallel reader does: the summary when it
+    /// applies, then the events the summarizer marked to the scoped rules and the last ones
+    /// to the excerpt; else every event one by one.
+    fn feed_run(
+        engine: &mut SequenceEngine,
+        run: &[EventRef<'_>],
+        prepared: &[Prepared],
+        needs: &[bool],
+        summary: &Summary,
+    ) {
+        let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
+        if engine.apply_summary(summary, locate) {
+            for ((event, prepared), need) in run.iter().zip(prepared).zip(needs) {
+                if *need {
+                    engine.feed_scoped(event, prepared);
+                }
+            }
+            let keep = engine.excerpt_capacity().min(run.len());
+            for event in &run[run.len() - keep..] {
+                engine.note_call(event);
+            }
+        } else {
+            for (event, prepared) in run.iter().zip(prepared) {
+                engine.feed_prepared(event, prepared);
+            }
+        }
+    }
+
     /// An outcome as feeding one by one gives it (which counts no events as summarized).
     fn unsummarized(mut outcome: TraceOutcome) -> TraceOutcome {
         outcome.summarized = 0;
@@ -2511,22 +2539,7 @@ mod tests {
                 let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
                 let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
                 let summary = summarizer.finish();
-                let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
-                if summed.apply_summary(&summary, locate) {
-                    for ((event, prepared), need) in run.iter().zip(&prepared).zip(&needs) {
-                        if *need {
-                            summed.feed_scoped(event, prepared);
-                        }
-                    }
-                    let keep = summed.excerpt_capacity().min(run.len());
-                    for event in &run[run.len() - keep..] {
-                        summed.note_call(event);
-                    }
-                } else {
-                    for (event, prepared) in run.iter().zip(&prepared) {
-                        summed.feed_prepared(event, prepared);
-                    }
-                }
+                feed_run(&mut summed, run, &prepared, &needs, &summary);
                 start = end;
             }
             proptest::prop_assert_eq!(reference.finish(), unsummarized(summed.finish()));
@@ -2816,22 +2829,7 @@ mod tests {
                 let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
                 let summary = summarizer.finish();
                 proptest::prop_assert_eq!(summary.events() as usize, run.len());
-                let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
-                if summed.apply_summary(&summary, locate) {
-                    for ((event, prepared), need) in run.iter().zip(&prepared).zip(&needs) {
-                        if *need {
-                            summed.feed_scoped(event, prepared);
-                        }
-                    }
-                    let keep = summed.excerpt_capacity().min(run.len());
-                    for event in &run[run.len() - keep..] {
-                        summed.note_call(event);
-                    }
-                } else {
-                    for (event, prepared) in run.iter().zip(&prepared) {
-                        summed.feed_prepared(event, prepared);
-                    }
-                }
+                feed_run(&mut summed, run, &prepared, &needs, &summary);
                 start = end;
             }
             let reference = reference.finish();
