@@ -3021,16 +3021,20 @@ mod tests {
             let rules = vec![rule(
                 json!({"count": {"of": {"tool": "Edit", "args": {path: {"contains": "secret"}}}, "at_least": 1}}),
             )];
-            let event = end("Edit", args.clone(), 1);
-            let lazy = SequenceEngine::run(rules.clone(), vec![event.clone()], 0);
-            assert_eq!(lazy.outcomes[0].passed, expected, "{path}");
-            let mut engine = SequenceEngine::new(rules, 0);
-            let plan = engine.match_plan();
-            let text = args.to_string();
-            let borrowed = EventRef { args: ArgsRef::Json(&text), ..EventRef::from_event(&event) };
-            engine.feed_prepared(&borrowed, &plan.prepare(&borrowed));
-            assert_eq!(engine.finish().outcomes[0].passed, expected, "{path} (borrowed)");
+            assert_eq!(verdict_both_ways(rules, end("Edit", args.clone(), 1)), (expected, expected), "{path}");
         }
+    }
+
+    /// The verdict of one rule on one event, matched on parsed arguments inside the engine and
+    /// with precomputed bits over the arguments' JSON text (borrowed, not parsed).
+    fn verdict_both_ways(rules: Vec<CompiledRule>, event: CanonicalEvent) -> (bool, bool) {
+        let parsed = SequenceEngine::run(rules.clone(), vec![event.clone()], 0).outcomes[0].passed;
+        let mut engine = SequenceEngine::new(rules, 0);
+        let plan = engine.match_plan();
+        let text = event.data.get("input").map(Value::to_string).unwrap_or_default();
+        let borrowed = EventRef { args: ArgsRef::Json(&text), ..EventRef::from_event(&event) };
+        engine.feed_prepared(&borrowed, &plan.prepare(&borrowed));
+        (parsed, engine.finish().outcomes[0].passed)
     }
 
     /// `args_text` reads the command as written, not its JSON spelling: quotes, anchors and
@@ -3050,16 +3054,7 @@ mod tests {
         ];
         for (text_match, args, expected) in cases {
             let rules = vec![rule(json!({"count": {"of": {"tool": "Bash", "args_text": text_match}, "at_least": 1}}))];
-            let event = bash(args.clone());
-            let lazy = SequenceEngine::run(rules.clone(), vec![event.clone()], 0);
-            assert_eq!(lazy.outcomes[0].passed, expected, "{text_match} on {args}");
-            // Precomputed bits over the JSON text agree.
-            let mut engine = SequenceEngine::new(rules, 0);
-            let plan = engine.match_plan();
-            let text = args.to_string();
-            let event = EventRef { args: ArgsRef::Json(&text), ..EventRef::from_event(&event) };
-            engine.feed_prepared(&event, &plan.prepare(&event));
-            assert_eq!(engine.finish().outcomes[0].passed, expected, "{text_match} on {text} (bits)");
+            assert_eq!(verdict_both_ways(rules, bash(args.clone())), (expected, expected), "{text_match} on {args}");
         }
     }
 
