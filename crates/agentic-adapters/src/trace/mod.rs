@@ -378,8 +378,12 @@ impl<R: BufRead> TraceReader<R> {
         ControlFlow::Continue(())
     }
 
-    /// Accumulates lines until they form one JSON document.
+    /// Accumulates lines until they form one JSON document. The text is parsed only once its
+    /// brackets close (or it cannot be valid any more), so a pretty-printed document of many
+    /// lines is parsed once, not once per line.
     fn read_document(&mut self, first: String, start: u64) -> Result<(Value, u64), TraceError> {
+        let mut nesting = Nesting::default();
+        nesting.feed(first.as_bytes());
         let mut document = first;
         loop {
             match self.read_line()? {
@@ -401,6 +405,10 @@ impl<R: BufRead> TraceReader<R> {
                             line: start,
                             message: format!("record is longer than {MAX_RECORD_BYTES} bytes"),
                         });
+                    }
+                    nesting.feed(text.as_bytes());
+                    if !nesting.may_be_complete() {
+                        continue;
                     }
                     match serde_json::from_str::<Value>(&document) {
                         Ok(value) => return Ok((value, start)),
@@ -548,3 +556,40 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+
+/// The bracket depth of JSON text fed line by line (outside strings), to tell when a
+/// document spread over lines may be complete.
+#[derive(Debug, Default)]
+struct Nesting {
+    depth: i64,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Nesting {
+    fn feed(&mut self, text: &[u8]) {
+        for &byte in text {
+            if self.in_string {
+                match byte {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => self.depth -= 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// True when the brackets closed (or closed too often), or when a string runs over the
+    /// end of a line, which JSON never allows: parsing then tells what the text is.
+    fn may_be_complete(&self) -> bool {
+        self.depth <= 0 || self.in_string
+    }
+}

@@ -715,3 +715,21 @@ fn a_line_with_a_list_of_records_reads_them_in_order() {
         errors[0].message
     );
 }
+
+/// A document spread over lines is parsed once its brackets close: brackets and escaped
+/// quotes inside strings do not count, and a string running over a line end (never valid
+/// JSON) is an error at the document's first line, not a wait for the end of the file.
+#[test]
+fn multi_line_documents_close_by_their_brackets() {
+    let text = "{\n  \"tool_name\": \"Bash\",\n  \"trace_id\": \"a\",\n  \"args\": {\"command\": \"echo \\\"}]\\\" [{\"}\n}\n{\"tool_name\":\"Read\",\"trace_id\":\"b\"}\n";
+    let got = events(text);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].data["input"]["command"], json!("echo \"}]\" [{"));
+    assert_eq!(got[0].source.as_ref().unwrap().line, Some(1));
+    assert_eq!(got[1].source.as_ref().unwrap().line, Some(6));
+    let broken = "{\n  \"tool_name\": \"Ba\nsh\"\n}\n{\"tool_name\":\"Read\",\"trace_id\":\"b\"}\n";
+    let got = read(broken, None);
+    let error = got.iter().find_map(|r| r.as_ref().err()).expect("an error");
+    assert_eq!(error.line, 1, "{error:?}");
+    assert!(got.iter().any(|r| r.as_ref().is_ok_and(|e| e.step_name.as_deref() == Some("Read"))), "{got:?}");
+}
