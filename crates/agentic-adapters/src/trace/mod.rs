@@ -170,6 +170,8 @@ pub struct TraceReader<R> {
     pending: VecDeque<CanonicalEvent>,
     scratch: Vec<CanonicalEvent>,
     buffer: Vec<u8>,
+    /// The text of the multi-line document just read, for the lines of its spans.
+    document: Option<String>,
     done: bool,
 }
 
@@ -203,6 +205,7 @@ impl<R: BufRead> TraceReader<R> {
             pending: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
+            document: None,
             done: false,
         }
     }
@@ -411,7 +414,10 @@ impl<R: BufRead> TraceReader<R> {
                         continue;
                     }
                     match serde_json::from_str::<Value>(&document) {
-                        Ok(value) => return Ok((value, start)),
+                        Ok(value) => {
+                            self.document = Some(document);
+                            return Ok((value, start));
+                        }
                         Err(error) if error.is_eof() => continue,
                         Err(error) => {
                             return Err(TraceError {
@@ -450,11 +456,20 @@ impl<R: BufRead> TraceReader<R> {
             }
             record => adapter.ingest(record, line, &mut self.scratch),
         };
+        // In a document spread over lines, a span's events cite the line of its `spanId`.
+        let span_lines = self.document.take().map(|text| span_lines(&text, line)).unwrap_or_default();
         match result {
             Ok(()) => {
                 for mut event in self.scratch.drain(..) {
                     self.seq += 1;
                     event.seq = self.seq;
+                    if !span_lines.is_empty()
+                        && let Some(source) = event.source.as_mut()
+                        && let Some(id) = source.raw.as_ref().and_then(|raw| raw.get("spanId")).and_then(Value::as_str)
+                        && let Some(&span_line) = span_lines.get(id)
+                    {
+                        source.line = Some(span_line);
+                    }
                     self.pending.push_back(event);
                 }
                 Ok(())
@@ -592,4 +607,22 @@ impl Nesting {
     fn may_be_complete(&self) -> bool {
         self.depth <= 0 || self.in_string
     }
+}
+
+/// The line of each `"spanId": "..."` in a document that starts at line `start` (the first
+/// occurrence of an id wins).
+fn span_lines(text: &str, start: u64) -> std::collections::HashMap<String, u64> {
+    let mut lines = std::collections::HashMap::new();
+    let (mut line, mut counted) = (start, 0);
+    for (at, _) in text.match_indices("\"spanId\"") {
+        let rest = text[at + "\"spanId\"".len()..].trim_start();
+        let Some(value) = rest.strip_prefix(':').map(str::trim_start).and_then(|rest| rest.strip_prefix('"')) else {
+            continue;
+        };
+        let Some(id) = value.split('"').next().filter(|id| !id.contains('\\')) else { continue };
+        line += memchr::memchr_iter(b'\n', &text.as_bytes()[counted..at]).count() as u64;
+        counted = at;
+        lines.entry(id.to_owned()).or_insert(line);
+    }
+    lines
 }

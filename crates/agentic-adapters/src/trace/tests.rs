@@ -159,7 +159,12 @@ fn otlp_spans_become_ordered_start_and_end_events() {
     assert_eq!(got[0].attributes["gen_ai.usage.input_tokens"], json!(12));
     assert_eq!(got[0].attributes["x.otlp.resource.service.name"], json!("agent"));
     assert_eq!(got[1].timestamp.timestamp(), 1_718_000_000);
-    assert!(got.iter().all(|e| e.source.as_ref().unwrap().line == Some(1)));
+    // The document spans several lines: each event cites the line of its span's `spanId`.
+    for event in &got {
+        let source = event.source.as_ref().unwrap();
+        assert_eq!(source.line, Some(span_line(OTLP, source)), "{event:?}");
+    }
+    assert!(got.iter().any(|e| e.source.as_ref().unwrap().line != Some(1)));
     assert_eq!(got[1].source.as_ref().unwrap().raw.as_ref().unwrap()["name"], json!("execute_tool get_weather"));
 }
 
@@ -209,7 +214,10 @@ fn a_byte_order_mark_before_the_first_record_is_skipped() {
         let got = read(&with_bom, None);
         assert!(got.iter().all(Result::is_ok), "{got:?}");
         assert_eq!(got.len(), count, "{got:?}");
-        assert_eq!(got[0].as_ref().unwrap().source.as_ref().unwrap().line, Some(1));
+        let source = got[0].as_ref().unwrap().source.as_ref().unwrap();
+        let first_line =
+            if text.contains("resourceSpans") && text.trim_end().contains('\n') { span_line(text, source) } else { 1 };
+        assert_eq!(source.line, Some(first_line));
         assert_parallel_agrees(with_bom.as_bytes(), None);
     }
     // Only at the start of the input: a mark inside is a malformed line.
@@ -732,4 +740,15 @@ fn multi_line_documents_close_by_their_brackets() {
     let error = got.iter().find_map(|r| r.as_ref().err()).expect("an error");
     assert_eq!(error.line, 1, "{error:?}");
     assert!(got.iter().any(|r| r.as_ref().is_ok_and(|e| e.step_name.as_deref() == Some("Read"))), "{got:?}");
+}
+
+/// The line of the first `spanId` in `text` holding the id of `source`'s raw span.
+fn span_line(text: &str, source: &agentic_core::event::EventSource) -> u64 {
+    let id = source.raw.as_ref().and_then(|raw| raw["spanId"].as_str()).expect("a span id");
+    let at = text
+        .match_indices("\"spanId\"")
+        .map(|(at, _)| at)
+        .find(|&at| text[at..].split_once(',').is_some_and(|(member, _)| member.contains(&format!("\"{id}\""))))
+        .expect("the id is in the text");
+    1 + text[..at].matches('\n').count() as u64
 }
