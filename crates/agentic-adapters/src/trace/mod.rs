@@ -442,43 +442,41 @@ impl<R: BufRead> TraceReader<R> {
         let adapter = self.adapter.as_mut().expect("set above");
         self.scratch.clear();
         let result = match record {
-            // A list of records (an exporter's batch) is read record by record; an empty
-            // list holds no record.
+            // A list of records (an exporter's batch) is read record by record: a bad one is
+            // reported (the first, with the count) and the others are read; an empty list
+            // holds no record.
             Value::Array(items) => {
-                let mut result = Ok(());
+                let mut bad = Vec::new();
                 for (index, item) in items.into_iter().enumerate() {
                     if let Err(message) = adapter.ingest(item, line, &mut self.scratch) {
-                        result = Err(format!("list element {index}: {message}"));
-                        break;
+                        bad.push(format!("list element {index}: {message}"));
                     }
                 }
-                result
+                match bad.as_slice() {
+                    [] => Ok(()),
+                    [only] => Err(only.clone()),
+                    [first, rest @ ..] => Err(format!("{first} (and {} more bad element(s))", rest.len())),
+                }
             }
             record => adapter.ingest(record, line, &mut self.scratch),
         };
         // In a document spread over lines, a span's events cite the line of its `spanId`.
         let span_lines = self.document.take().map(|text| span_lines(&text, line)).unwrap_or_default();
-        match result {
-            Ok(()) => {
-                for mut event in self.scratch.drain(..) {
-                    self.seq += 1;
-                    event.seq = self.seq;
-                    if !span_lines.is_empty()
-                        && let Some(source) = event.source.as_mut()
-                        && let Some(id) = source.raw.as_ref().and_then(|raw| raw.get("spanId")).and_then(Value::as_str)
-                        && let Some(&span_line) = span_lines.get(id)
-                    {
-                        source.line = Some(span_line);
-                    }
-                    self.pending.push_back(event);
-                }
-                Ok(())
+        // What the adapter read is kept even when part of the record failed (a bad span of
+        // an OTLP document, a bad element of a list): the failure is reported first.
+        for mut event in self.scratch.drain(..) {
+            self.seq += 1;
+            event.seq = self.seq;
+            if !span_lines.is_empty()
+                && let Some(source) = event.source.as_mut()
+                && let Some(id) = source.raw.as_ref().and_then(|raw| raw.get("spanId")).and_then(Value::as_str)
+                && let Some(&span_line) = span_lines.get(id)
+            {
+                source.line = Some(span_line);
             }
-            Err(message) => {
-                self.scratch.clear();
-                Err(TraceError { line, message: format!("{} record: {message}", adapter.format()) })
-            }
+            self.pending.push_back(event);
         }
+        result.map_err(|message| TraceError { line, message: format!("{} record: {message}", adapter.format()) })
     }
 }
 

@@ -85,9 +85,14 @@ impl TraceAdapter for OtlpJsonAdapter {
                 }
             }
         }
+        // A bad span is reported and skipped; the document's other spans are read.
         let mut parsed = Vec::with_capacity(spans.len());
+        let mut bad: Vec<String> = Vec::new();
         for (idx, (span, resource_attributes)) in spans.into_iter().enumerate() {
-            parsed.push(parse_span(span, resource_attributes, idx, line)?);
+            match parse_span(span, resource_attributes, idx, line) {
+                Ok(span) => parsed.push(span),
+                Err(message) => bad.push(message),
+            }
         }
         // Depth of each span within this export, for ordering ties.
         let parents: std::collections::HashMap<&str, Option<&str>> =
@@ -122,7 +127,14 @@ impl TraceAdapter for OtlpJsonAdapter {
             })
         });
         out.extend(pending.into_iter().map(|p| p.event));
-        Ok(())
+        match bad.as_slice() {
+            [] => Ok(()),
+            [only] => Err(format!("{only} (the span was skipped; the document's other spans were read)")),
+            [first, rest @ ..] => Err(format!(
+                "{first} (and {} more bad span(s); they were skipped, the document's other spans were read)",
+                rest.len()
+            )),
+        }
     }
 }
 

@@ -707,13 +707,13 @@ fn blocks_of_records_come_as_batches_with_their_positions() {
 }
 
 /// A line may hold a list of records (an exporter's batch): read in order, with the line's
-/// number; a bad element is named by its index.
+/// number; a bad element is named by its index and skipped, the others are read.
 #[test]
 fn a_line_with_a_list_of_records_reads_them_in_order() {
     let text = "[{\"tool_name\":\"A\",\"trace_id\":\"a\"},{\"tool_name\":\"B\",\"trace_id\":\"b\"}]\n[{\"tool_name\":\"C\"},1]\n[]\n";
     let got = read(text, None);
     let names: Vec<String> = got.iter().filter_map(|r| r.as_ref().ok()).filter_map(|e| e.step_name.clone()).collect();
-    assert_eq!(names, ["A", "B"]);
+    assert_eq!(names, ["A", "B", "C"]);
     let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0].line, 2);
@@ -751,4 +751,27 @@ fn span_line(text: &str, source: &agentic_core::event::EventSource) -> u64 {
         .find(|&at| text[at..].split_once(',').is_some_and(|(member, _)| member.contains(&format!("\"{id}\""))))
         .expect("the id is in the text");
     1 + text[..at].matches('\n').count() as u64
+}
+
+/// One bad span of an OTLP document is reported and skipped; the document's other spans
+/// are read.
+#[test]
+fn a_bad_otlp_span_does_not_drop_its_document() {
+    let mut document: Value = serde_json::from_str(OTLP).unwrap();
+    let spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array_mut().unwrap();
+    let good = spans.len();
+    let mut bad = spans[0].clone();
+    bad["startTimeUnixNano"] = json!("notanumber");
+    spans.push(bad);
+    let text = format!("{document}\n");
+    let got = read(&text, None);
+    let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{got:?}");
+    assert!(
+        errors[0].message.contains("the span was skipped; the document's other spans were read"),
+        "{}",
+        errors[0].message
+    );
+    assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2 * good, "{got:?}");
+    assert_parallel_agrees(text.as_bytes(), None);
 }
