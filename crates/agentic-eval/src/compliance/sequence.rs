@@ -172,21 +172,46 @@ pub(crate) fn is_glob(pattern: &str) -> bool {
 /// `[!ab]` are classes (never matching `/`), `{a,b}` are alternatives (they may nest), and
 /// `\` makes the next character plain. Characters, not bytes: `?` matches `é`.
 pub fn glob_to_regex(glob: &str) -> Result<String, String> {
-    let mut out = String::from("^");
-    translate_glob(&mut glob.chars().peekable(), &mut out, 0)?;
-    out.push('$');
-    Ok(out)
+    translate(glob).map(|(regex, _)| regex)
 }
 
-/// Translates up to the end (or, inside `depth` levels of `{...}`, up to the closing brace).
+/// Whether `glob` matches `text` (false for an invalid glob).
+pub(crate) fn glob_matches(glob: &str, text: &str) -> bool {
+    glob_to_regex(glob).ok().and_then(|regex| Regex::new(&regex).ok()).is_some_and(|regex| regex.is_match(text))
+}
+
+/// The regex of a glob (see [`glob_to_regex`]) and its runs of plain characters outside
+/// alternatives, in order: every match holds each run, the first at its start and the last
+/// at its end (each empty when the glob starts or ends with something else).
+fn translate(glob: &str) -> Result<(String, Vec<String>), String> {
+    let mut out = String::from("^");
+    let mut runs = vec![String::new()];
+    translate_glob(&mut glob.chars().peekable(), &mut out, &mut runs, 0)?;
+    out.push('$');
+    Ok((out, runs))
+}
+
+/// Translates up to the end (or, inside `depth` levels of `{...}`, up to the closing brace);
+/// plain characters outside braces extend the last of `runs`, anything else starts a new one.
 fn translate_glob(
     chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
     out: &mut String,
+    runs: &mut Vec<String>,
     depth: usize,
 ) -> Result<(), String> {
     const MAX_BRACE_DEPTH: usize = 16;
-    let in_braces = depth > 0;
-    let plain = |out: &mut String, c: char| out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
+    let top = depth == 0;
+    let plain = |out: &mut String, runs: &mut Vec<String>, c: char| {
+        out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
+        if let (true, Some(run)) = (top, runs.last_mut()) {
+            run.push(c);
+        }
+    };
+    let cut = |runs: &mut Vec<String>| {
+        if top {
+            runs.push(String::new());
+        }
+    };
     while let Some(c) = chars.next() {
         match c {
             '*' if chars.peek() == Some(&'*') => {
@@ -197,10 +222,23 @@ fn translate_glob(
                 } else {
                     out.push_str(".*");
                 }
+                // `**` may match no directory at all, taking a `/` before it with it.
+                if let (true, Some(run)) = (top, runs.last_mut())
+                    && run.ends_with('/')
+                {
+                    run.pop();
+                }
+                cut(runs);
             }
-            '*' => out.push_str("[^/]*"),
-            '?' => out.push_str("[^/]"),
-            '\\' => plain(out, chars.next().ok_or("a `\\` at the end escapes nothing")?),
+            '*' => {
+                out.push_str("[^/]*");
+                cut(runs);
+            }
+            '?' => {
+                out.push_str("[^/]");
+                cut(runs);
+            }
+            '\\' => plain(out, runs, chars.next().ok_or("a `\\` at the end escapes nothing")?),
             '[' => {
                 let negated = chars.next_if(|&c| c == '!' || c == '^').is_some();
                 let mut members = String::new();
@@ -229,79 +267,22 @@ fn translate_glob(
                 } else {
                     out.push_str(&format!("[[{members}]&&[^/]]"));
                 }
+                cut(runs);
             }
             '{' if depth == MAX_BRACE_DEPTH => return Err(format!("`{{...}}` nest deeper than {MAX_BRACE_DEPTH}")),
             '{' => {
+                cut(runs);
                 out.push_str("(?:");
-                translate_glob(chars, out, depth + 1)?;
+                translate_glob(chars, out, runs, depth + 1)?;
                 out.push(')');
+                cut(runs);
             }
-            ',' if in_braces => out.push('|'),
-            '}' if in_braces => return Ok(()),
-            other => plain(out, other),
+            ',' if !top => out.push('|'),
+            '}' if !top => return Ok(()),
+            other => plain(out, runs, other),
         }
     }
-    if in_braces { Err("a `{` is never closed with `}`".to_owned()) } else { Ok(()) }
-}
-
-/// Whether `glob` matches `text` (false for an invalid glob).
-pub(crate) fn glob_matches(glob: &str, text: &str) -> bool {
-    glob_to_regex(glob).ok().and_then(|regex| Regex::new(&regex).ok()).is_some_and(|regex| regex.is_match(text))
-}
-
-/// The runs of plain characters of a glob, in order, split wherever something else stands
-/// (a wildcard, a class, alternatives, an escape): every match holds each run, the first at
-/// its start and the last at its end (each empty when the glob starts or ends otherwise).
-fn glob_literal_runs(glob: &str) -> Vec<String> {
-    let mut runs = vec![String::new()];
-    let mut chars = glob.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' if chars.peek() == Some(&'*') => {
-                // `**` may match no directory at all, taking a `/` next to it with it.
-                chars.next();
-                if chars.peek() == Some(&'/') {
-                    chars.next();
-                }
-                if let Some(run) = runs.last_mut()
-                    && run.ends_with('/')
-                {
-                    run.pop();
-                }
-                runs.push(String::new());
-            }
-            '*' | '?' => runs.push(String::new()),
-            '\\' => {
-                // The escaped character is literal, but a run is kept simple: split here.
-                chars.next();
-                runs.push(String::new());
-            }
-            '[' | '{' => {
-                // Up to the closing bracket or brace (a class may start with `]`, after its
-                // `!` or `^`; alternatives may nest): nothing in between is a plain run.
-                let close = if c == '[' { ']' } else { '}' };
-                if c == '[' {
-                    chars.next_if(|&c| c == '!' || c == '^');
-                }
-                let mut depth = 1;
-                let mut first = true;
-                for inner in chars.by_ref() {
-                    if inner == c && c == '{' {
-                        depth += 1;
-                    } else if inner == close && !(first && c == '[') {
-                        depth -= 1;
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    first = false;
-                }
-                runs.push(String::new());
-            }
-            other => runs.last_mut().map_or((), |run| run.push(other)),
-        }
-    }
-    runs
+    if top { Ok(()) } else { Err("a `{` is never closed with `}`".to_owned()) }
 }
 
 #[derive(Debug, Clone)]
@@ -344,8 +325,8 @@ impl Pattern {
 
     /// A path glob (see [`glob_to_regex`]) with its literal start, end and longest inner run.
     fn glob(glob: &str) -> Result<Pattern, String> {
-        let regex = Regex::new(&glob_to_regex(glob)?).map_err(|error| error.to_string())?;
-        let runs = glob_literal_runs(glob);
+        let (regex, runs) = translate(glob)?;
+        let regex = Regex::new(&regex).map_err(|error| error.to_string())?;
         let (prefix, suffix) = match runs.as_slice() {
             [only] => (only.clone(), String::new()),
             [first, .., last] => (first.clone(), last.clone()),
