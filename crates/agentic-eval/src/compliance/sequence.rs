@@ -2518,7 +2518,13 @@ mod tests {
                 let end = (start + cut.next().copied().unwrap_or(1)).min(events.len());
                 let run = &events[start..end];
                 let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
-                let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
+                let needs: Vec<bool> = prepared
+                    .iter()
+                    .map(|p| {
+                        summarizer.push(p);
+                        summarizer.scoped_need(p)
+                    })
+                    .collect();
                 let summary = summarizer.finish();
                 feed_run(&mut summed, run, &prepared, &needs, &summary);
                 start = end;
@@ -2558,7 +2564,13 @@ mod tests {
         let plan = summed.match_plan();
         let mut summarizer = summed.summarizer().expect("one rule");
         let prepared: Vec<Prepared> = events.iter().map(|e| plan.prepare(e)).collect();
-        let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
+        let needs: Vec<bool> = prepared
+            .iter()
+            .map(|p| {
+                summarizer.push(p);
+                summarizer.scoped_need(p)
+            })
+            .collect();
         // The root, a container with a parent, and calls with a parent that may be in scope.
         assert_eq!(needs, [true, true, true, true, false]);
         assert!(summed.apply_summary(&summarizer.finish(), |k| (Some(u64::from(k) + 1), u64::from(k) + 1)));
@@ -2807,7 +2819,13 @@ mod tests {
                     start = end;
                     continue;
                 };
-                let needs: Vec<bool> = prepared.iter().map(|p| summarizer.push(p)).collect();
+                let needs: Vec<bool> = prepared
+                    .iter()
+                    .map(|p| {
+                        summarizer.push(p);
+                        summarizer.scoped_need(p)
+                    })
+                    .collect();
                 let summary = summarizer.finish();
                 proptest::prop_assert_eq!(summary.events() as usize, run.len());
                 feed_run(&mut summed, run, &prepared, &needs, &summary);

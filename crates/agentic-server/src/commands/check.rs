@@ -597,7 +597,7 @@ fn run_fast(
         }
         Batch::Item(Ok(TraceItem::Tooltrace(view)), prepared) => {
             match prepared {
-                Some((prepared, _)) => engine.feed_prepared(&view_ref(&view), prepared),
+                Some(prepared) => engine.feed_prepared(&view_ref(&view), prepared),
                 None => engine.feed_ref(&view_ref(&view)),
             }
             ControlFlow::Continue(())
@@ -609,7 +609,7 @@ fn run_fast(
             if applied {
                 for record in records.wanted() {
                     if let Some(view) = record.view() {
-                        engine.feed_scoped(&view_ref(&view), &record.data().0);
+                        engine.feed_scoped(&view_ref(&view), record.data());
                     }
                 }
                 // Only the last calls are kept for tier 3 (none without tier-3 checkpoints).
@@ -621,7 +621,7 @@ fn run_fast(
             } else {
                 for record in records.iter() {
                     if let Some(view) = record.view() {
-                        engine.feed_prepared(&view_ref(&view), &record.data().0);
+                        engine.feed_prepared(&view_ref(&view), record.data());
                     }
                 }
             }
@@ -638,19 +638,21 @@ struct CheckWork {
 }
 
 impl LineWork for CheckWork {
-    /// The line's matches, and whether the scoped rules need it.
-    type Line = (Prepared, bool);
+    /// The line's matches.
+    type Line = Prepared;
     type Block = Option<Summary>;
 
-    fn line(&mut self, view: &TooltraceView<'_>) -> (Prepared, bool) {
+    fn line(&mut self, view: &TooltraceView<'_>) -> Prepared {
         let prepared = self.plan.prepare(&view_ref(view));
-        let scoped = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&prepared));
-        (prepared, scoped)
+        if let Some(summarizer) = &mut self.summarizer {
+            summarizer.push(&prepared);
+        }
+        prepared
     }
 
     /// The scoped rules' lines are fed one by one even in a summarized block.
-    fn wanted(&self, line: &(Prepared, bool)) -> bool {
-        line.1
+    fn wanted(&self, line: &Prepared) -> bool {
+        self.summarizer.as_ref().is_none_or(|summarizer| summarizer.scoped_need(line))
     }
 
     fn block(&mut self) -> Option<Summary> {

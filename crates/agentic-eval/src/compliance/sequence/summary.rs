@@ -225,9 +225,9 @@ impl SequenceEngine {
 
 impl Summarizer {
     /// Adds the next event of the run (prepared by [`MatchPlan::prepare`] of the same
-    /// engine); true when the rules with a scope need it ([`SequenceEngine::feed_scoped`]).
+    /// engine). Whether the rules with a scope need it too is [`Summarizer::scoped_need`].
     #[inline]
-    pub fn push(&mut self, prepared: &Prepared) -> bool {
+    pub fn push(&mut self, prepared: &Prepared) {
         let index = self.run.events;
         match index.checked_add(1) {
             Some(events) => self.run.events = events,
@@ -246,13 +246,13 @@ impl Summarizer {
                 step_partial(partial, ids, index, bits);
             }
         }
-        self.scoped_need(prepared)
     }
 
-    /// Whether a rule with a scope can change on this event: it opens a scope (matches the
-    /// root), may open a nested one (a container with a parent), or may step (a match of the
-    /// relation, with a parent that may be in scope).
-    fn scoped_need(&self, prepared: &Prepared) -> bool {
+    /// Whether a rule with a scope can change on this event, so that it goes to
+    /// [`SequenceEngine::feed_scoped`] even when its run's summary is applied: it opens a
+    /// scope (matches the root), may open a nested one (a container with a parent), or may
+    /// step (a match of the relation, with a parent that may be in scope).
+    pub fn scoped_need(&self, prepared: &Prepared) -> bool {
         let mut scoped = self.masks.scoped;
         while scoped != 0 {
             let idx = scoped.trailing_zeros() as usize;
