@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use super::condition::ConditionOutcome;
 use super::report::{
     CheckpointResult, ComplianceReport, EvaluatorAudit, REPORT_SCHEMA_VERSION, ResultState, Tier3Confidence,
-    compliance_of, score,
+    append_sentence, compliance_of, score,
 };
 use super::sequence::TraceOutcome;
 use super::spec::{CompiledCheck, CompiledSpec, TRACE_SOURCE, Tier};
@@ -214,20 +214,9 @@ fn resolve(
                 VerdictResult::Fail => ResultState::Fail,
             };
             let mut notes = scored.notes;
-            // The evaluator's notes end as a sentence before what follows.
-            if !notes.is_empty() {
-                if !notes.ends_with(['.', '!', '?']) {
-                    notes.push('.');
-                }
-                notes.push(' ');
-            }
             match citation {
-                Some(citation) => {
-                    notes.push_str(&format!("Evidence: {citation}"));
-                }
-                None => {
-                    notes.push_str("(no evidence citation)");
-                }
+                Some(citation) => append_sentence(&mut notes, &format!("Evidence: {citation}")),
+                None => append_sentence(&mut notes, "(no evidence citation)"),
             }
             Ok((state, scored.earned_weight, notes))
         }
@@ -249,14 +238,14 @@ fn block_if_constrained(
         if let Some(activity) = activity
             && constraint.constraint.affects.iter().any(|affected| affected == id)
         {
-            // The failure's own notes end as a sentence, whatever the evaluator wrote.
-            let notes = notes.trim_end();
-            let stop = if notes.is_empty() || notes.ends_with(['.', '!', '?']) { "" } else { "." };
-            let notes = format!(
-                "{notes}{stop} BLOCKED by {} ({}): active because {}.",
-                constraint.constraint.id, constraint.constraint.constraint, activity.explanation
+            let mut notes = notes;
+            append_sentence(
+                &mut notes,
+                &format!(
+                    "BLOCKED by {} ({}): active because {}.",
+                    constraint.constraint.id, constraint.constraint.constraint, activity.explanation
+                ),
             );
-            let notes = notes.trim_start().to_owned();
             return (ResultState::Blocked, 0.0, notes);
         }
     }

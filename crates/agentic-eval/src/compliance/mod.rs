@@ -29,7 +29,7 @@ pub use condition::{CompiledCondition, ConditionOutcome, EvidencePath};
 pub use evaluate::{CheckOptions, ComplianceError, EvidenceSet, evaluate};
 pub use report::{
     ChangeKind, CheckpointChange, CheckpointResult, ComplianceReport, Rating, ReportComparison, ResultState,
-    compare_reports, confidence_status, rating_for, render_markdown, render_summary,
+    append_sentence, compare_reports, confidence_status, rating_for, render_markdown, render_summary,
 };
 pub use sequence::{
     ArgsRef, EventRef, MatchBits, MatchPlan, Prepared, RuleOutcome, SequenceEngine, Summarizer, Summary, TraceOutcome,

@@ -504,6 +504,19 @@ fn change_line(change: &CheckpointChange) -> String {
     )
 }
 
+/// Appends `sentence` to a checkpoint's notes, ending the notes' last sentence first (with a
+/// period, unless it ends with `.`, `!` or `?`).
+pub fn append_sentence(notes: &mut String, sentence: &str) {
+    notes.truncate(notes.trim_end().len());
+    if !notes.is_empty() {
+        if !notes.ends_with(['.', '!', '?']) {
+            notes.push('.');
+        }
+        notes.push(' ');
+    }
+    notes.push_str(sentence);
+}
+
 /// A short plain-text summary for the terminal.
 pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportComparison>) -> String {
     let mut out = String::new();
@@ -681,6 +694,16 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appended_sentences_follow_a_finished_one() {
+        let cases = [("", "B."), ("A", "A. B."), ("A.", "A. B."), ("A? ", "A? B."), ("(x)", "(x). B.")];
+        for (notes, expected) in cases {
+            let mut notes = notes.to_owned();
+            append_sentence(&mut notes, "B.");
+            assert_eq!(notes, expected);
+        }
+    }
 
     #[test]
     fn rating_bands_have_inclusive_lower_bounds() {

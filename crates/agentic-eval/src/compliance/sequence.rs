@@ -39,6 +39,8 @@ mod summary;
 pub use summary::{Summarizer, Summary};
 
 use agentic_core::json_scan::bytes_eq;
+
+use super::report::append_sentence;
 use hashbrown::HashTable;
 
 use agentic_core::{CanonicalEvent, Diagnostic, EventType};
@@ -1425,8 +1427,10 @@ impl Scope {
     /// Remembers `calls` occurrences (the first at `first`) under `parent` that were outside
     /// the scope.
     fn note_orphans(&mut self, parent: SpanRef<'_>, calls: u64, first: Location) {
-        let (slot, _) = match self.orphans.insert(parent) {
-            Some(key) => {
+        let (slot, _) = match self.orphans.key_of(parent) {
+            Some(key) => key,
+            None => {
+                let Some(key) = self.orphans.insert(parent) else { return };
                 if self.orphan_calls.len() <= key.0 as usize {
                     self.orphan_calls.resize(key.0 as usize + 1, (0, first));
                 }
@@ -1440,10 +1444,6 @@ impl Scope {
                 }
                 key
             }
-            None => match self.orphans.key_of(parent) {
-                Some(key) => key,
-                None => return,
-            },
         };
         if let Some(record) = self.orphan_calls.get_mut(slot as usize) {
             record.0 += calls;
@@ -1466,15 +1466,14 @@ impl Scope {
         }
     }
 
-    /// A span opens a scope: when occurrences under it came first, counts it and gives how
-    /// many there were and the first.
+    /// A span opens a scope: when occurrences under it came first, how many there were and
+    /// the first.
     fn note_opened(&mut self, span: SpanRef<'_>) -> Option<(u64, Location)> {
         if self.orphans.is_empty() {
             return None;
         }
         let (slot, _) = self.orphans.key_of(span)?;
         self.orphans.remove(span);
-        self.late_parents += 1;
         self.orphan_calls.get(slot as usize).copied()
     }
 
@@ -1845,7 +1844,11 @@ impl SequenceEngine {
                         scope.rooted |= !inside;
                         scope.open(span, is_end);
                         if let Some((calls, first)) = scope.note_opened(span) {
-                            take_late_calls(&rule.relation, state, scope, calls, first);
+                            if take_late_calls(&rule.relation, state, calls, first) {
+                                scope.attributed += calls;
+                            } else {
+                                scope.late_parents += 1;
+                            }
                         }
                     } else if is_container && let Some(parent) = parent {
                         scope.pass_orphans_up(span, parent);
@@ -1913,32 +1916,40 @@ impl SequenceEngine {
                     && !scope.rooted
                 {
                     // Likely a spec or capture problem, not a clean pass: say so.
-                    outcome.notes = format!(
-                        "{}. Note: no span matched the scope ({}) in the trace, so nothing was inside it.",
-                        outcome.notes.trim_end_matches('.'),
-                        within.description
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Note: no span matched the scope ({}) in the trace, so nothing was inside it.",
+                            within.description
+                        ),
                     );
                 }
                 if let Some(lost) = scope.as_ref().map(|s| s.forgotten).filter(|&lost| lost > 0) {
-                    outcome.notes = format!(
-                        "{}. Warning: {lost} call(s) under spans recorded after them were not placed: more than \
-                         {POST_ONLY_SCOPE_WINDOW} such spans were awaited at once.",
-                        outcome.notes.trim_end_matches('.')
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {lost} call(s) under spans recorded after them were not placed: more than \
+                             {POST_ONLY_SCOPE_WINDOW} such spans were awaited at once."
+                        ),
                     );
                 }
                 if let Some(taken) = scope.as_ref().map(|s| s.attributed).filter(|&taken| taken > 0) {
-                    outcome.notes = format!(
-                        "{}. Note: {taken} call(s) came before the scope span they are under (the span was \
-                         recorded after its children) and count inside it.",
-                        outcome.notes.trim_end_matches('.')
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Note: {taken} call(s) came before the scope span they are under (the span was \
+                             recorded after its children) and count inside it."
+                        ),
                     );
                 }
                 if let Some(late) = scope.as_ref().map(|s| s.late_parents).filter(|&late| late > 0) {
-                    outcome.notes = format!(
-                        "{}. Warning: {late} scope span(s) came after calls under them (recorded after their \
-                         children); those calls counted as outside the scope, as `before`, `only_after` and \
-                         `immediately_before` cannot place them.",
-                        outcome.notes.trim_end_matches('.')
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {late} scope span(s) came after calls under them (recorded after their \
+                             children); those calls counted as outside the scope, as `before`, `only_after` and \
+                             `immediately_before` cannot place them."
+                        ),
                     );
                 }
                 if scope.as_ref().is_some_and(|s| s.overflowed) {
@@ -1961,22 +1972,24 @@ impl SequenceEngine {
     }
 }
 
-/// Occurrences that came before the span that puts them in scope (a parent line written
-/// after its children): `never` and `count` take them in, since order does not matter to
-/// them; the ordered relations cannot place them and leave them outside (the note says so).
-fn take_late_calls(relation: &Relation, state: &mut RuleState, scope: &mut Scope, calls: u64, first_late: Location) {
+/// Occurrences that came before the span that puts them in scope (it was recorded after its
+/// children): `never` and `count` take them in, since order does not matter to them (true);
+/// the ordered relations cannot place them and leave them outside (false).
+fn take_late_calls(relation: &Relation, state: &mut RuleState, calls: u64, first_late: Location) -> bool {
     match (relation, state) {
         (Relation::Never(_), RuleState::Never { first, count }) => {
             *count += calls;
             if first.is_none_or(|first| first_late.seq < first.seq) {
                 *first = Some(first_late);
             }
+            true
         }
-        (Relation::Count(..), RuleState::Count { count }) => *count += calls,
-        _ => return,
+        (Relation::Count(..), RuleState::Count { count }) => {
+            *count += calls;
+            true
+        }
+        _ => false,
     }
-    scope.late_parents -= 1;
-    scope.attributed += calls;
 }
 
 /// Whether an occurrence concerns a relation: it matches one of its matchers, or, for

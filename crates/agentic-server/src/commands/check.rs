@@ -475,14 +475,12 @@ fn run_trace(
     }
     if let Some(line) = first_skipped {
         // A skipped record may be a call a rule is about: the verdicts say so, not only stderr.
+        let warning = format!(
+            "Warning: {skipped} malformed trace record(s) were skipped (first at line {line}); a call among them \
+             could change this result (the warnings name them; `--malformed fail` stops at the first)."
+        );
         for rule in &mut outcome.outcomes {
-            if !rule.notes.ends_with(['.', '!', '?']) {
-                rule.notes.push('.');
-            }
-            rule.notes.push_str(&format!(
-                " Warning: {skipped} malformed trace record(s) were skipped (first at line {line}); a call among \
-                 them could change this result (the warnings name them; `--malformed fail` stops at the first)."
-            ));
+            agentic_eval::compliance::append_sentence(&mut rule.notes, &warning);
         }
     }
     if outcome.events == 0 && skipped > 0 {
