@@ -13,9 +13,11 @@
 //! capture of the tool hooks only) carries `agent_id` and `agent_type`: the first such record
 //! of an agent is preceded by an inferred `agent_invoke_start` (attribute
 //! `x.claude_hook.inferred`), so `within: {agent: ...}` scopes and agent counts see the
-//! subagent; a `SubagentStart` that comes after it is kept as a `custom` event. Hook payloads carry no time: a `timestamp` field added by the capture script
-//! is used when present, otherwise the event gets the Unix epoch and `x.time.clock: absent`
-//! (order comes from the file).
+//! subagent; a `SubagentStart` that comes after it is kept as a `custom` event.
+//!
+//! Hook payloads carry no time: a `timestamp` field added by the capture script is used when
+//! present, otherwise the event gets the Unix epoch and `x.time.clock: absent` (order comes
+//! from the file).
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};

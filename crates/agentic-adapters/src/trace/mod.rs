@@ -452,11 +452,7 @@ impl<R: BufRead> TraceReader<R> {
                         bad.push(format!("list element {index}: {message}"));
                     }
                 }
-                match bad.as_slice() {
-                    [] => Ok(()),
-                    [only] => Err(only.clone()),
-                    [first, rest @ ..] => Err(format!("{first} (and {} more bad element(s))", rest.len())),
-                }
+                first_problem(&bad, "bad element(s)", "")
             }
             record => adapter.ingest(record, line, &mut self.scratch),
         };
@@ -521,6 +517,17 @@ impl<R: BufRead> Iterator for TraceReader<R> {
 /// The Unix epoch, used when a record carries no time (Claude Code hooks never do).
 pub(crate) fn no_time() -> DateTime<Utc> {
     DateTime::<Utc>::UNIX_EPOCH
+}
+
+/// The first of `problems` and how many more there are (`what`), then `after`; `Ok` when
+/// there are none. For records read in parts (a list's elements, a document's spans) whose
+/// good parts are kept.
+pub(crate) fn first_problem(problems: &[String], what: &str, after: &str) -> Result<(), String> {
+    match problems {
+        [] => Ok(()),
+        [only] => Err(format!("{only}{after}")),
+        [first, rest @ ..] => Err(format!("{first} (and {} more {what}){after}", rest.len())),
+    }
 }
 
 /// Parses an RFC 3339 timestamp field; `Ok(None)` when absent.

@@ -18,7 +18,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{TraceAdapter, TraceFormat, kind_of, no_time};
+use super::{TraceAdapter, TraceFormat, first_problem, kind_of, no_time};
 
 /// Reads OTLP/JSON trace exports.
 #[derive(Debug, Clone, Copy, Default)]
@@ -127,14 +127,7 @@ impl TraceAdapter for OtlpJsonAdapter {
             })
         });
         out.extend(pending.into_iter().map(|p| p.event));
-        match bad.as_slice() {
-            [] => Ok(()),
-            [only] => Err(format!("{only} (the span was skipped; the document's other spans were read)")),
-            [first, rest @ ..] => Err(format!(
-                "{first} (and {} more bad span(s); they were skipped, the document's other spans were read)",
-                rest.len()
-            )),
-        }
+        first_problem(&bad, "bad span(s)", "; skipped, the document's other spans were read")
     }
 }
 

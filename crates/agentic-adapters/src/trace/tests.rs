@@ -767,11 +767,7 @@ fn a_bad_otlp_span_does_not_drop_its_document() {
     let got = read(&text, None);
     let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
     assert_eq!(errors.len(), 1, "{got:?}");
-    assert!(
-        errors[0].message.contains("the span was skipped; the document's other spans were read"),
-        "{}",
-        errors[0].message
-    );
+    assert!(errors[0].message.contains("; skipped, the document's other spans were read"), "{}", errors[0].message);
     assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2 * good, "{got:?}");
     assert_parallel_agrees(text.as_bytes(), None);
 }

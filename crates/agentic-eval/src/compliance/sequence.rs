@@ -1864,11 +1864,9 @@ impl SequenceEngine {
     }
 
     fn start_idless(&mut self, agent: bool, name: Option<&str>) {
-        let name = name.unwrap_or("");
-        if let Some(open) = self.open_idless.get_mut(&(agent, name.to_owned())) {
-            *open += 1;
-        } else if self.open_idless.len() < MAX_IDLESS_NAMES {
-            self.open_idless.insert((agent, name.to_owned()), 1);
+        let key = (agent, name.unwrap_or("").to_owned());
+        if self.open_idless.len() < MAX_IDLESS_NAMES || self.open_idless.contains_key(&key) {
+            *self.open_idless.entry(key).or_insert(0) += 1;
         }
     }
 
