@@ -2155,6 +2155,14 @@ mod tests {
         call(EventType::ToolCallEnd, tool, args, None, None, line)
     }
 
+    /// An event of span `id` (under `parent`) without arguments: an agent, a step, a model
+    /// call or a tool call.
+    fn span(event_type: EventType, name: &str, id: &str, parent: Option<&str>, line: u64) -> CanonicalEvent {
+        let mut event = call(event_type, name, Value::Null, Some(id), parent, line);
+        event.data = Value::Null;
+        event
+    }
+
     fn rule(yaml: Value) -> CompiledRule {
         let rule: SequenceRule = serde_json::from_value(yaml).unwrap();
         let mut diagnostics = Vec::new();
@@ -2251,18 +2259,13 @@ mod tests {
 
     #[test]
     fn within_follows_nested_agent_spans_also_after_they_end() {
-        let agent = |event_type, name: &str, span: &str, parent: Option<&str>, line| {
-            let mut event = call(event_type, name, Value::Null, Some(span), parent, line);
-            event.data = Value::Null;
-            event
-        };
         let events = vec![
-            agent(EventType::AgentInvokeStart, "reviewer", "A", None, 1),
-            agent(EventType::AgentInvokeStart, "helper", "H", Some("A"), 2),
+            span(EventType::AgentInvokeStart, "reviewer", "A", None, 1),
+            span(EventType::AgentInvokeStart, "helper", "H", Some("A"), 2),
             call(EventType::ToolCallStart, "Bash", json!({}), Some("c1"), Some("H"), 3),
             call(EventType::ToolCallEnd, "Bash", json!({}), Some("c1"), Some("H"), 4),
-            agent(EventType::AgentInvokeEnd, "helper", "H", Some("A"), 5),
-            agent(EventType::AgentInvokeEnd, "reviewer", "A", None, 6),
+            span(EventType::AgentInvokeEnd, "helper", "H", Some("A"), 5),
+            span(EventType::AgentInvokeEnd, "reviewer", "A", None, 6),
             // Under the helper, which ended: still in the reviewer's subtree (a later batch).
             call(EventType::ToolCallStart, "Write", json!({}), Some("c2"), Some("H"), 7),
             // Under nothing the reviewer opened.
@@ -2892,11 +2895,6 @@ mod tests {
     /// end (another export batch).
     #[test]
     fn calls_under_a_model_call_are_inside_the_scope_around_it() {
-        let span = |event_type, name: &str, span: &str, parent: Option<&str>, line| {
-            let mut event = call(event_type, name, Value::Null, Some(span), parent, line);
-            event.data = Value::Null;
-            event
-        };
         let events = vec![
             span(EventType::AgentInvokeStart, "reviewer", "A", None, 1),
             span(EventType::LlmRequest, "chat gpt-4o", "L", Some("A"), 2),
@@ -2946,11 +2944,6 @@ mod tests {
     /// opens the scope, `never` sees the call.
     #[test]
     fn calls_under_late_nested_containers_reach_the_late_root() {
-        let span = |event_type, name: &str, id: &str, parent: Option<&str>, line| {
-            let mut event = call(event_type, name, Value::Null, Some(id), parent, line);
-            event.data = Value::Null;
-            event
-        };
         let events = vec![
             span(EventType::ToolCallStart, "Bash", "t", Some("coder"), 1),
             span(EventType::ToolCallEnd, "Bash", "t", Some("coder"), 1),
@@ -3009,8 +3002,7 @@ mod tests {
             "{}",
             none.outcomes[0].notes
         );
-        let mut agent = call(EventType::AgentInvokeStart, "code-reviewer", Value::Null, Some("a"), None, 1);
-        agent.data = Value::Null;
+        let agent = span(EventType::AgentInvokeStart, "code-reviewer", "a", None, 1);
         let opened = SequenceEngine::run(rules(), vec![agent, write], 0);
         assert!(!opened.outcomes[0].notes.contains("no span matched"), "{}", opened.outcomes[0].notes);
     }

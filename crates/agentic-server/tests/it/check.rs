@@ -104,6 +104,22 @@ fn check_with_trace(name: &str, trace: &Path, extra: &[&str]) -> Check {
     check(&args)
 }
 
+/// Checks `trace` (its text) against a spec of tier-2 checkpoints, each `(id, rule)` with
+/// the rule in flow YAML (`--threshold 0`).
+fn check_rules(rules: &[(&str, &str)], trace: &str) -> Check {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = String::from("workflow: \"w\"\nspec_version: \"1.0.0\"\ncheckpoints:\n");
+    for (id, rule) in rules {
+        spec.push_str(&format!(
+            "  - {{id: {id}, tier: 2, instruction: \"{id}\", severity: high, verification: {{method: tool_sequence, evidence_sources: [trace_file], rule: {rule}}}}}\n"
+        ));
+    }
+    let (spec_path, trace_path) = (dir.path().join("spec.yaml"), dir.path().join("trace.jsonl"));
+    std::fs::write(&spec_path, spec).unwrap();
+    std::fs::write(&trace_path, trace).unwrap();
+    check(&[spec_path.to_str().unwrap(), "--trace", trace_path.to_str().unwrap(), "--threshold", "0"])
+}
+
 fn owned(rows: &[(&str, &str, f64)]) -> Vec<(String, String, f64)> {
     rows.iter().map(|(id, state, weight)| ((*id).to_owned(), (*state).to_owned(), *weight)).collect()
 }
@@ -967,32 +983,15 @@ async fn the_golden_set_calibrates_the_judge() {
 /// how many records were skipped and where, not only the warnings on stderr.
 #[test]
 fn skipped_records_are_named_in_the_tier_two_notes() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("never-rm.yaml");
-    std::fs::write(
-        &spec,
-        r#"workflow: "w"
-spec_version: "1.0.0"
-checkpoints:
-  - {id: N-01, tier: 2, instruction: "never rm -rf", severity: critical, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash, args: {command: {contains: "rm -rf"}}}}}}
-"#,
-    )
-    .unwrap();
-    let trace = dir.path().join("naive-time.jsonl");
-    std::fs::write(
-        &trace,
-        concat!(
-            "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a1\",\"args\":{\"command\":\"make\"}}\n",
-            "{\"timestamp\":\"2026-02-19T10:00:03.5\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a2\",\"args\":{\"command\":\"rm -rf /\"}}\n",
-        ),
-    )
-    .unwrap();
-    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap()]);
+    let trace = concat!(
+        "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a1\",\"args\":{\"command\":\"make\"}}\n",
+        "{\"timestamp\":\"2026-02-19T10:00:03.5\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a2\",\"args\":{\"command\":\"rm -rf /\"}}\n",
+    );
+    let run = check_rules(&[("N-01", r#"{never: {tool: Bash, args: {command: {contains: "rm -rf"}}}}"#)], trace);
     assert!(run.stderr().contains("line 2:") && run.stderr().contains("has no time zone"), "{}", run.stderr());
     let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap();
     assert!(
-        notes.contains("never occurs")
-            && notes.contains("never occurs. Warning: 1 malformed trace record(s) were skipped (first at line 2)"),
+        notes.contains("never occurs. Warning: 1 malformed trace record(s) were skipped (first at line 2)"),
         "{notes}"
     );
     assert!(run.markdown.contains("1 malformed trace record(s) were skipped"), "{}", run.markdown);
@@ -1094,27 +1093,14 @@ fn otlp_batches_keep_scopes_whatever_their_order() {
     );
     let document =
         |spans: Vec<Value>| json!({"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": spans}]}]});
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("scope.yaml");
-    std::fs::write(
-        &spec,
-        r#"workflow: "ot"
-spec_version: "1"
-checkpoints:
-  - {id: O1-01, tier: 2, instruction: "the bot never deletes", severity: critical, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: delete}, within: {agent: bot}}}}
-"#,
-    )
-    .unwrap();
     let layouts = [
         ("one document", vec![document(vec![agent.clone(), tool.clone()])]),
         ("agent first", vec![document(vec![agent.clone()]), document(vec![tool.clone()])]),
         ("tool first", vec![document(vec![tool]), document(vec![agent])]),
     ];
     for (name, documents) in layouts {
-        let trace = dir.path().join("trace.jsonl");
         let text: String = documents.iter().map(|d| format!("{d}\n")).collect();
-        std::fs::write(&trace, text).unwrap();
-        let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap()]);
+        let run = check_rules(&[("O1-01", "{never: {tool: delete}, within: {agent: bot}}")], &text);
         assert_eq!(run.results(), owned(&[("O1-01", "FAIL", 0.0)]), "{name}: {}", run.stdout());
     }
 }
@@ -1146,28 +1132,17 @@ fn a_note_with_a_line_break_stays_on_its_line() {
 /// an agent count agree that the subagent ran and wrote.
 #[test]
 fn hook_records_inside_a_subagent_open_its_scope_without_its_start_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("spec.yaml");
-    std::fs::write(
-        &spec,
-        r#"workflow: "w"
-spec_version: "1"
-checkpoints:
-  - {id: S-01, tier: 2, instruction: "the reviewer never writes", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Write}, within: {agent: code-reviewer}}}}
-  - {id: S-02, tier: 2, instruction: "the reviewer runs", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {agent: code-reviewer}, at_least: 1}}}}
-"#,
-    )
-    .unwrap();
-    let trace = dir.path().join("hooks.jsonl");
-    std::fs::write(
-        &trace,
-        concat!(
-            "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Task\",\"tool_input\":{},\"tool_use_id\":\"t1\"}\n",
-            "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Write\",\"tool_input\":{\"file_path\":\"/r/a.rs\"},\"tool_use_id\":\"t2\",\"agent_id\":\"ag1\",\"agent_type\":\"code-reviewer\"}\n",
-        ),
-    )
-    .unwrap();
-    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--threshold", "0"]);
+    let trace = concat!(
+        "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Task\",\"tool_input\":{},\"tool_use_id\":\"t1\"}\n",
+        "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Write\",\"tool_input\":{\"file_path\":\"/r/a.rs\"},\"tool_use_id\":\"t2\",\"agent_id\":\"ag1\",\"agent_type\":\"code-reviewer\"}\n",
+    );
+    let run = check_rules(
+        &[
+            ("S-01", "{never: {tool: Write}, within: {agent: code-reviewer}}"),
+            ("S-02", "{count: {of: {agent: code-reviewer}, at_least: 1}}"),
+        ],
+        trace,
+    );
     assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0), ("S-02", "PASS", 1.0)]), "{}", run.stdout());
 }
 
@@ -1176,14 +1151,14 @@ checkpoints:
 #[test]
 fn output_failures_and_aliased_report_paths_are_errors() {
     let args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
-    if Path::new("/dev/full").exists() {
-        for extra in [&[][..], &["--json", "-"][..]] {
-            let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-            let output = agentic().arg("check").args(&args).args(extra).stdout(full).output().unwrap();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
-            assert!(stderr.contains("cannot write to standard output") && !stderr.contains("panicked"), "{stderr}");
-        }
+    // Linux always has /dev/full; elsewhere this part does not run.
+    #[cfg(target_os = "linux")]
+    for extra in [&[][..], &["--json", "-"][..]] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let output = agentic().arg("check").args(&args).args(extra).stdout(full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains("cannot write to standard output") && !stderr.contains("panicked"), "{stderr}");
     }
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("r.out");
