@@ -15,6 +15,15 @@
 //! `x.claude_hook.inferred`), so `within: {agent: ...}` scopes and agent counts see the
 //! subagent; a `SubagentStart` that comes after it is kept as a `custom` event.
 //!
+//! A subagent's start is linked to the tool call that spawned it: hook records carry no such
+//! link, so the adapter keeps the spawning calls in flight (a `PreToolUse` of `Task` or
+//! `Agent`, or of any tool whose `tool_input` has a `subagent_type`, until its `PostToolUse`
+//! or `PostToolUseFailure`) and gives a starting subagent (real or inferred) the oldest one
+//! of the same session whose `subagent_type` is its `agent_type` (a call without
+//! `subagent_type` takes a subagent of any type when no call names it) as its parent span,
+//! with the attribute `x.claude_hook.spawned_by`. A call spawns one subagent. So
+//! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
+//!
 //! Hook payloads carry no time: a `timestamp` field added by the capture script is used when
 //! present, otherwise the event gets the Unix epoch and `x.time.clock: absent` (order comes
 //! from the file).
@@ -22,7 +31,7 @@
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
 
@@ -31,10 +40,77 @@ use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
 pub struct ClaudeHookAdapter {
     /// Subagents whose start was read or inferred (at most [`MAX_AGENTS`]).
     agents: HashSet<String>,
+    /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
+    /// (at most [`MAX_SPAWNERS`]).
+    spawners: VecDeque<Spawner>,
+}
+
+/// A tool call in flight that may spawn a subagent.
+#[derive(Debug, Clone)]
+struct Spawner {
+    tool_use_id: String,
+    session_id: Option<String>,
+    /// The `subagent_type` it asked for.
+    subagent_type: Option<String>,
 }
 
 /// The most subagents the adapter remembers; later ones are not inferred.
 const MAX_AGENTS: usize = 65_536;
+
+/// The most spawning calls kept in flight; beyond it the oldest is forgotten (its subagent
+/// then has no parent span).
+const MAX_SPAWNERS: usize = 4_096;
+
+impl ClaudeHookAdapter {
+    /// Notes a tool record: a started call that may spawn a subagent is kept, an ended one
+    /// is dropped.
+    fn track_spawner(
+        &mut self,
+        hook: &str,
+        object: &Map<String, Value>,
+        tool_use_id: Option<&String>,
+        session_id: Option<&String>,
+    ) {
+        let Some(id) = tool_use_id else { return };
+        if hook != "PreToolUse" {
+            if let Some(at) = self.spawners.iter().position(|spawner| &spawner.tool_use_id == id) {
+                self.spawners.remove(at);
+            }
+            return;
+        }
+        let input = object.get("tool_input");
+        let subagent_type = input.and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
+        let named = matches!(object.get("tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
+        if !named && subagent_type.is_none() {
+            return;
+        }
+        if self.spawners.len() == MAX_SPAWNERS {
+            self.spawners.pop_front();
+        }
+        self.spawners.push_back(Spawner {
+            tool_use_id: id.clone(),
+            session_id: session_id.cloned(),
+            subagent_type: subagent_type.map(str::to_owned),
+        });
+    }
+
+    /// The call that spawned a subagent of `agent_type` starting now in `session_id` (taken
+    /// out of the calls in flight): the oldest that asked for that type, else the oldest that
+    /// asked for none.
+    fn take_spawner(&mut self, agent_type: Option<&str>, session_id: Option<&String>) -> Option<String> {
+        let same_session = |spawner: &Spawner| spawner.session_id.as_ref() == session_id;
+        let at = agent_type
+            .and_then(|kind| {
+                self.spawners
+                    .iter()
+                    .position(|spawner| same_session(spawner) && spawner.subagent_type.as_deref() == Some(kind))
+            })
+            .or_else(|| {
+                self.spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.is_none())
+            })?;
+        self.spawners.remove(at).map(|spawner| spawner.tool_use_id)
+    }
+}
 
 impl TraceAdapter for ClaudeHookAdapter {
     fn format(&self) -> TraceFormat {
@@ -107,7 +183,8 @@ impl TraceAdapter for ClaudeHookAdapter {
                 {
                     self.agents.insert(id.clone());
                 }
-                (EventType::AgentInvokeStart, agent_id.clone(), None, agent_type.clone())
+                let spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
+                (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
             }
             "SubagentStop" => {
                 status = Some(EventStatus::Ok);
@@ -124,13 +201,22 @@ impl TraceAdapter for ClaudeHookAdapter {
             && self.agents.len() < MAX_AGENTS
         {
             self.agents.insert(id.clone());
-            out.push(inferred_start(id, kind, session_id.clone(), timestamp, line, &record));
+            let spawner = self.take_spawner(Some(kind), session_id.as_ref());
+            out.push(inferred_start(id, kind, spawner, session_id.clone(), timestamp, line, &record));
+        }
+        if is_tool_event {
+            self.track_spawner(&hook, object, tool_use_id.as_ref(), session_id.as_ref());
         }
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
         event.step_name = step_name;
         event.status = status;
         event.error = error;
         event.data = if data.is_empty() { Value::Null } else { Value::Object(data) };
+        if event_type == EventType::AgentInvokeStart
+            && let Some(spawner) = &parent_span_id
+        {
+            event.attributes.insert("x.claude_hook.spawned_by".to_owned(), json!(spawner));
+        }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id });
         let attributes = &mut event.attributes;
         if let Some(name) = &tool_name {
@@ -168,6 +254,7 @@ impl TraceAdapter for ClaudeHookAdapter {
 fn inferred_start(
     agent_id: &str,
     agent_type: &str,
+    spawner: Option<String>,
     session_id: Option<String>,
     timestamp: Option<chrono::DateTime<chrono::Utc>>,
     line: u64,
@@ -175,7 +262,11 @@ fn inferred_start(
 ) -> CanonicalEvent {
     let mut event = CanonicalEvent::new(EventType::AgentInvokeStart, timestamp.unwrap_or_else(no_time));
     event.step_name = Some(agent_type.to_owned());
-    event.span = Some(SpanContext { trace_id: session_id, span_id: Some(agent_id.to_owned()), parent_span_id: None });
+    if let Some(spawner) = &spawner {
+        event.attributes.insert("x.claude_hook.spawned_by".to_owned(), json!(spawner));
+    }
+    event.span =
+        Some(SpanContext { trace_id: session_id, span_id: Some(agent_id.to_owned()), parent_span_id: spawner });
     let attributes = &mut event.attributes;
     attributes.insert("gen_ai.operation.name".to_owned(), json!("invoke_agent"));
     attributes.insert("gen_ai.agent.id".to_owned(), json!(agent_id));

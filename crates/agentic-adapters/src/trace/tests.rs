@@ -116,6 +116,87 @@ fn claude_hook_subagents_without_their_start_are_inferred() {
     assert_eq!(got[5].span.as_ref().unwrap().parent_span_id.as_deref(), Some("ag_2"));
 }
 
+/// The parent span of each subagent start in `text`, by agent id, in order.
+fn spawned(text: &str) -> Vec<(String, Option<String>)> {
+    events(text)
+        .into_iter()
+        .filter(|event| event.event_type == EventType::AgentInvokeStart)
+        .map(|event| {
+            let span = event.span.expect("span");
+            if let Some(parent) = &span.parent_span_id {
+                assert_eq!(event.attributes["x.claude_hook.spawned_by"], json!(parent));
+            }
+            (span.span_id.expect("agent id"), span.parent_span_id)
+        })
+        .collect()
+}
+
+/// Hook records do not say which `Task` call started a subagent: the adapter links the
+/// subagent to the oldest call in flight that asked for its type, so `within: {tool: Task}`
+/// holds the subagent's calls.
+#[test]
+fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
+    // Two tasks in parallel; the subagents start in the other order and are told apart by type.
+    let text = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"explorer","prompt":"a"},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"b"},"tool_use_id":"task_2"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_r","agent_type":"reviewer"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t3","agent_id":"ag_e","agent_type":"explorer"}
+"#;
+    assert_eq!(
+        spawned(text),
+        vec![("ag_r".to_owned(), Some("task_2".to_owned())), ("ag_e".to_owned(), Some("task_1".to_owned()))]
+    );
+    let got = events(text);
+    assert_eq!(got[4].span.as_ref().unwrap().parent_span_id.as_deref(), Some("ag_e"));
+
+    // Same type twice: the oldest call first; a call spawns one subagent.
+    let text = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"x"},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"x"},"tool_use_id":"task_2"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"x"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_2","agent_type":"x"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_3","agent_type":"x"}
+"#;
+    assert_eq!(
+        spawned(text),
+        vec![
+            ("ag_1".to_owned(), Some("task_1".to_owned())),
+            ("ag_2".to_owned(), Some("task_2".to_owned())),
+            ("ag_3".to_owned(), None)
+        ]
+    );
+
+    // A call without `subagent_type` (the default agent) takes a subagent no call names; an
+    // `Agent` tool, or any tool with `subagent_type`, spawns too.
+    let text = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"prompt":"a"},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"y"},"tool_use_id":"task_2"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"mcp__team__delegate","tool_input":{"subagent_type":"z"},"tool_use_id":"task_3"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_z","agent_type":"z"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_g","agent_type":"general-purpose"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_y","agent_type":"y"}
+"#;
+    assert_eq!(
+        spawned(text),
+        vec![
+            ("ag_z".to_owned(), Some("task_3".to_owned())),
+            ("ag_g".to_owned(), Some("task_1".to_owned())),
+            ("ag_y".to_owned(), Some("task_2".to_owned()))
+        ]
+    );
+
+    // No link: the call ended (also by failure) before the start, it named another type, it
+    // was in another session, or it is not a spawning tool.
+    let text = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"x"},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"x"},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"x"},"tool_use_id":"task_2"}
+{"session_id":"s","hook_event_name":"PostToolUseFailure","tool_name":"Task","tool_input":{"subagent_type":"x"},"tool_use_id":"task_2","error":"denied"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"other"},"tool_use_id":"task_3"}
+{"session_id":"t","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"x"},"tool_use_id":"task_4"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t5"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"x"}
+"#;
+    assert_eq!(spawned(text), vec![("ag_1".to_owned(), None)]);
+}
+
 const OTLP: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"agent"}}]},
   "scopeSpans":[{"scope":{"name":"agent_framework","version":"1.x"},
    "spans":[

@@ -1146,6 +1146,33 @@ fn hook_records_inside_a_subagent_open_its_scope_without_its_start_line() {
     assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0), ("S-02", "PASS", 1.0)]), "{}", run.stdout());
 }
 
+/// In a Claude Code hook trace the subagent a `Task` call started is inside the call's scope:
+/// the reviewer's `rm -rf` breaks a `never` scoped to `Task` (it passed silently while hook
+/// records had no link from the subagent to its call), and the calls outside stay outside.
+#[test]
+fn hook_subagents_are_inside_the_task_call_that_started_them() {
+    let trace = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/checkpoints/code-review.trace.claude_hook.jsonl"
+    ))
+    .unwrap();
+    let run = check_rules(
+        &[
+            ("K-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}"),
+            ("K-02", "{count: {of: {tool: Read}, at_least: 1}, within: {tool: Task}}"),
+            ("K-03", "{count: {of: {tool: Bash}, at_most: 1}, within: {tool: Task}}"),
+            ("K-04", "{never: {tool: Bash, args: {command: {contains: 'cargo test'}}}, within: {tool: Task}}"),
+        ],
+        &trace,
+    );
+    assert_eq!(
+        run.results(),
+        owned(&[("K-01", "FAIL", 0.0), ("K-02", "PASS", 1.0), ("K-03", "PASS", 1.0), ("K-04", "PASS", 1.0)]),
+        "{}",
+        run.stdout()
+    );
+}
+
 /// A standard output that cannot be written (a full disk) is an error with exit 2, not a
 /// panic; two report paths that name one file another way are refused like equal ones.
 #[test]
