@@ -180,6 +180,15 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             let baseline: ComplianceReport = serde_json::from_str(&text).with_context(|| {
                 format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
             })?;
+            let major = |version: &str| version.split('.').next().unwrap_or_default().to_owned();
+            if major(&baseline.schema_version) != major(&report.schema_version) {
+                bail!(
+                    "baseline `{path}` is a report of schema_version `{}`; this agentic reads reports of schema_version {}.x; \
+                     run `agentic check` again on the baseline's trace to make a comparable report",
+                    baseline.schema_version,
+                    major(&report.schema_version)
+                );
+            }
             if baseline.workflow != report.workflow {
                 bail!(
                     "baseline `{path}` is a report of workflow `{}`, not `{}`; compare reports of the same workflow",

@@ -1016,7 +1016,8 @@ fn a_closed_stdout_ends_the_check_without_a_panic() {
 }
 
 /// `--json -` puts the report alone on standard output (the summary moves to standard
-/// error); two reports on one path, or a baseline of another workflow, are refused; an
+/// error); two reports on one path, or a baseline of another workflow or report schema major
+/// version, are refused; an
 /// evidence file with a byte-order mark reads like one without.
 #[test]
 fn report_outputs_baselines_and_bom_inputs_behave() {
@@ -1039,6 +1040,19 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     let mixed = agentic().arg("check").args(&args).arg("--baseline").arg(&other).output().unwrap();
     assert_eq!(mixed.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&mixed.stderr).contains("is a report of workflow `code-review`"));
+
+    // A report of another schema major version is not compared field by field.
+    let mut future = report.clone();
+    future["schema_version"] = json!("2.0.0");
+    let future_path = dir.path().join("future.json");
+    std::fs::write(&future_path, future.to_string()).unwrap();
+    let newer = agentic().arg("check").args(&args).arg("--baseline").arg(&future_path).output().unwrap();
+    assert_eq!(newer.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&newer.stderr).contains("schema_version `2.0.0`"),
+        "{}",
+        String::from_utf8_lossy(&newer.stderr)
+    );
 
     let evidence = dir.path().join("evidence.json");
     let mut bytes = "\u{feff}".as_bytes().to_vec();
