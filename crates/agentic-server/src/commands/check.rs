@@ -524,8 +524,16 @@ fn warn_on_forced_format(path: &str, forced: TraceFormat, input: &mut TraceInput
     };
     let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     let Some(first) = bytes.split(|&b| b == b'\n').find(|line| !line.trim_ascii().is_empty()) else { return };
-    let Ok(record) = serde_json::from_slice::<serde_json::Value>(first) else { return };
-    if let Some(looks) = TraceFormat::detect(&record)
+    let looks = match serde_json::from_slice::<serde_json::Value>(first) {
+        Ok(record) => TraceFormat::detect(&record),
+        // A document over several lines (pretty-printed OTLP): the first one, when it fits in
+        // the head; else its telltale key.
+        Err(_) => match serde_json::Deserializer::from_slice(bytes).into_iter::<serde_json::Value>().next() {
+            Some(Ok(record)) => TraceFormat::detect(&record),
+            _ => bytes.windows(15).any(|window| window == b"\"resourceSpans\"").then_some(TraceFormat::OtlpJson),
+        },
+    };
+    if let Some(looks) = looks
         && looks != forced
     {
         eprintln!(

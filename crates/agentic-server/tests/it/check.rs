@@ -1066,8 +1066,8 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     assert_eq!(bom.results(), plain.results());
 }
 
-/// A forced `--trace-format` that does not fit the trace's first record is said; a fitting
-/// one is quiet.
+/// A forced `--trace-format` that does not fit the trace's first record (also a document
+/// over many lines) is said; a fitting one is quiet.
 #[test]
 fn a_forced_format_that_does_not_fit_warns() {
     let mut args = full_example("code-review", "code-review.trace.claude_hook.jsonl");
@@ -1083,6 +1083,12 @@ fn a_forced_format_that_does_not_fit_warns() {
         "{}",
         String::from_utf8_lossy(&right.stderr)
     );
+    // A pretty-printed OTLP document spans many lines: it is recognized as a whole.
+    let mut args = full_example("weather-agent", "weather-agent.trace.otlp_json.json");
+    args.extend(["--trace-format".to_owned(), "tooltrace".to_owned()]);
+    let pretty = agentic().arg("check").args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&pretty.stderr);
+    assert!(stderr.contains("--trace-format tooltrace but the first record looks like otlp_json"), "{stderr}");
 }
 
 /// An OTLP trace exported in several batches: a `never` within an agent fails wherever the
