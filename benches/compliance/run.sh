@@ -82,9 +82,13 @@ jq_seconds=$seconds
 best_of "agentic check: 6 tier-2 rules, one pass" "$agentic" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
 agentic_seconds=$seconds
 agentic_mb=$(awk -v k="$kilobytes" 'BEGIN{printf "%.1f", k / 1024}')
+agentic_cpu=$cpu_seconds
 # CPU time (user + system, GNU time's 10 ms steps) tells the machine's state apart from the
 # program: on this shared VM the same build's wall time moves 1.5x over a day, cat's less.
-echo "  (agentic CPU time: ${cpu_seconds}s user+system over $(nproc) core(s))"
+echo "  (agentic CPU time: ${agentic_cpu}s user+system over $(nproc) core(s))"
+# The reader alone (one rule nothing matches): how much of the time the rules take.
+best_of "agentic check: reader floor (1 rule, no match)" "$agentic" check "$root/benches/compliance/floor.yaml" --trace "$trace" --threshold 0
+echo "  (reader floor CPU time: ${cpu_seconds}s user+system)"
 if [ -n "${BASELINE:-}" ]; then
   # An earlier build, timed the same way on the same trace (for before/after figures).
   best_of "agentic check, baseline build" "$BASELINE" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
