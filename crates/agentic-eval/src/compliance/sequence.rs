@@ -1397,6 +1397,39 @@ impl SpanSet {
     }
 }
 
+/// Occurrences under one span that had not put them in scope yet (it came after them).
+#[derive(Debug, Clone, Copy)]
+struct Late {
+    calls: u64,
+    /// The first of them, for notes.
+    first: Location,
+    /// For `before` and `only_after`: the first `a` and the first `b` among them, with their
+    /// feed order.
+    a: Option<(u64, Location)>,
+    b: Option<(u64, Location)>,
+}
+
+impl Late {
+    /// Adds `other`'s occurrences.
+    fn merge(&mut self, other: &Late) {
+        if self.calls == 0 || other.first.seq < self.first.seq {
+            self.first = other.first;
+        }
+        self.calls += other.calls;
+        self.a = earliest(self.a, other.a);
+        self.b = earliest(self.b, other.b);
+    }
+}
+
+/// The earlier (by feed order) of two optional occurrences.
+fn earliest(x: Option<(u64, Location)>, y: Option<(u64, Location)>) -> Option<(u64, Location)> {
+    match (x, y) {
+        (Some(x), Some(y)) => Some(if y.0 < x.0 { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
 #[derive(Debug, Default)]
 struct Scope {
     open: SpanSet,
@@ -1409,13 +1442,15 @@ struct Scope {
     /// children came before it in the file.
     orphans: SpanSet,
     orphan_order: VecDeque<SpanKey>,
-    /// Per slot of `orphans`: the occurrences under that parent and the first of them.
-    orphan_calls: Vec<(u64, Location)>,
+    /// Per slot of `orphans`: the occurrences under that parent.
+    orphan_calls: Vec<Late>,
     /// Spans that opened a scope after occurrences under them were counted as outside.
     late_parents: u64,
-    /// Occurrences under such spans that a `never` or `count` rule took in when the span
-    /// opened (order does not matter to those).
+    /// Occurrences under such spans that the rule took in when the span opened.
     attributed: u64,
+    /// For `before` and `only_after`: the feed order (see [`SequenceEngine::order`]) of the
+    /// rule's first `a` and first `b` inside the scope, to place calls taken in late.
+    firsts: [Option<u64>; 2],
     /// Whether any span matched the scope's root.
     rooted: bool,
     /// Occurrences whose parent was forgotten (more than [`POST_ONLY_SCOPE_WINDOW`] parents
@@ -1424,32 +1459,29 @@ struct Scope {
 }
 
 impl Scope {
-    /// Remembers `calls` occurrences (the first at `first`) under `parent` that were outside
-    /// the scope.
-    fn note_orphans(&mut self, parent: SpanRef<'_>, calls: u64, first: Location) {
+    /// Remembers occurrences under `parent` that were outside the scope.
+    fn note_orphans(&mut self, parent: SpanRef<'_>, late: Late) {
         let (slot, _) = match self.orphans.key_of(parent) {
             Some(key) => key,
             None => {
                 let Some(key) = self.orphans.insert(parent) else { return };
+                let empty = Late { calls: 0, ..late };
                 if self.orphan_calls.len() <= key.0 as usize {
-                    self.orphan_calls.resize(key.0 as usize + 1, (0, first));
+                    self.orphan_calls.resize(key.0 as usize + 1, empty);
                 }
-                self.orphan_calls[key.0 as usize] = (0, first);
+                self.orphan_calls[key.0 as usize] = empty;
                 self.orphan_order.push_back(key);
                 if self.orphan_order.len() > POST_ONLY_SCOPE_WINDOW
                     && let Some(oldest) = self.orphan_order.pop_front()
                     && self.orphans.remove_key(oldest)
                 {
-                    self.forgotten += self.orphan_calls.get(oldest.0 as usize).map_or(0, |calls| calls.0);
+                    self.forgotten += self.orphan_calls.get(oldest.0 as usize).map_or(0, |late| late.calls);
                 }
                 key
             }
         };
         if let Some(record) = self.orphan_calls.get_mut(slot as usize) {
-            record.0 += calls;
-            if first.seq < record.1.seq {
-                record.1 = first;
-            }
+            record.merge(&late);
         }
     }
 
@@ -1461,14 +1493,13 @@ impl Scope {
         }
         let Some((slot, _)) = self.orphans.key_of(span) else { return };
         self.orphans.remove(span);
-        if let Some(&(calls, first)) = self.orphan_calls.get(slot as usize) {
-            self.note_orphans(parent, calls, first);
+        if let Some(&late) = self.orphan_calls.get(slot as usize) {
+            self.note_orphans(parent, late);
         }
     }
 
-    /// A span opens a scope: when occurrences under it came first, how many there were and
-    /// the first.
-    fn note_opened(&mut self, span: SpanRef<'_>) -> Option<(u64, Location)> {
+    /// A span opens a scope: the occurrences under it that came first, if any.
+    fn note_opened(&mut self, span: SpanRef<'_>) -> Option<Late> {
         if self.orphans.is_empty() {
             return None;
         }
@@ -1565,6 +1596,9 @@ pub struct SequenceEngine {
     events: u64,
     calls: u64,
     summarized: u64,
+    /// Counts the events the rules with a scope see, in feed order (events folded into a
+    /// summary are not among them): it orders occurrences taken into a scope late.
+    order: u64,
 }
 
 impl SequenceEngine {
@@ -1617,6 +1651,7 @@ impl SequenceEngine {
             events: 0,
             calls: 0,
             summarized: 0,
+            order: 0,
         }
     }
 
@@ -1721,6 +1756,7 @@ impl SequenceEngine {
 
     fn feed_inner(&mut self, event: &EventRef<'_>, bits: Option<&MatchBits>, hashes: Option<(u64, u64)>) {
         self.events += 1;
+        self.order += 1;
         let (span, parent) = span_refs(event, hashes);
         let (kind, counts) = match event.event_type {
             EventType::ToolCallStart => (Some(CallKind::Tool), true),
@@ -1822,8 +1858,9 @@ impl SequenceEngine {
         else {
             return;
         };
+        let order = self.order;
         let steps = counts && matches.may_step(ids);
-        let in_scope = match (&rule.within, scope) {
+        let in_scope = match (&rule.within, scope.as_mut()) {
             (Some(root), Some(scope)) => {
                 // Whether the parent is in scope matters only to step the rule or to open a
                 // container (read before the scope changes, as the events go).
@@ -1833,7 +1870,7 @@ impl SequenceEngine {
                     && let Some(parent) = parent
                     && concerns(&rule.relation, *ids, matches)
                 {
-                    scope.note_orphans(parent, 1, location);
+                    scope.note_orphans(parent, late_occurrence(&rule.relation, *ids, matches, location, order));
                 }
                 if let Some(span) = span {
                     // An end that pairs with a start closes the span; a post-only end (no
@@ -1843,9 +1880,9 @@ impl SequenceEngine {
                     } else if matches.check(root, ids.within) || (inside && is_container) {
                         scope.rooted |= !inside;
                         scope.open(span, is_end);
-                        if let Some((calls, first)) = scope.note_opened(span) {
-                            if take_late_calls(&rule.relation, state, calls, first) {
-                                scope.attributed += calls;
+                        if let Some(late) = scope.note_opened(span) {
+                            if take_late_calls(&rule.relation, state, &mut scope.firsts, &late) {
+                                scope.attributed += late.calls;
                             } else {
                                 scope.late_parents += 1;
                             }
@@ -1860,6 +1897,9 @@ impl SequenceEngine {
         };
         if steps && in_scope {
             step_rule(&rule.relation, *ids, state, location, matches);
+            if let Some(scope) = scope.as_mut() {
+                note_firsts(state, &mut scope.firsts, order);
+            }
         }
     }
 
@@ -1945,8 +1985,8 @@ impl SequenceEngine {
                         &mut outcome.notes,
                         &format!(
                             "Warning: {late} scope span(s) came after calls under them (recorded after their \
-                             children); those calls counted as outside the scope, as `before`, `only_after` and \
-                             `immediately_before` cannot place them."
+                             children); those calls counted as outside the scope, as `immediately_before` cannot \
+                             place them."
                         ),
                     );
                 }
@@ -1971,23 +2011,83 @@ impl SequenceEngine {
 }
 
 /// Occurrences that came before the span that puts them in scope (it was recorded after its
-/// children): `never` and `count` take them in, since order does not matter to them (true);
-/// the ordered relations cannot place them and leave them outside (false).
-fn take_late_calls(relation: &Relation, state: &mut RuleState, calls: u64, first_late: Location) -> bool {
+/// children): `never` and `count` take them in, since order does not matter to them;
+/// `before` and `only_after` depend only on the first `a` and the first `b`, which are placed
+/// by feed order among those inside (`firsts`: theirs); all true. `immediately_before` needs
+/// the call before each `b`, which a late call cannot give: it leaves them outside (false).
+fn take_late_calls(relation: &Relation, state: &mut RuleState, firsts: &mut [Option<u64>; 2], late: &Late) -> bool {
+    // The earlier of the state's first and the late one (by feed order).
+    let place = |first: &mut Option<Location>, order: &mut Option<u64>, late: Option<(u64, Location)>| {
+        if let Some((late_order, location)) = late
+            && order.is_none_or(|order| late_order < order)
+        {
+            *first = Some(location);
+            *order = Some(late_order);
+        }
+    };
+    let a_first = |firsts: &[Option<u64>; 2]| matches!(firsts, [Some(a), Some(b)] if a < b);
     match (relation, state) {
         (Relation::Never(_), RuleState::Never { first, count }) => {
-            *count += calls;
-            if first.is_none_or(|first| first_late.seq < first.seq) {
-                *first = Some(first_late);
+            *count += late.calls;
+            if first.is_none_or(|first| late.first.seq < first.seq) {
+                *first = Some(late.first);
             }
             true
         }
         (Relation::Count(..), RuleState::Count { count }) => {
-            *count += calls;
+            *count += late.calls;
+            true
+        }
+        (Relation::Before(..), RuleState::Before { first_a, first_b, a_first: holds }) => {
+            place(first_a, &mut firsts[0], late.a);
+            place(first_b, &mut firsts[1], late.b);
+            *holds = a_first(firsts);
+            true
+        }
+        (Relation::OnlyAfter(..), RuleState::OnlyAfter { seen_a, first_b, violation }) => {
+            place(seen_a, &mut firsts[0], late.a);
+            place(first_b, &mut firsts[1], late.b);
+            // A violation is about the first `b`: it has no earlier `a` unless the first `a`
+            // came before it.
+            *violation = if a_first(firsts) { None } else { *first_b };
             true
         }
         _ => false,
     }
+}
+
+/// After a step inside the scope: the feed order of the rule's first `a` and first `b`
+/// (`before`, `only_after`), when they were just found.
+fn note_firsts(state: &RuleState, firsts: &mut [Option<u64>; 2], order: u64) {
+    let (a, b) = match state {
+        RuleState::Before { first_a, first_b, .. } => (first_a.is_some(), first_b.is_some()),
+        RuleState::OnlyAfter { seen_a, first_b, .. } => (seen_a.is_some(), first_b.is_some()),
+        _ => return,
+    };
+    if a && firsts[0].is_none() {
+        firsts[0] = Some(order);
+    }
+    if b && firsts[1].is_none() {
+        firsts[1] = Some(order);
+    }
+}
+
+/// One occurrence outside the scope, under a parent that may come later.
+fn late_occurrence(
+    relation: &Relation,
+    ids: RuleIds,
+    matches: &Matches<'_, '_>,
+    location: Location,
+    order: u64,
+) -> Late {
+    let (a, b) = match relation {
+        Relation::Before(a, b) | Relation::OnlyAfter(a, b) => (
+            matches.check(a, ids.first).then_some((order, location)),
+            matches.check(b, ids.second).then_some((order, location)),
+        ),
+        _ => (None, None),
+    };
+    Late { calls: 1, first: location, a, b }
 }
 
 /// Whether an occurrence concerns a relation: it matches one of its matchers, or, for
@@ -2319,14 +2419,17 @@ mod tests {
     }
 
     #[test]
-    fn children_before_their_parent_line_count_for_never_and_count_and_warn_for_order() {
-        let task = |seq: u64| {
+    fn children_before_their_parent_line_count_inside_and_immediately_before_warns() {
+        let task_of = |id: &str, seq: u64| {
             let mut task = end("Task", json!({}), seq);
-            task.span = Some(SpanContext { trace_id: None, span_id: Some("p1".into()), parent_span_id: None });
+            task.span = Some(SpanContext { trace_id: None, span_id: Some(id.into()), parent_span_id: None });
             task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
             task
         };
-        let under = |tool: &str, seq: u64| call(EventType::ToolCallEnd, tool, json!({}), None, Some("p1"), seq);
+        let task = |seq: u64| task_of("p1", seq);
+        let under_of =
+            |parent: &str, tool: &str, seq: u64| call(EventType::ToolCallEnd, tool, json!({}), None, Some(parent), seq);
+        let under = |tool: &str, seq: u64| under_of("p1", tool, seq);
         let never = || vec![rule(json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}))];
         // Parent line first (the seed's order): the write is inside, no note.
         let in_order = SequenceEngine::run(never(), vec![task(1), under("Write", 2)], 0);
@@ -2348,24 +2451,123 @@ mod tests {
         let count = vec![rule(json!({"count": {"of": {"tool": "Write"}, "at_most": 1}, "within": {"tool": "Task"}}))];
         let counted = SequenceEngine::run(count, vec![under("Write", 1), under("Write", 2), task(3)], 0);
         assert!(!counted.outcomes[0].passed, "{}", counted.outcomes[0].notes);
-        // An ordered relation cannot place them: outside, and said so.
-        let before =
-            vec![rule(json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}))];
-        let ordered = SequenceEngine::run(before, vec![under("Write", 1), task(2)], 0);
+
+        // `before` and `only_after` place late calls by their order among the calls inside:
+        // the same verdicts as with every parent line first.
+        let ordered = |relation: &str, events: Vec<CanonicalEvent>| {
+            let rules = vec![rule(
+                json!({relation: {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}),
+            )];
+            let outcome = SequenceEngine::run(rules, events, 0).outcomes.remove(0);
+            assert!(!outcome.notes.contains("Warning"), "{}", outcome.notes);
+            (outcome.passed, outcome.notes)
+        };
+        for relation in ["before", "only_after"] {
+            // Read then Write, both under the late p1.
+            let (passed, notes) = ordered(relation, vec![under("Read", 1), under("Write", 2), task(3)]);
+            assert!(passed, "{relation}: {notes}");
+            assert!(notes.ends_with("Note: 2 call(s) came before the scope span they are under (the span was recorded after its children) and count inside it."), "{notes}");
+            // Write then Read.
+            let (passed, notes) = ordered(relation, vec![under("Write", 1), under("Read", 2), task(3)]);
+            assert!(!passed, "{relation}: {notes}");
+            assert!(notes.contains("line 1"), "{relation}: {notes}");
+            // A late Read (under p1) before a Write inside the early p2: in order.
+            let events = vec![under("Read", 1), task_of("p2", 2), under_of("p2", "Write", 3), task(4)];
+            let (passed, notes) = ordered(relation, events);
+            assert!(passed, "{relation}: {notes}");
+            // A Write inside p2 before a late Read under p1: out of order.
+            let events = vec![task_of("p2", 1), under_of("p2", "Write", 2), under("Read", 3), task(4)];
+            let (passed, notes) = ordered(relation, events);
+            assert!(!passed, "{relation}: {notes}");
+            assert!(notes.contains("line 2"), "{relation}: {notes}");
+            // A late Write before the Read inside p2.
+            let events = vec![under("Write", 1), task_of("p2", 2), under_of("p2", "Read", 3), task(4)];
+            let (passed, notes) = ordered(relation, events);
+            assert!(!passed, "{relation}: {notes}");
+            assert!(notes.contains("line 1"), "{relation}: {notes}");
+        }
+        // Without any Write, `before` fails and `only_after` holds, late Read or not.
+        assert!(!ordered("before", vec![under("Read", 1), task(2)]).0);
+        assert!(ordered("only_after", vec![under("Read", 1), task(2)]).0);
+
+        // `immediately_before` needs the call before each `b`: it cannot place them, and says so.
+        let immediately = vec![rule(
+            json!({"immediately_before": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}),
+        )];
+        let outcome = SequenceEngine::run(immediately, vec![under("Write", 1), task(2)], 0);
         assert!(
-            ordered.outcomes[0].notes.ends_with(
+            outcome.outcomes[0].notes.ends_with(
                 "Warning: 1 scope span(s) came after calls under them (recorded after their children); those \
-                 calls counted as outside the scope, as `before`, `only_after` and `immediately_before` cannot \
-                 place them."
+                 calls counted as outside the scope, as `immediately_before` cannot place them."
             ),
             "{}",
-            ordered.outcomes[0].notes
+            outcome.outcomes[0].notes
         );
         // A call that does not concern the rule changes nothing.
         let unrelated = SequenceEngine::run(never(), vec![under("Read", 1), task(2)], 0);
         assert!(unrelated.outcomes[0].passed);
         assert!(!unrelated.outcomes[0].notes.contains("Warning"), "{}", unrelated.outcomes[0].notes);
         assert!(!unrelated.outcomes[0].notes.contains("came before"), "{}", unrelated.outcomes[0].notes);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// A trace whose `Task` lines come after their children (post-order, as a writer that
+        /// logs a task when it ends) gets the verdicts of the same trace with every `Task`
+        /// line first: for `never`, `count`, `before` and `only_after` scoped to `Task`, with
+        /// nested tasks and calls outside any task.
+        #[test]
+        fn scoped_verdicts_do_not_depend_on_when_the_parent_line_is_written(
+            items in proptest::collection::vec(
+                (0u8..3, proptest::collection::vec(0usize..3, 0..4), proptest::collection::vec(0usize..3, 0..3)),
+                0..8,
+            ),
+        ) {
+            let tools = ["Read", "Write", "Bash"];
+            let task = |id: &str, parent: Option<&str>, line: u64| {
+                let mut task = call(EventType::ToolCallEnd, "Task", json!({}), Some(id), parent, line);
+                task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
+                task
+            };
+            let (mut pre, mut post) = (Vec::new(), Vec::new());
+            for (idx, (kind, outer, inner)) in items.iter().enumerate() {
+                let (id, nested) = (format!("t{idx}"), format!("n{idx}"));
+                let calls = |list: &[usize], parent: &str, out: &mut Vec<CanonicalEvent>| {
+                    for &tool in list {
+                        let line = out.len() as u64 + 1;
+                        out.push(call(EventType::ToolCallEnd, tools[tool], json!({}), None, Some(parent), line));
+                    }
+                };
+                match kind {
+                    0 => {
+                        let tool = tools[outer.first().copied().unwrap_or(0)];
+                        pre.push(end(tool, json!({}), pre.len() as u64 + 1));
+                        post.push(end(tool, json!({}), post.len() as u64 + 1));
+                    }
+                    _ => {
+                        pre.push(task(&id, None, pre.len() as u64 + 1));
+                        calls(outer, &id, &mut pre);
+                        calls(outer, &id, &mut post);
+                        if *kind == 2 {
+                            pre.push(task(&nested, Some(&id), pre.len() as u64 + 1));
+                            calls(inner, &nested, &mut pre);
+                            calls(inner, &nested, &mut post);
+                            post.push(task(&nested, Some(&id), post.len() as u64 + 1));
+                        }
+                        post.push(task(&id, None, post.len() as u64 + 1));
+                    }
+                }
+            }
+            let rules = || vec![
+                json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}),
+                json!({"count": {"of": {"tool": "Write"}, "at_most": 1}, "within": {"tool": "Task"}}),
+                json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}),
+                json!({"only_after": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}),
+                json!({"before": {"a": {"tool": "Bash"}, "b": {"tool": "Read"}}, "within": {"tool": "Task"}}),
+            ];
+            proptest::prop_assert_eq!(verdicts(rules(), pre), verdicts(rules(), post));
+        }
     }
 
     /// Argument texts for the differential tests: plain, escaped, duplicated, nested,

@@ -185,6 +185,7 @@ impl SequenceEngine {
     /// Feeds one event of an applied summary to the rules with a scope (the others had it
     /// in the summary).
     pub fn feed_scoped(&mut self, event: &EventRef<'_>, prepared: &Prepared) {
+        self.order += 1;
         let (span, parent) = span_refs(event, Some((prepared.span_hash, prepared.parent_hash)));
         let location = Location { line: event.line, seq: event.seq };
         let matches = Matches::Bits(&prepared.bits);
