@@ -1166,6 +1166,64 @@ fn hook_records_inside_a_subagent_open_its_scope_without_its_start_line() {
     assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0), ("S-02", "PASS", 1.0)]), "{}", run.stdout());
 }
 
+/// A tooltrace written by a post-tool hook logs each `Task` line when the task ends, after its
+/// children: ordered rules scoped to `Task` still see the children in order.
+#[test]
+fn ordered_rules_see_children_logged_before_their_task_line() {
+    let line = |tool: &str, span: &str, id: &str, parent: Option<&str>, args: &str| {
+        let parent = parent.map(|p| format!(",\"parent_trace_id\":\"{p}\"")).unwrap_or_default();
+        format!(
+            "{{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"{tool}\",\"span_type\":\"{span}\",\"trace_id\":\"{id}\"{parent},\"args\":{args}}}\n"
+        )
+    };
+    let skill = r#"{"file_path":"/repo/skills/phase1/skill.md"}"#;
+    let code = r#"{"file_path":"/repo/src/a.rs"}"#;
+    // Task t1 reads the skill, then writes; task t2 writes without reading (its read comes later).
+    let trace = [
+        line("Read", "child", "c1", Some("t1"), skill),
+        line("Write", "child", "c2", Some("t1"), code),
+        line("Task", "parent", "t1", None, "{}"),
+        line("Write", "child", "c3", Some("t2"), code),
+        line("Read", "child", "c4", Some("t2"), skill),
+        line("Task", "parent", "t2", None, "{}"),
+    ]
+    .concat();
+    let read_skill = "{tool: Read, args: {file_path: {glob: '**/skill.md'}}}";
+    let run = check_rules(
+        &[
+            ("L-01", &format!("{{before: {{a: {read_skill}, b: {{tool: Write}}}}, within: {{tool: Task}}}}")),
+            ("L-02", &format!("{{only_after: {{a: {read_skill}, b: {{tool: Write}}}}, within: {{tool: Task}}}}")),
+            ("L-03", "{count: {of: {tool: Write}, at_least: 2}, within: {tool: Task}}"),
+        ],
+        &trace,
+    );
+    // Inside the tasks, in trace order: Read (1), Write (2), Write (4), Read (5): the first Read
+    // precedes the first Write, and every Write has a Read before it somewhere in scope.
+    assert_eq!(
+        run.results(),
+        owned(&[("L-01", "PASS", 1.0), ("L-02", "PASS", 1.0), ("L-03", "PASS", 1.0)]),
+        "{}",
+        run.stdout()
+    );
+    let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
+    assert!(notes.contains("line 1") && notes.contains("line 2") && !notes.contains("Warning"), "{notes}");
+    // Without t1, the first Write in scope (line 1 of this trace) comes before any Read.
+    let trace = [
+        line("Write", "child", "c3", Some("t2"), code),
+        line("Read", "child", "c4", Some("t2"), skill),
+        line("Task", "parent", "t2", None, "{}"),
+    ]
+    .concat();
+    let run = check_rules(
+        &[
+            ("L-01", &format!("{{before: {{a: {read_skill}, b: {{tool: Write}}}}, within: {{tool: Task}}}}")),
+            ("L-02", &format!("{{only_after: {{a: {read_skill}, b: {{tool: Write}}}}, within: {{tool: Task}}}}")),
+        ],
+        &trace,
+    );
+    assert_eq!(run.results(), owned(&[("L-01", "FAIL", 0.0), ("L-02", "FAIL", 0.0)]), "{}", run.stdout());
+}
+
 /// In a Claude Code hook trace the subagent a `Task` call started is inside the call's scope:
 /// the reviewer's `rm -rf` breaks a `never` scoped to `Task` (it passed silently while hook
 /// records had no link from the subagent to its call), and the calls outside stay outside.
