@@ -4,11 +4,12 @@
 //! Each span gives a start and an end event, chosen by `gen_ai.operation.name` (or the
 //! first word of the span name): `execute_tool` and `retrieval` → `tool_call_*` (step name
 //! `gen_ai.tool.name`, `data.input` = parsed `gen_ai.tool.call.arguments`, `data.output` =
-//! `gen_ai.tool.call.result`); `invoke_agent`/`create_agent` → `agent_invoke_*` (step name
+//! `gen_ai.tool.call.result`); `invoke_agent` → `agent_invoke_*` (step name
 //! `gen_ai.agent.name`); `chat`, `text_completion`, `generate_content`, `embeddings` →
-//! `llm_request`/`llm_response`; anything else (including `invoke_workflow`) →
-//! `step_start`/`step_end`. Ids are normalised to lowercase hex (base64 from protobuf-JSON
-//! exporters is decoded). `status.code` 2 gives status `error` with `status.message`.
+//! `llm_request`/`llm_response`; anything else (including `invoke_workflow`, and
+//! `create_agent`, which builds an agent without running it) → `step_start`/`step_end`. Ids
+//! are normalised to lowercase hex (base64 from protobuf-JSON exporters is decoded).
+//! `status.code` 2 gives status `error` with `status.message`.
 //! Within one export, events are ordered by time (parents start before children and end
 //! after them). Span attributes are copied into `attributes`; resource attributes go under
 //! `x.otlp.resource.*`; the raw span is kept on both events.
@@ -172,7 +173,7 @@ fn parse_span(
             EventType::ToolCallEnd,
             attrs.get("gen_ai.tool.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name),
         ),
-        "invoke_agent" | "create_agent" => (
+        "invoke_agent" => (
             EventType::AgentInvokeStart,
             EventType::AgentInvokeEnd,
             attrs.get("gen_ai.agent.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name),

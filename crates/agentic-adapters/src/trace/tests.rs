@@ -215,6 +215,15 @@ const OTLP: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"servi
    ]}]}]}
 "#;
 
+/// `create_agent` builds an agent without running it: a step, not an agent invocation (an
+/// agent count or an agent scope must not see it).
+#[test]
+fn otlp_create_agent_is_a_step() {
+    let text = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"create_agent weather-bot","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"create_agent"}},{"key":"gen_ai.agent.name","value":{"stringValue":"weather-bot"}}]}]}]}]}"#;
+    let types: Vec<EventType> = events(text).iter().map(|e| e.event_type).collect();
+    assert_eq!(types, vec![EventType::StepStart, EventType::StepEnd]);
+}
+
 #[test]
 fn otlp_spans_become_ordered_start_and_end_events() {
     let got = events(OTLP);
