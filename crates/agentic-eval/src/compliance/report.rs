@@ -574,7 +574,7 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
     if audit.undocumented_passes + audit.undocumented_fails + audit.tier_3_without_evidence_citation > 0 {
         let _ = writeln!(
             out,
-            "warning: evaluator audit: {} undocumented pass(es), {} undocumented fail(s), {} of {} tier-3 verdict(s) without evidence citation",
+            "warning: evaluator audit: {} undocumented pass(es), {} undocumented fail(s), {} of {} tier-3 checkpoint(s) judged without an evidence citation",
             audit.undocumented_passes,
             audit.undocumented_fails,
             audit.tier_3_without_evidence_citation,

@@ -505,6 +505,17 @@ pub(crate) fn compile_matcher(
     };
     let mut names = Vec::new();
     let pattern_texts = patterns.map(Patterns::items).unwrap_or_default();
+    if patterns.is_some() && pattern_texts.is_empty() {
+        let key = if kind == CallKind::Agent { "agent" } else { "tool" };
+        diagnostics.push(
+            Diagnostic::error("matcher-empty-names", format!("`{key}: []` names no {key}"))
+                .at_pointer(format!("{pointer}/{key}"))
+                .with_hint(format!(
+                    "list the names this matcher is about (`{key}: [Read, Grep]`), or leave `{key}` out to match every {}",
+                    if kind == CallKind::Agent { "agent" } else { "tool call" }
+                )),
+        );
+    }
     for pattern in &pattern_texts {
         if is_glob(pattern) {
             match Pattern::glob(pattern) {
@@ -534,7 +545,7 @@ pub(crate) fn compile_matcher(
         }
         None => Vec::new(),
     };
-    if pattern_texts.is_empty() && args.is_empty() && args_text.is_empty() && matcher.agent.is_none() {
+    if patterns.is_none() && args.is_empty() && args_text.is_empty() && matcher.agent.is_none() {
         diagnostics.push(
             Diagnostic::warning("matcher-matches-everything", "this matcher matches every tool call")
                 .at_pointer(pointer)
@@ -2162,6 +2173,13 @@ fn conclude(relation: &Relation, state: &RuleState) -> RuleOutcome {
             (Some(la), Some(lb)) if *a_first => {
                 (true, format!("first {} at {la} precedes first {} at {lb}", a.description, b.description))
             }
+            (Some(la), Some(lb)) if la == lb => (
+                false,
+                format!(
+                    "the first {} at {la} is also the first {}, and a call does not come before itself",
+                    a.description, b.description
+                ),
+            ),
             (Some(la), Some(lb)) => {
                 (false, format!("first {} at {lb} comes before first {} at {la}", b.description, a.description))
             }
@@ -3271,6 +3289,8 @@ mod tests {
             (json!({"before": {"a": {"tool": "A"}, "b": {"tool": "A"}}}), "rule-contradiction"),
             (json!({"never": {"tool": "A", "agent": "B"}}), "matcher-ambiguous"),
             (json!({"never": {"tool": "A", "args": {"x": {"regex": "("}}}}), "invalid-regex"),
+            (json!({"never": {"tool": []}}), "matcher-empty-names"),
+            (json!({"count": {"of": {"agent": []}, "at_least": 1}}), "matcher-empty-names"),
         ] {
             let rule: SequenceRule = serde_json::from_value(yaml.clone()).unwrap();
             let mut diagnostics = Vec::new();

@@ -568,6 +568,7 @@ fn check_checkpoint(
                 }
                 Some(rule) => compile_rule(rule, &format!("{verification_pointer}/rule"), diagnostics).map(|rule| {
                     warn_matchers_matching_everything(&rule, &format!("{verification_pointer}/rule"), diagnostics);
+                    lint_pair_coverage(&rule, &format!("{verification_pointer}/rule"), diagnostics);
                     rules.push(rule);
                     CompiledCheck::Sequence(rules.len() - 1)
                 }),
@@ -751,6 +752,16 @@ fn matcher_covers(wide: &EventMatcher, narrow: &EventMatcher) -> bool {
     if wide == narrow {
         return true;
     }
+    // `tool: []` names nothing (an error of its own), not any name.
+    let names_nothing = |matcher: &EventMatcher| {
+        [&matcher.tool, &matcher.agent]
+            .into_iter()
+            .flatten()
+            .any(|p| matches!(p, Patterns::Many(many) if many.is_empty()))
+    };
+    if names_nothing(wide) || names_nothing(narrow) {
+        return false;
+    }
     let (Some((wide_agent, wide_names)), Some((narrow_agent, narrow_names))) =
         (matcher_names(wide), matcher_names(narrow))
     else {
@@ -847,6 +858,35 @@ fn text_matches_everything(text: &TextMatch, strict: bool) -> bool {
     }
 }
 
+/// A `before` or `only_after` whose `b` matches every call its `a` matches (and is not
+/// written the same way, an error of its own): the first `a` is a `b` too, so no `a` comes
+/// before the first `b`. `before` can never hold (an error); `only_after` holds only when no
+/// `b` occurs at all (a warning).
+fn lint_pair_coverage(rule: &CompiledRule, pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
+    let (key, a, b) = match &rule.relation {
+        Relation::Before(a, b) => ("before", a, b),
+        Relation::OnlyAfter(a, b) => ("only_after", a, b),
+        _ => return,
+    };
+    if a.source() == b.source() || !matcher_covers(b.source(), a.source()) {
+        return;
+    }
+    let message = format!(
+        "every `{}` call is also a `{}` call, so no `a` can come before the first `b`",
+        a.description, b.description
+    );
+    let diagnostic = if key == "before" {
+        Diagnostic::error("rule-contradiction", format!("{message}: `before` can never hold"))
+    } else {
+        Diagnostic::warning("rule-vacuous", format!("{message}: `only_after` holds only when no `b` occurs"))
+    };
+    diagnostics.push(
+        diagnostic
+            .at_pointer(format!("{pointer}/{key}"))
+            .with_hint("make `b` exclude the calls `a` matches (name other tools, or add an argument check)"),
+    );
+}
+
 /// Warns about matchers that match every tool call through a pattern (`tool: "*"`, a
 /// `regex: ".*"`); the plain `{}` is already flagged when the matcher compiles.
 fn warn_matchers_matching_everything(rule: &CompiledRule, pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
@@ -865,6 +905,10 @@ fn warn_matchers_matching_everything(rule: &CompiledRule, pointer: &str, diagnos
     for (key, compiled) in matchers {
         let matcher = compiled.source();
         let Some((false, names)) = matcher_names(matcher) else { continue };
+        if names.is_empty() && matcher.tool.is_some() {
+            // `tool: []`: an error when compiled.
+            continue;
+        }
         let args = matcher.args.iter().flatten().collect::<Vec<_>>();
         let flagged_when_compiled = names.is_empty() && args.is_empty() && matcher.args_text.is_none();
         let everything = !flagged_when_compiled
@@ -1160,6 +1204,22 @@ checkpoints:
         assert!(found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "{found:?}");
         let found = codes(&SPEC.replace("weight: 0.3", "weight: 1.5"));
         assert!(found.iter().any(|(c, _)| c == "invalid-weight"), "{found:?}");
+        // `b` covers `a`: `before` can never hold; `only_after` only without any `b`.
+        let rule = |relation: &str| {
+            format!(
+                "{SPEC}  - id: P2-02\n    tier: 2\n    instruction: x\n    severity: low\n    verification:\n      method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {{{relation}: {{a: {{tool: Bash}}, b: {{tool: [Bash, Write]}}}}}}\n"
+            )
+        };
+        let found = codes(&rule("before"));
+        assert!(found.iter().any(|(c, _)| c == "rule-contradiction"), "{found:?}");
+        let found = codes(&rule("only_after"));
+        assert!(found.iter().any(|(c, _)| c == "rule-vacuous"), "{found:?}");
+        // Not the other way round: `b` narrower than `a` can hold.
+        let found = codes(
+            &rule("before")
+                .replace("a: {tool: Bash}, b: {tool: [Bash, Write]}", "a: {tool: [Bash, Write]}, b: {tool: Bash}"),
+        );
+        assert!(!found.iter().any(|(c, _)| c == "rule-contradiction" || c == "rule-vacuous"), "{found:?}");
     }
 
     #[test]
