@@ -472,7 +472,11 @@ impl<R: BufRead> TraceReader<R> {
             }
             self.pending.push_back(event);
         }
-        result.map_err(|message| TraceError { line, message: format!("{} record: {message}", adapter.format()) })
+        result.map_err(|message| {
+            // A bad span of a document spread over lines is cited at its `spanId`'s line.
+            let line = otlp::cited_span_id(&message).and_then(|id| span_lines.get(id)).copied().unwrap_or(line);
+            TraceError { line, message: format!("{} record: {message}", adapter.format()) }
+        })
     }
 }
 

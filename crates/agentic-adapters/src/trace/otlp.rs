@@ -152,15 +152,19 @@ fn parse_span(
         Some(other) => return Err(format!("span {idx}: `name` must be a string, found {}", kind_of(other))),
         None => return Err(format!("span {idx}: missing `name`")),
     };
-    let span_id = id_field(&span, "spanId", 8)?;
+    let span_id = id_field(&span, "spanId", 8).map_err(|message| format!("span {idx} (`{name}`): {message}"))?;
     if span_id.is_none() {
         return Err(format!("span {idx} (`{name}`): missing `spanId`"));
     }
-    let trace_id = id_field(&span, "traceId", 16)?;
-    let parent_span_id = id_field(&span, "parentSpanId", 8)?;
-    let start_nanos = nanos(&span, "startTimeUnixNano")?;
-    let end_nanos = nanos(&span, "endTimeUnixNano")?.or(start_nanos);
-    let mut attrs = attributes(span.get("attributes"))?;
+    // Errors past this point name the span by its id as written, which the reader turns into
+    // the line of its `spanId` in a document spread over lines.
+    let raw_id = span.get("spanId").and_then(Value::as_str).unwrap_or_default();
+    let named = |message: String| format!("span {idx} (`{name}`, {}): {message}", cite_span_id(raw_id));
+    let trace_id = id_field(&span, "traceId", 16).map_err(named)?;
+    let parent_span_id = id_field(&span, "parentSpanId", 8).map_err(named)?;
+    let start_nanos = nanos(&span, "startTimeUnixNano").map_err(named)?;
+    let end_nanos = nanos(&span, "endTimeUnixNano").map_err(named)?.or(start_nanos);
+    let mut attrs = attributes(span.get("attributes")).map_err(named)?;
     let operation = attrs
         .get("gen_ai.operation.name")
         .and_then(Value::as_str)
@@ -283,6 +287,17 @@ fn nanos(span: &Map<String, Value>, key: &str) -> Result<Option<i128>, String> {
             .ok_or_else(|| format!("`{key}` {number} is not a whole number of nanoseconds")),
         Some(other) => Err(format!("`{key}` must be a string of nanoseconds, found {}", kind_of(other))),
     }
+}
+
+/// How an error message cites a span by its id as written (see [`cited_span_id`]).
+fn cite_span_id(raw_id: &str) -> String {
+    format!("spanId \"{raw_id}\"")
+}
+
+/// The span id an error message cites, as written in the trace.
+pub(crate) fn cited_span_id(message: &str) -> Option<&str> {
+    let rest = &message[message.find("spanId \"")? + "spanId \"".len()..];
+    rest.split('"').next()
 }
 
 /// An id field as lowercase hex: hex is kept, base64 of `bytes` bytes is decoded, anything

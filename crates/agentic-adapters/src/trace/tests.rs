@@ -268,6 +268,27 @@ fn pretty_printed_documents_span_lines() {
     assert_eq!(second.source.as_ref().unwrap().line, Some(pretty.lines().count() as u64 + 1));
 }
 
+/// A bad span of a pretty-printed document is reported at its `spanId`'s line and named by
+/// its id; the other span is read.
+#[test]
+fn a_bad_span_of_a_pretty_document_is_cited_at_its_line() {
+    let bad = OTLP.replace("\"startTimeUnixNano\":\"1718000000000000000\"", "\"startTimeUnixNano\":\"abc\"");
+    assert_ne!(bad, OTLP);
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(&bad).unwrap()).unwrap();
+    let got = read(&pretty, None);
+    let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{got:?}");
+    let id_line = pretty.lines().position(|l| l.contains("\"spanId\": \"00f067aa0ba902b7\"")).unwrap() as u64 + 1;
+    assert_eq!(errors[0].line, id_line, "{}", errors[0]);
+    assert!(
+        errors[0].message.contains("span 0 (`execute_tool get_weather`, spanId \"00f067aa0ba902b7\")"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[0].message.contains("\"abc\" is not a whole number of nanoseconds"), "{}", errors[0]);
+    assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2, "{got:?}");
+}
+
 #[test]
 fn malformed_records_name_their_line_and_reading_continues() {
     let text = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Read\"}\n\
