@@ -1386,6 +1386,11 @@ impl SpanSet {
 
     /// Removes the member inserted as `key`, unless it has gone already.
     /// Removes the member inserted as `key`, unless it has gone already (then false).
+    /// The hash of the member `key` still names.
+    fn hash_of(&self, (slot, generation): SpanKey) -> Option<u64> {
+        self.slots.get(slot as usize).filter(|entry| entry.generation == generation).map(|entry| entry.hash)
+    }
+
     fn remove_key(&mut self, (slot, generation): SpanKey) -> bool {
         let Some(entry) = self.slots.get(slot as usize) else { return false };
         if entry.generation != generation {
@@ -1441,6 +1446,9 @@ fn earliest(x: Option<(u64, Location)>, y: Option<(u64, Location)>) -> Option<(u
     }
 }
 
+/// Slots of the table of scope spans dropped from the window (see [`Scope::was_dropped`]).
+const DROPPED_SCOPE_SPANS: usize = 4_096;
+
 #[derive(Debug, Default)]
 struct Scope {
     open: SpanSet,
@@ -1464,6 +1472,11 @@ struct Scope {
     firsts: [Option<u64>; 2],
     /// Whether any span matched the scope's root.
     rooted: bool,
+    /// Hashes of scope spans dropped from the window of ended spans (by hash modulo its size,
+    /// the latest drop wins), made when the first is dropped.
+    dropped: Option<Box<[u64]>>,
+    /// Occurrences outside the scope whose parent was such a span.
+    under_dropped: u64,
     /// Occurrences whose parent was forgotten (more than [`POST_ONLY_SCOPE_WINDOW`] parents
     /// waited at once) before it could put them in scope.
     forgotten: u64,
@@ -1547,8 +1560,20 @@ impl Scope {
         if self.lingering.len() > POST_ONLY_SCOPE_WINDOW
             && let Some(oldest) = self.lingering.pop_front()
         {
+            if let Some(hash) = self.open.hash_of(oldest) {
+                let table = self.dropped.get_or_insert_with(|| vec![0; DROPPED_SCOPE_SPANS].into_boxed_slice());
+                table[(hash % DROPPED_SCOPE_SPANS as u64) as usize] = hash;
+            }
             self.open.remove_key(oldest);
         }
+    }
+
+    /// Whether `parent` is probably a scope span dropped from the window (one with the same
+    /// hash was; a later drop may have taken its place, so `false` does not mean it was not).
+    fn was_dropped(&self, parent: SpanRef<'_>) -> bool {
+        self.dropped.as_ref().is_some_and(|table| {
+            parent.hash != 0 && table[(parent.hash % DROPPED_SCOPE_SPANS as u64) as usize] == parent.hash
+        })
     }
 }
 
@@ -1881,6 +1906,9 @@ impl SequenceEngine {
                     && let Some(parent) = parent
                     && concerns(&rule.relation, *ids, matches)
                 {
+                    if scope.was_dropped(parent) {
+                        scope.under_dropped += 1;
+                    }
                     scope.note_orphans(parent, late_occurrence(&rule.relation, *ids, matches, location, order));
                 }
                 if let Some(span) = span {
@@ -1979,6 +2007,15 @@ impl SequenceEngine {
                         &format!(
                             "Warning: {lost} call(s) under spans recorded after them were not placed: more than \
                              {POST_ONLY_SCOPE_WINDOW} such spans were awaited at once."
+                        ),
+                    );
+                }
+                if let Some(lost) = scope.as_ref().map(|s| s.under_dropped).filter(|&lost| lost > 0) {
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {lost} call(s) were under a scope span more than {POST_ONLY_SCOPE_WINDOW} ended \
+                             scope spans back, which the rule no longer tracks; they counted as outside the scope."
                         ),
                     );
                 }
@@ -2429,10 +2466,15 @@ mod tests {
         let rules = vec![rule(json!({"count": {"of": {"tool": "Bash"}, "at_least": 0}, "within": {"tool": "Task"}}))];
         let outcome = SequenceEngine::run(rules, events, 0);
         // Every direct child counts, plus the late child of the newest Task; the late child of
-        // the oldest Task does not.
+        // the oldest Task does not, and the note says so.
         assert_eq!(
             outcome.outcomes[0].notes,
-            format!("within Task: Bash occurs {} time(s); expected at least 0", total + 1)
+            format!(
+                "within Task: Bash occurs {} time(s); expected at least 0. Warning: 1 call(s) were under a scope \
+                 span more than {POST_ONLY_SCOPE_WINDOW} ended scope spans back, which the rule no longer tracks; \
+                 they counted as outside the scope.",
+                total + 1
+            )
         );
     }
 
