@@ -1150,6 +1150,7 @@ impl Prepared {
     const CALL_END: u8 = 1;
     const HAS_PARENT: u8 = 2;
     const POST_ONLY_PARENT: u8 = 4;
+    const HAS_SPAN: u8 = 8;
 
     /// The event ends a tool call or an agent invocation.
     fn is_call_end(&self) -> bool {
@@ -1162,6 +1163,10 @@ impl Prepared {
 
     fn post_only_parent(&self) -> bool {
         self.flags & Prepared::POST_ONLY_PARENT != 0
+    }
+
+    fn has_span(&self) -> bool {
+        self.flags & Prepared::HAS_SPAN != 0
     }
 }
 
@@ -1176,7 +1181,8 @@ impl MatchPlan {
             parent_hash: event.parent_span_id.map_or(0, span_hash),
             flags: (u8::from(call_end) * Prepared::CALL_END)
                 | (u8::from(event.parent_span_id.is_some()) * Prepared::HAS_PARENT)
-                | (u8::from(event.post_only_parent) * Prepared::POST_ONLY_PARENT),
+                | (u8::from(event.post_only_parent) * Prepared::POST_ONLY_PARENT)
+                | (u8::from(event.span_id.is_some()) * Prepared::HAS_SPAN),
         }
     }
 }
@@ -1337,6 +1343,12 @@ impl SpanSet {
     fn contains(&self, span: SpanRef<'_>) -> bool {
         let slots = &self.slots;
         self.table.find(span.hash, |&slot| slots[slot as usize].holds(span)).is_some()
+    }
+
+    /// Whether a member has this hash (for ids known only by their hash).
+    fn contains_hash(&self, hash: u64) -> bool {
+        let slots = &self.slots;
+        self.table.find(hash, |&slot| slots[slot as usize].hash == hash).is_some()
     }
 
     /// The key of `span`, when it is a member.
@@ -1635,6 +1647,45 @@ pub struct SequenceEngine {
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
+    /// Whether a rule has a scope (and so needs `links`).
+    scoped: bool,
+    /// The parents of recent post-only calls (a tooltrace `child` line), as `(span hash,
+    /// parent hash)` at the span hash modulo [`LINKS`]: calls under such a call are inside a
+    /// scope its parent is in. Empty until the first is recorded.
+    links: Vec<(u64, u64)>,
+}
+
+/// Slots of [`SequenceEngine::links`] (by span hash modulo this; a later call takes the slot).
+const LINKS: usize = 65_536;
+
+/// The most recorded parents climbed from one call.
+const MAX_LINK_DEPTH: usize = 64;
+
+/// Records that post-only call `span` is under `parent`.
+fn note_link(links: &mut Vec<(u64, u64)>, span: SpanRef<'_>, parent: SpanRef<'_>) {
+    if links.is_empty() {
+        links.resize(LINKS, (0, 0));
+    }
+    if let Some(link) = links.get_mut((span.hash % LINKS as u64) as usize) {
+        *link = (span.hash, parent.hash);
+    }
+}
+
+/// Whether a recorded parent of `parent` (climbing) is in `scope`, compared by hash.
+fn climb(links: &[(u64, u64)], scope: &Scope, parent: SpanRef<'_>) -> bool {
+    let mut hash = parent.hash;
+    for _ in 0..MAX_LINK_DEPTH {
+        match links.get((hash % LINKS as u64) as usize) {
+            Some(&(span, up)) if hash != 0 && span == hash => {
+                if scope.open.contains_hash(up) {
+                    return true;
+                }
+                hash = up;
+            }
+            _ => return false,
+        }
+    }
+    false
 }
 
 impl SequenceEngine {
@@ -1652,7 +1703,9 @@ impl SequenceEngine {
                 Relation::Count(..) => RuleState::Count { count: 0 },
             })
             .collect();
-        let scopes = rules.iter().map(|rule| rule.within.as_ref().map(|_| Scope::default())).collect();
+        let scopes: Vec<Option<Scope>> =
+            rules.iter().map(|rule| rule.within.as_ref().map(|_| Scope::default())).collect();
+        let scoped = scopes.iter().any(Option::is_some);
         let mut matcher_count = 0;
         let mut next_id = |present: bool| {
             if present {
@@ -1688,6 +1741,8 @@ impl SequenceEngine {
             calls: 0,
             summarized: 0,
             order: 0,
+            scoped,
+            links: Vec::new(),
         }
     }
 
@@ -1831,6 +1886,13 @@ impl SequenceEngine {
         let is_container = is_start
             || matches!(event.event_type, EventType::StepStart | EventType::LlmRequest)
             || event.post_only_parent;
+        if self.scoped
+            && counts
+            && is_end
+            && let (Some(span), Some(parent)) = (span, parent)
+        {
+            note_link(&mut self.links, span, parent);
+        }
         let Some(kind) = kind else {
             self.update_scopes_only(span, parent, is_container, is_end);
             return;
@@ -1895,12 +1957,15 @@ impl SequenceEngine {
             return;
         };
         let order = self.order;
+        let links = &self.links;
         let steps = counts && matches.may_step(ids);
         let in_scope = match (&rule.within, scope.as_mut()) {
             (Some(root), Some(scope)) => {
                 // Whether the parent is in scope matters only to step the rule or to open a
-                // container (read before the scope changes, as the events go).
-                let inside = (steps || is_container) && parent.is_some_and(|parent| scope.open.contains(parent));
+                // container (read before the scope changes, as the events go). A parent that
+                // is a post-only call is inside when its own recorded parents are.
+                let inside = (steps || is_container)
+                    && parent.is_some_and(|parent| scope.open.contains(parent) || climb(links, scope, parent));
                 if steps
                     && !inside
                     && let Some(parent) = parent
@@ -1920,14 +1985,21 @@ impl SequenceEngine {
                         scope.rooted |= !inside;
                         scope.open(span, is_end);
                         if let Some(late) = scope.note_opened(span) {
-                            if take_late_calls(&rule.relation, state, &mut scope.firsts, &late) {
-                                scope.attributed += late.calls;
-                            } else {
-                                scope.late_parents += 1;
-                            }
+                            attribute_late(&rule.relation, state, scope, &late);
                         }
-                    } else if is_container && let Some(parent) = parent {
-                        scope.pass_orphans_up(span, parent);
+                    } else if (is_container || (counts && is_end))
+                        && let Some(parent) = parent
+                        && scope.orphans.contains(span)
+                    {
+                        // Calls that came before this span wait for it: they are inside when
+                        // it is, else they wait for its parent.
+                        if scope.open.contains(parent) || climb(links, scope, parent) {
+                            if let Some(late) = scope.note_opened(span) {
+                                attribute_late(&rule.relation, state, scope, &late);
+                            }
+                        } else {
+                            scope.pass_orphans_up(span, parent);
+                        }
                     }
                 }
                 inside
@@ -2101,6 +2173,16 @@ fn take_late_calls(relation: &Relation, state: &mut RuleState, firsts: &mut [Opt
             true
         }
         _ => false,
+    }
+}
+
+/// Takes occurrences that came before the span that put them in scope into the rule, or
+/// counts a span whose calls it cannot place (see [`take_late_calls`]).
+fn attribute_late(relation: &Relation, state: &mut RuleState, scope: &mut Scope, late: &Late) {
+    if take_late_calls(relation, state, &mut scope.firsts, late) {
+        scope.attributed += late.calls;
+    } else {
+        scope.late_parents += 1;
     }
 }
 
@@ -2580,53 +2662,70 @@ mod tests {
         #[test]
         fn scoped_verdicts_do_not_depend_on_when_the_parent_line_is_written(
             items in proptest::collection::vec(
-                (0u8..3, proptest::collection::vec(0usize..3, 0..4), proptest::collection::vec(0usize..3, 0..3)),
+                (0u8..4, proptest::collection::vec(0usize..3, 0..4), proptest::collection::vec(0usize..3, 0..3)),
                 0..8,
             ),
         ) {
             let tools = ["Read", "Write", "Bash"];
-            let task = |id: &str, parent: Option<&str>, line: u64| {
-                let mut task = call(EventType::ToolCallEnd, "Task", json!({}), Some(id), parent, line);
-                task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
+            // A task line: a `parent` line, or (`child`) a `child` line with children of its own.
+            // Scopes are the outer tasks (`d: outer`); a nested task is inside one, not a scope of its own.
+            let task = |id: &str, parent: Option<&str>, child: bool, line: u64| {
+                let d = if parent.is_some() { "inner" } else { "outer" };
+                let mut task = call(EventType::ToolCallEnd, "Task", json!({"d": d}), Some(id), parent, line);
+                if !child {
+                    task.attributes.insert("x.tooltrace.span_type".into(), json!("parent"));
+                }
                 task
             };
-            let (mut pre, mut post) = (Vec::new(), Vec::new());
-            for (idx, (kind, outer, inner)) in items.iter().enumerate() {
-                let (id, nested) = (format!("t{idx}"), format!("n{idx}"));
-                let calls = |list: &[usize], parent: &str, out: &mut Vec<CanonicalEvent>| {
-                    for &tool in list {
-                        let line = out.len() as u64 + 1;
-                        out.push(call(EventType::ToolCallEnd, tools[tool], json!({}), None, Some(parent), line));
-                    }
-                };
-                match kind {
-                    0 => {
-                        let tool = tools[outer.first().copied().unwrap_or(0)];
-                        pre.push(end(tool, json!({}), pre.len() as u64 + 1));
-                        post.push(end(tool, json!({}), post.len() as u64 + 1));
-                    }
-                    _ => {
-                        pre.push(task(&id, None, pre.len() as u64 + 1));
-                        calls(outer, &id, &mut pre);
-                        calls(outer, &id, &mut post);
-                        if *kind == 2 {
-                            pre.push(task(&nested, Some(&id), pre.len() as u64 + 1));
-                            calls(inner, &nested, &mut pre);
-                            calls(inner, &nested, &mut post);
-                            post.push(task(&nested, Some(&id), post.len() as u64 + 1));
+            // Kind 0: a call outside any task; 1: a task; 2: a task with a nested task written
+            // as a `parent` line; 3: the same written as a `child` line. `marked` writes every
+            // nested task as a `parent` line.
+            let trace = |post_order: bool, marked: bool| {
+                let mut out: Vec<CanonicalEvent> = Vec::new();
+                for (idx, (kind, outer, inner)) in items.iter().enumerate() {
+                    let (id, nested) = (format!("t{idx}"), format!("n{idx}"));
+                    let calls = |list: &[usize], parent: &str, out: &mut Vec<CanonicalEvent>| {
+                        for &tool in list {
+                            let line = out.len() as u64 + 1;
+                            out.push(call(EventType::ToolCallEnd, tools[tool], json!({}), None, Some(parent), line));
                         }
-                        post.push(task(&id, None, post.len() as u64 + 1));
+                    };
+                    if *kind == 0 {
+                        let tool = tools[outer.first().copied().unwrap_or(0)];
+                        out.push(end(tool, json!({}), out.len() as u64 + 1));
+                        continue;
+                    }
+                    let child = *kind == 3 && !marked;
+                    if !post_order {
+                        out.push(task(&id, None, false, out.len() as u64 + 1));
+                    }
+                    calls(outer, &id, &mut out);
+                    if *kind >= 2 {
+                        if !post_order {
+                            out.push(task(&nested, Some(&id), child, out.len() as u64 + 1));
+                        }
+                        calls(inner, &nested, &mut out);
+                        if post_order {
+                            out.push(task(&nested, Some(&id), child, out.len() as u64 + 1));
+                        }
+                    }
+                    if post_order {
+                        out.push(task(&id, None, false, out.len() as u64 + 1));
                     }
                 }
-            }
+                out
+            };
+            let (pre, post, marked) = (trace(false, false), trace(true, false), trace(false, true));
             let rules = || vec![
-                json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}),
-                json!({"count": {"of": {"tool": "Write"}, "at_most": 1}, "within": {"tool": "Task"}}),
-                json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}),
-                json!({"only_after": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task"}}),
-                json!({"before": {"a": {"tool": "Bash"}, "b": {"tool": "Read"}}, "within": {"tool": "Task"}}),
+                json!({"never": {"tool": "Write"}, "within": {"tool": "Task", "args": {"d": {"equals": "outer"}}}}),
+                json!({"count": {"of": {"tool": "Write"}, "at_most": 1}, "within": {"tool": "Task", "args": {"d": {"equals": "outer"}}}}),
+                json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task", "args": {"d": {"equals": "outer"}}}}),
+                json!({"only_after": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"tool": "Task", "args": {"d": {"equals": "outer"}}}}),
+                json!({"before": {"a": {"tool": "Bash"}, "b": {"tool": "Read"}}, "within": {"tool": "Task", "args": {"d": {"equals": "outer"}}}}),
             ];
-            proptest::prop_assert_eq!(verdicts(rules(), pre), verdicts(rules(), post));
+            let reference = verdicts(rules(), marked);
+            proptest::prop_assert_eq!(&verdicts(rules(), pre), &reference);
+            proptest::prop_assert_eq!(&verdicts(rules(), post), &reference);
         }
     }
 

@@ -1224,6 +1224,20 @@ fn ordered_rules_see_children_logged_before_their_task_line() {
     assert_eq!(run.results(), owned(&[("L-01", "FAIL", 0.0), ("L-02", "FAIL", 0.0)]), "{}", run.stdout());
 }
 
+/// A `child` line with children of its own (a nested task) holds them: calls two levels under
+/// a scope span are inside it whether the middle line comes before its children or after.
+#[test]
+fn calls_under_a_child_line_are_inside_the_scope_above_it() {
+    let outer = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"T1\",\"args\":{\"description\":\"outer\"}}\n";
+    let middle = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"child\",\"trace_id\":\"m\",\"parent_trace_id\":\"T1\"}\n";
+    let bash = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Bash\",\"span_type\":\"child\",\"trace_id\":\"b\",\"parent_trace_id\":\"m\"}\n";
+    let rules = [("N-01", "{never: {tool: Bash}, within: {tool: Task, args: {description: {equals: outer}}}}")];
+    for trace in [[outer, middle, bash].concat(), [outer, bash, middle].concat(), [bash, middle, outer].concat()] {
+        let run = check_rules(&rules, &trace);
+        assert_eq!(run.results(), owned(&[("N-01", "FAIL", 0.0)]), "{trace}{}", run.stdout());
+    }
+}
+
 /// In a Claude Code hook trace the subagent a `Task` call started is inside the call's scope:
 /// the reviewer's `rm -rf` breaks a `never` scoped to `Task` (it passed silently while hook
 /// records had no link from the subagent to its call), and the calls outside stay outside.

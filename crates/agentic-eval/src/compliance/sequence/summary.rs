@@ -23,7 +23,7 @@
 
 use super::{
     ArgsRef, EventRef, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState, SequenceEngine,
-    span_refs,
+    note_link, span_refs,
 };
 
 /// What a run changes for one rule (positions are indexes of events in the run).
@@ -189,6 +189,10 @@ impl SequenceEngine {
         let (span, parent) = span_refs(event, Some((prepared.span_hash, prepared.parent_hash)));
         let location = Location { line: event.line, seq: event.seq };
         let matches = Matches::Bits(&prepared.bits);
+        // Every event here is a post-only call end.
+        if let (Some(span), Some(parent)) = (span, parent) {
+            note_link(&mut self.links, span, parent);
+        }
         let mut todo = self.masks.scoped;
         while todo != 0 {
             let idx = todo.trailing_zeros() as usize;
@@ -260,7 +264,11 @@ impl Summarizer {
             scoped &= scoped - 1;
             let Some(ids) = self.ids.get(idx) else { continue };
             let root = ids.within != usize::MAX && prepared.bits.get(ids.within);
-            if root || (prepared.has_parent() && (prepared.post_only_parent() || ids.may_step(&prepared.bits))) {
+            // A post-only call with a span of its own may have calls under it.
+            if root
+                || (prepared.has_parent()
+                    && (prepared.has_span() || prepared.post_only_parent() || ids.may_step(&prepared.bits)))
+            {
                 return true;
             }
         }
