@@ -1661,13 +1661,13 @@ const LINKS: usize = 65_536;
 /// The most recorded parents climbed from one call.
 const MAX_LINK_DEPTH: usize = 64;
 
-/// Records that post-only call `span` is under `parent`.
-fn note_link(links: &mut Vec<(u64, u64)>, span: SpanRef<'_>, parent: SpanRef<'_>) {
+/// Records that the post-only call whose span id hashes to `span` is under `parent`.
+fn note_link_hashes(links: &mut Vec<(u64, u64)>, span: u64, parent: u64) {
     if links.is_empty() {
         links.resize(LINKS, (0, 0));
     }
-    if let Some(link) = links.get_mut((span.hash % LINKS as u64) as usize) {
-        *link = (span.hash, parent.hash);
+    if let Some(link) = links.get_mut((span % LINKS as u64) as usize) {
+        *link = (span, parent);
     }
 }
 
@@ -1891,7 +1891,7 @@ impl SequenceEngine {
             && is_end
             && let (Some(span), Some(parent)) = (span, parent)
         {
-            note_link(&mut self.links, span, parent);
+            note_link_hashes(&mut self.links, span.hash, parent.hash);
         }
         let Some(kind) = kind else {
             self.update_scopes_only(span, parent, is_container, is_end);

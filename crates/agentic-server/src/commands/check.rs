@@ -623,7 +623,9 @@ fn run_fast(
             let applied = records.block().as_ref().is_some_and(|summary| engine.apply_summary(summary, locate));
             if applied {
                 for record in records.wanted() {
-                    if let Some(view) = record.view() {
+                    if engine.only_links(record.data()) {
+                        engine.note_links(record.data());
+                    } else if let Some(view) = record.view() {
                         engine.feed_scoped(&view_ref(&view), record.data());
                     }
                 }

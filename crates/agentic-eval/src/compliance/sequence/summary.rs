@@ -23,7 +23,7 @@
 
 use super::{
     ArgsRef, EventRef, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState, SequenceEngine,
-    note_link, span_refs,
+    note_link_hashes, span_refs,
 };
 
 /// What a run changes for one rule (positions are indexes of events in the run).
@@ -191,7 +191,7 @@ impl SequenceEngine {
         let matches = Matches::Bits(&prepared.bits);
         // Every event here is a post-only call end.
         if let (Some(span), Some(parent)) = (span, parent) {
-            note_link(&mut self.links, span, parent);
+            note_link_hashes(&mut self.links, span.hash, parent.hash);
         }
         let mut todo = self.masks.scoped;
         while todo != 0 {
@@ -228,6 +228,42 @@ impl SequenceEngine {
     }
 }
 
+/// Whether a rule with a scope may change on the event: it opens a scope (matches the root),
+/// may open a nested one (a container with a parent), or may step (a match of the relation,
+/// with a parent that may be in scope).
+fn concerns_scopes(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> bool {
+    let mut scoped = masks.scoped;
+    while scoped != 0 {
+        let idx = scoped.trailing_zeros() as usize;
+        scoped &= scoped - 1;
+        let Some(ids) = ids.get(idx) else { continue };
+        let root = ids.within != usize::MAX && prepared.bits.get(ids.within);
+        if root || (prepared.has_parent() && (prepared.post_only_parent() || ids.may_step(&prepared.bits))) {
+            return true;
+        }
+    }
+    false
+}
+
+impl SequenceEngine {
+    /// Whether a record of an applied summary that [`Summarizer::scoped_need`] picked only
+    /// needs its parent recorded ([`SequenceEngine::note_links`]) instead of
+    /// [`SequenceEngine::feed_scoped`]: no rule with a scope can change on it, and no calls
+    /// that came before their scope span are waiting (it might be the span they wait for).
+    /// The two give the same result; this one is cheaper.
+    pub fn only_links(&self, prepared: &Prepared) -> bool {
+        !concerns_scopes(&self.masks, &self.ids, prepared)
+            && self.scopes.iter().flatten().all(|scope| scope.orphans.is_empty())
+    }
+
+    /// Records the parent of a post-only call (see [`SequenceEngine::only_links`]).
+    pub fn note_links(&mut self, prepared: &Prepared) {
+        if prepared.has_parent() && prepared.has_span() {
+            note_link_hashes(&mut self.links, prepared.span_hash, prepared.parent_hash);
+        }
+    }
+}
+
 impl Summarizer {
     /// Adds the next event of the run (prepared by [`MatchPlan::prepare`] of the same
     /// engine). Whether the rules with a scope need it too is [`Summarizer::scoped_need`].
@@ -258,21 +294,9 @@ impl Summarizer {
     /// scope (matches the root), may open a nested one (a container with a parent), or may
     /// step (a match of the relation, with a parent that may be in scope).
     pub fn scoped_need(&self, prepared: &Prepared) -> bool {
-        let mut scoped = self.masks.scoped;
-        while scoped != 0 {
-            let idx = scoped.trailing_zeros() as usize;
-            scoped &= scoped - 1;
-            let Some(ids) = self.ids.get(idx) else { continue };
-            let root = ids.within != usize::MAX && prepared.bits.get(ids.within);
-            // A post-only call with a span of its own may have calls under it.
-            if root
-                || (prepared.has_parent()
-                    && (prepared.has_span() || prepared.post_only_parent() || ids.may_step(&prepared.bits)))
-            {
-                return true;
-            }
-        }
-        false
+        // A post-only call with a span of its own may have calls under it (its parent is
+        // recorded, see [`SequenceEngine::only_links`]).
+        (prepared.has_parent() && prepared.has_span()) || concerns_scopes(&self.masks, &self.ids, prepared)
     }
 
     /// The summary of the run so far; the next event starts a new run.
