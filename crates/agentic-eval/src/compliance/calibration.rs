@@ -5,7 +5,11 @@
 //! state for every annotated tier-3 checkpoint is compared with the annotation.
 //! **Agreement below [`CALIBRATION_THRESHOLD`] percent raises a calibration warning**: the
 //! evaluator's tier-3 verdicts should not be trusted until its prompt or model is fixed.
-//! Annotations of tier-1 and tier-2 checkpoints are ignored (code decides those).
+//! Annotations of tier-1 and tier-2 checkpoints are ignored (code decides those). The
+//! framework's own decisions are not held against the evaluator: BLOCKED is a FAIL under an
+//! active environment constraint, so BLOCKED and FAIL compare as FAIL on both sides, and a
+//! checkpoint the report has as NOT_APPLICABLE (no evidence, `applies_when`) was not judged and
+//! is not compared.
 
 use std::collections::BTreeMap;
 
@@ -69,11 +73,12 @@ pub fn calibrate(cases: &[GoldenCase]) -> Calibration {
                 unknown_ids.push((case.name.clone(), id.clone()));
                 continue;
             };
-            if result.tier != 3 {
+            if result.tier != 3 || result.result == ResultState::NotApplicable {
                 continue;
             }
             compared += 1;
-            if result.result == *human {
+            let judged = |state: ResultState| if state == ResultState::Blocked { ResultState::Fail } else { state };
+            if judged(result.result) == judged(*human) {
                 agreed += 1;
             } else {
                 disagreements.push(Disagreement {
@@ -108,9 +113,12 @@ impl Calibration {
             None => format!("golden-set calibration: no annotated tier-3 checkpoint in {} case(s)", self.cases),
         };
         if self.warning {
-            out.push_str(&format!(
-                "\nCALIBRATION WARNING: agreement is below {CALIBRATION_THRESHOLD:.0}%; do not trust tier-3 verdicts until the evaluator is fixed"
-            ));
+            out.push_str(&match self.agreement_percent {
+                Some(_) => format!(
+                    "\nCALIBRATION WARNING: agreement is below {CALIBRATION_THRESHOLD:.0}%; do not trust tier-3 verdicts until the evaluator is fixed"
+                ),
+                None => "\nCALIBRATION WARNING: nothing to compare, so the evaluator is not calibrated; annotate the tier-3 checkpoints the golden runs judged".to_owned(),
+            });
         }
         for d in &self.disagreements {
             out.push_str(&format!(
@@ -194,5 +202,26 @@ mod tests {
         let calibration = calibrate(&cases);
         assert_eq!(calibration.agreement_percent, Some(100.0));
         assert!(!calibration.warning);
+    }
+
+    /// BLOCKED (a FAIL under an active constraint) and NOT_APPLICABLE are the framework's, not
+    /// the evaluator's; nothing to compare warns without claiming an agreement.
+    #[test]
+    fn framework_states_are_not_held_against_the_evaluator() {
+        use ResultState::*;
+        let case = |state: ResultState, human: ResultState| GoldenCase {
+            name: "run".into(),
+            report: report(&[("B-01", 3, state)]),
+            human: [("B-01".to_owned(), human)].into_iter().collect(),
+        };
+        let calibration = calibrate(&[case(Blocked, Fail), case(Fail, Blocked), case(Blocked, Blocked)]);
+        assert_eq!((calibration.compared, calibration.agreed), (3, 3));
+        let calibration = calibrate(&[case(Blocked, Pass)]);
+        assert_eq!((calibration.compared, calibration.agreed), (1, 0));
+        let calibration = calibrate(&[case(NotApplicable, Pass)]);
+        assert_eq!((calibration.compared, calibration.agreement_percent), (0, None));
+        assert!(calibration.warning);
+        let text = calibration.render();
+        assert!(text.contains("nothing to compare") && !text.contains("below"), "{text}");
     }
 }

@@ -143,10 +143,22 @@ impl EvidencePath {
                     idx += 1;
                 }
                 '[' => {
-                    let close = chars[idx..]
+                    // A quoted key may hold `]` (and `.`): the bracket closes after the quote.
+                    let mut from = idx + 1;
+                    while chars.get(from) == Some(&' ') {
+                        from += 1;
+                    }
+                    if let Some(&quote) = chars.get(from).filter(|c| matches!(c, '"' | '\'')) {
+                        from = chars[from + 1..]
+                            .iter()
+                            .position(|c| *c == quote)
+                            .map(|offset| from + 1 + offset)
+                            .ok_or_else(|| format!("unclosed quote at character {}", from + 1))?;
+                    }
+                    let close = chars[from..]
                         .iter()
                         .position(|c| *c == ']')
-                        .map(|offset| idx + offset)
+                        .map(|offset| from + offset)
                         .ok_or_else(|| format!("unclosed `[` at character {}", idx + 1))?;
                     let inner: String = chars[idx + 1..close].iter().collect();
                     let inner = inner.trim();
@@ -385,9 +397,20 @@ impl CompiledCondition {
     }
 }
 
+/// JSON equality with numbers compared by value at every depth (`1` equals `1.0`, also inside
+/// lists and objects, as evidence written by another language may spell them).
 fn values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+            // Whole numbers exactly (an f64 loses precision past 2^53).
+            (Some(x), Some(y), _, _) => x == y,
+            (_, _, Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| values_equal(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(key, x)| y.get(key).is_some_and(|y| values_equal(x, y)))
+        }
         _ => a == b,
     }
 }
@@ -793,6 +816,14 @@ mod tests {
         assert!(!holds(json!({"path": "git.current_branch", "equals": "main"})));
         assert!(holds(json!({"path": "git.current_branch", "not_equals": "main"})));
         assert!(holds(json!({"path": "pr.checks", "equals": 3.0})));
+        // Numbers compare by value inside lists and objects too.
+        assert!(holds(json!({"path": "git.recent_commits[1]", "equals": {"sha": "b2", "parents": 2.0}})));
+        assert!(holds(json!({"path": "git.recent_commits[*].parents", "equals": [1.0, 2]})));
+        assert!(!holds(json!({"path": "git.recent_commits[*].parents", "not_equals": [1, 2.0]})));
+        assert!(holds(json!({"path": "git.recent_commits", "contains": {"parents": 1.0, "sha": "a1"}})));
+        assert!(holds(json!({"path": "git.recent_commits[*].parents", "one_of": [[1.0, 2.0]]})));
+        assert!(!holds(json!({"path": "git.recent_commits[*].parents", "equals": [1, 2, 3]})));
+        assert!(!holds(json!({"path": "git.recent_commits[1]", "equals": {"sha": "b2"}})));
         assert!(holds(json!({"path": "git.branches", "contains": "main"})));
         assert!(holds(json!({"path": "pr.title", "contains": "login"})));
         assert!(holds(json!({"path": "pr.meta", "contains": "a.b"})));
@@ -827,6 +858,17 @@ mod tests {
     #[test]
     fn paths_parse_and_reject_bad_syntax() {
         let path = EvidencePath::parse("a.b[0][*][\"c.d\"]").unwrap();
+        let quoted = EvidencePath::parse("e[\"a]b\"]['x[0]'].c").unwrap();
+        assert_eq!(
+            quoted.segments,
+            vec![
+                PathSegment::Key("e".into()),
+                PathSegment::Key("a]b".into()),
+                PathSegment::Key("x[0]".into()),
+                PathSegment::Key("c".into())
+            ]
+        );
+        assert!(EvidencePath::parse("e[\"a]").unwrap_err().contains("unclosed quote"));
         assert_eq!(path.segments.len(), 5);
         assert_eq!(path.source(), "a");
         for bad in ["", "a.", ".a", "a..b", "a[x]", "a[0", "[0]"] {

@@ -598,7 +598,8 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
 }
 
 fn escape_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    // A line break of any kind (CR LF, CR, LF) ends a table row in some renderers.
+    text.replace('|', "\\|").replace("\r\n", " ").replace(['\r', '\n'], " ")
 }
 
 /// The Markdown report for people.
@@ -694,6 +695,11 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_cells_hold_no_line_break_or_bare_pipe() {
+        assert_eq!(escape_cell("a|b\r\nc\rd\ne"), "a\\|b c d e");
+    }
 
     #[test]
     fn appended_sentences_follow_a_finished_one() {

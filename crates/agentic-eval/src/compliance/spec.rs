@@ -716,7 +716,11 @@ fn detect_rule_conflicts(
             Relation::Count(m, Some(low), _) if *low > 0 => vec![m],
             _ => Vec::new(),
         };
-        for needed in required {
+        for (at, needed) in required.iter().enumerate() {
+            // A matcher written twice (`a` and `b` the same, an error of its own) is said once.
+            if required[..at].iter().any(|earlier| earlier.source() == needed.source()) {
+                continue;
+            }
             let conflict = forbidden.iter().find(|(other, never)| {
                 other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
                     && matcher_covers(never.source(), needed.source())

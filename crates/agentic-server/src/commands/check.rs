@@ -165,11 +165,11 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => evaluator.as_mut(),
     };
     let evaluated_at = match &args.evaluated_at {
-        Some(stamp) => {
-            chrono::DateTime::parse_from_rfc3339(stamp)
-                .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?;
-            stamp.clone()
-        }
+        // The report's time is UTC, as its schema says.
+        Some(stamp) => chrono::DateTime::parse_from_rfc3339(stamp)
+            .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
         None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
     let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };

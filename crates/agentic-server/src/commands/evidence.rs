@@ -102,7 +102,16 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
     let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"])?.map(|s| s.trim().to_owned());
     let current_branch = git(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"])?.map(|s| s.trim().to_owned());
     let branches = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/heads"])?);
-    let remote_branches = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/remotes"])?);
+    // A remote's `HEAD` (`refs/remotes/origin/HEAD`, which `:short` spells `origin`) points at
+    // one of its branches; it is not a branch itself.
+    let remote_branches = lines(git(repo, &["for-each-ref", "--format=%(refname)", "refs/remotes"])?)
+        .into_iter()
+        .filter_map(|name| {
+            let name = name.as_str()?;
+            (!name.ends_with("/HEAD"))
+                .then(|| Value::String(name.strip_prefix("refs/remotes/").unwrap_or(name).to_owned()))
+        })
+        .collect::<Vec<_>>();
     let tags = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/tags"])?);
     let mut commits = Vec::new();
     if head.is_some() {

@@ -549,6 +549,13 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert_eq!(subjects, vec!["feat: login form", "first"]);
     assert_eq!(git_facts["recent_commits"][0]["is_merge"], json!(false));
     assert_eq!(evidence["issue_tracker_state"]["status"], json!("In Progress"));
+    // A clone lists the remote's branches, not its `HEAD` pointer (`origin/HEAD`).
+    let clone = dir.path().join("clone");
+    git(dir.path(), &["clone", "-q", repo.to_str().unwrap(), clone.to_str().unwrap()]);
+    let output = agentic().args(["evidence", "git"]).arg(&clone).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let cloned: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(cloned["git"]["remote_branches"], json!(["origin/feature/login-form", "origin/main"]));
     let not_a_repo = agentic().args(["evidence", "git"]).arg(dir.path()).output().unwrap();
     assert_eq!(not_a_repo.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&not_a_repo.stderr).contains("is not inside a git work tree"));
@@ -1040,6 +1047,16 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     let mixed = agentic().arg("check").args(&args).arg("--baseline").arg(&other).output().unwrap();
     assert_eq!(mixed.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&mixed.stderr).contains("is a report of workflow `code-review`"));
+
+    // The report's time is UTC whatever the offset given.
+    let shifted = agentic()
+        .arg("check")
+        .args(&args)
+        .args(["--evaluated-at", "2026-01-01T05:00:00+05:00", "--json", "-"])
+        .output()
+        .unwrap();
+    let shifted: Value = serde_json::from_slice(&shifted.stdout).expect("stdout is the JSON report");
+    assert_eq!(shifted["evaluated_at"], json!("2026-01-01T00:00:00Z"));
 
     // A report of another schema major version is not compared field by field.
     let mut future = report.clone();
