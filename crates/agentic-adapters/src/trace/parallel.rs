@@ -203,6 +203,21 @@ impl<'a, L, B> Records<'a, L, B> {
         })
     }
 
+    /// The `k`-th record (0-based).
+    pub fn get(&self, k: usize) -> Option<RecordRef<'a, L>> {
+        if self.records == self.entries.len() {
+            let Kind::Record(record, data) = &self.entries.get(k)?.kind else { return None };
+            let (line, seq) = (self.first_line + k as u64, self.first_seq + k as u64);
+            return Some(RecordRef { record, data, text: self.text, line, seq });
+        }
+        self.iter().nth(k)
+    }
+
+    /// The number among the block's records (0-based) of `record`, one of them.
+    pub fn ordinal(&self, record: &RecordRef<'a, L>) -> usize {
+        record.seq.saturating_sub(self.first_seq) as usize
+    }
+
     /// The line and `seq` of the `k`-th record.
     pub fn position(&self, k: usize) -> Option<(u64, u64)> {
         if self.records == self.entries.len() {

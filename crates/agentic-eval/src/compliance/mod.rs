@@ -32,7 +32,8 @@ pub use report::{
     append_sentence, compare_reports, confidence_status, rating_for, render_markdown, render_summary,
 };
 pub use sequence::{
-    ArgsRef, EventRef, MatchBits, MatchPlan, Prepared, RuleOutcome, SequenceEngine, Summarizer, Summary, TraceOutcome,
+    ArgsRef, EventRef, MatchBits, MatchPlan, Prepared, RuleOutcome, SequenceEngine, Summarizer, Summary, SummaryLink,
+    TraceOutcome,
 };
 pub use spec::{
     Checkpoint, CheckpointSpec, CompiledCheckpoint, CompiledSpec, EnvironmentConstraint, Method, SpecLoad, Tier,

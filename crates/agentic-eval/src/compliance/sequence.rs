@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 mod summary;
 
-pub use summary::{Summarizer, Summary};
+pub use summary::{Summarizer, Summary, SummaryLink};
 
 use agentic_core::json_scan::bytes_eq;
 
@@ -2768,11 +2768,19 @@ mod tests {
     ) {
         let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
         if engine.apply_summary(summary, locate) {
-            for ((event, prepared), need) in run.iter().zip(prepared).zip(needs) {
-                if *need {
+            let mut links = summary.links().iter().peekable();
+            for (k, ((event, prepared), need)) in run.iter().zip(prepared).zip(needs).enumerate() {
+                if links.peek().is_some_and(|link| link.index as usize == k) {
+                    let link = links.next().unwrap();
+                    assert!(!*need, "a call is among the links or the needed, not both");
+                    if !engine.note_summary_link(link) {
+                        engine.feed_scoped(event, prepared);
+                    }
+                } else if *need {
                     engine.feed_scoped(event, prepared);
                 }
             }
+            assert!(links.next().is_none());
             let keep = engine.excerpt_capacity().min(run.len());
             for event in &run[run.len() - keep..] {
                 engine.note_call(event);

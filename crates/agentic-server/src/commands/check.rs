@@ -622,13 +622,28 @@ fn run_fast(
             let locate = |k: u32| records.position(k as usize).map_or((None, 0), |(line, seq)| (Some(line), seq));
             let applied = records.block().as_ref().is_some_and(|summary| engine.apply_summary(summary, locate));
             if applied {
+                // The calls whose parents the engine records, merged in order with those the
+                // scoped rules need.
+                let links = records.block().as_ref().map_or(&[][..], |summary| summary.links());
+                let mut next_link = 0;
+                let mut take_links = |engine: &mut SequenceEngine, before: usize| {
+                    while let Some(link) = links.get(next_link).filter(|link| (link.index as usize) < before) {
+                        next_link += 1;
+                        if !engine.note_summary_link(link)
+                            && let Some(record) = records.get(link.index as usize)
+                            && let Some(view) = record.view()
+                        {
+                            engine.feed_scoped(&view_ref(&view), record.data());
+                        }
+                    }
+                };
                 for record in records.wanted() {
-                    if engine.only_links(record.data()) {
-                        engine.note_links(record.data());
-                    } else if let Some(view) = record.view() {
+                    take_links(engine, records.ordinal(&record));
+                    if let Some(view) = record.view() {
                         engine.feed_scoped(&view_ref(&view), record.data());
                     }
                 }
+                take_links(engine, usize::MAX);
                 // Only the last calls are kept for tier 3 (none without tier-3 checkpoints).
                 for record in records.last(engine.excerpt_capacity()) {
                     if let Some(view) = record.view() {

@@ -63,6 +63,9 @@ pub struct Summary {
     /// Every event of the run was a call end, and the run is short enough for `u32` positions.
     mergeable: bool,
     partials: Vec<Partial>,
+    /// The post-only calls of the run with a span and a parent that no rule with a scope
+    /// concerns (see [`SequenceEngine::note_summary_link`]).
+    links: Vec<SummaryLink>,
 }
 
 impl Summary {
@@ -70,6 +73,21 @@ impl Summary {
     pub fn events(&self) -> u32 {
         self.events
     }
+
+    /// The run's calls whose parents the engine records, in order.
+    pub fn links(&self) -> &[SummaryLink] {
+        &self.links
+    }
+}
+
+/// A post-only call of a summarized run whose parent the engine records (calls under it are
+/// inside a scope its parent is in) and that no rule with a scope otherwise needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryLink {
+    /// Its position in the run (among the events pushed).
+    pub index: u32,
+    span: u64,
+    parent: u64,
 }
 
 /// Summarizes runs of prepared events for one engine's rules (one per thread).
@@ -109,7 +127,7 @@ impl SequenceEngine {
                 (None, Relation::Count(..)) => Partial::Count { count: 0 },
             })
             .collect();
-        let run = Summary { events: 0, mergeable: true, partials: kinds.clone() };
+        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), links: Vec::new() };
         Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
     }
 
@@ -246,21 +264,17 @@ fn concerns_scopes(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> b
 }
 
 impl SequenceEngine {
-    /// Whether a record of an applied summary that [`Summarizer::scoped_need`] picked only
-    /// needs its parent recorded ([`SequenceEngine::note_links`]) instead of
-    /// [`SequenceEngine::feed_scoped`]: no rule with a scope can change on it, and no calls
-    /// that came before their scope span are waiting (it might be the span they wait for).
-    /// The two give the same result; this one is cheaper.
-    pub fn only_links(&self, prepared: &Prepared) -> bool {
-        !concerns_scopes(&self.masks, &self.ids, prepared)
-            && self.scopes.iter().flatten().all(|scope| scope.orphans.is_empty())
-    }
-
-    /// Records the parent of a post-only call (see [`SequenceEngine::only_links`]).
-    pub fn note_links(&mut self, prepared: &Prepared) {
-        if prepared.has_parent() && prepared.has_span() {
-            note_link_hashes(&mut self.links, prepared.span_hash, prepared.parent_hash);
+    /// Takes in a call of [`Summary::links`] of an applied summary, in trace order among the
+    /// calls of [`SequenceEngine::feed_scoped`]: records its parent. That is all
+    /// [`SequenceEngine::feed_scoped`] would do with it unless calls wait for a scope span
+    /// that came late (it may be that span): then this answers false and the call must go
+    /// through [`SequenceEngine::feed_scoped`] instead.
+    pub fn note_summary_link(&mut self, link: &SummaryLink) -> bool {
+        if self.scopes.iter().flatten().any(|scope| !scope.orphans.is_empty()) {
+            return false;
         }
+        note_link_hashes(&mut self.links, link.span, link.parent);
+        true
     }
 }
 
@@ -287,6 +301,15 @@ impl Summarizer {
                 step_partial(partial, ids, index, bits);
             }
         }
+        // A post-only call with a span of its own may have calls under it: the engine records
+        // its parent (those the scoped rules need anyway go to `feed_scoped`, which does).
+        if self.masks.scoped != 0
+            && prepared.has_parent()
+            && prepared.has_span()
+            && !concerns_scopes(&self.masks, &self.ids, prepared)
+        {
+            self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent: prepared.parent_hash });
+        }
     }
 
     /// Whether a rule with a scope can change on this event, so that it goes to
@@ -294,14 +317,12 @@ impl Summarizer {
     /// scope (matches the root), may open a nested one (a container with a parent), or may
     /// step (a match of the relation, with a parent that may be in scope).
     pub fn scoped_need(&self, prepared: &Prepared) -> bool {
-        // A post-only call with a span of its own may have calls under it (its parent is
-        // recorded, see [`SequenceEngine::only_links`]).
-        (prepared.has_parent() && prepared.has_span()) || concerns_scopes(&self.masks, &self.ids, prepared)
+        concerns_scopes(&self.masks, &self.ids, prepared)
     }
 
     /// The summary of the run so far; the next event starts a new run.
     pub fn finish(&mut self) -> Summary {
-        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone() };
+        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone(), links: Vec::new() };
         std::mem::replace(&mut self.run, fresh)
     }
 }
