@@ -554,8 +554,28 @@ pub(crate) fn compile_condition(
                     .with_hint("move them inside `not:` with a `path:`"),
             );
         }
-        return compile_condition(inner, &format!("{pointer}/not"), diagnostics)
-            .map(|inner| CompiledCondition::Not(Box::new(inner)));
+        // A condition that can never hold makes its `not` always hold: worth a warning, not an
+        // error (and the other way round under a second `not`).
+        let mut inner_diagnostics = Vec::new();
+        let compiled = compile_condition(inner, &format!("{pointer}/not"), &mut inner_diagnostics);
+        for diagnostic in inner_diagnostics {
+            diagnostics.push(match diagnostic.code.as_str() {
+                "condition-contradiction" => Diagnostic::warning(
+                    "condition-always-holds",
+                    format!("{}, so the `not` around it always holds", diagnostic.message),
+                )
+                .at_pointer(pointer)
+                .with_hint("a check that can never fail checks nothing; fix the condition inside `not`"),
+                "condition-always-holds" => Diagnostic::error(
+                    "condition-contradiction",
+                    format!("{}, so this `not` never holds", diagnostic.message),
+                )
+                .at_pointer(pointer)
+                .with_hint("remove the double negation and fix the condition"),
+                _ => diagnostic,
+            });
+        }
+        return compiled.map(|inner| CompiledCondition::Not(Box::new(inner)));
     }
     let path_text = condition.path.as_deref().unwrap_or_default();
     let path = match EvidencePath::parse(path_text) {
@@ -763,7 +783,8 @@ fn detect_contradictions(items: &[CompiledCondition], pointer: &str, diagnostics
             .filter_map(|op| if let Operator::Compare(c) = op { Some(*c) } else { None })
             .chain(equals.iter().filter_map(|v| v.as_f64()).map(Comparison::Eq))
             .collect();
-        if comparisons.len() > 1 && !interval_possible(&comparisons) {
+        // Two different `equals` were said above; their numbers need not be said again.
+        if reasons.is_empty() && comparisons.len() > 1 && !interval_possible(&comparisons) {
             reasons.push("its numeric bounds exclude every number".to_owned());
         }
         for reason in reasons {
@@ -891,6 +912,18 @@ mod tests {
         }
         let (_, diagnostics) = compile(json!({"path": "a.x", "gte": 3, "lte": 3}));
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        // Said once: two different `equals` are not also "numeric bounds".
+        let (_, diagnostics) = compile(json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]}));
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        // Under `not` a contradiction always holds: a warning; under two, an error again.
+        let contradiction = json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]});
+        let (compiled, diagnostics) = compile(json!({"not": contradiction}));
+        assert!(compiled.is_some());
+        let codes: Vec<(&str, bool)> = diagnostics.iter().map(|d| (d.code.as_str(), d.is_error())).collect();
+        assert_eq!(codes, vec![("condition-always-holds", false)], "{diagnostics:?}");
+        let (_, diagnostics) = compile(json!({"not": {"not": contradiction}}));
+        let codes: Vec<(&str, bool)> = diagnostics.iter().map(|d| (d.code.as_str(), d.is_error())).collect();
+        assert_eq!(codes, vec![("condition-contradiction", true)], "{diagnostics:?}");
     }
 
     #[test]

@@ -156,7 +156,14 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut evaluator: Box<dyn Tier3Evaluator> = match &args.tier3_verdicts {
         Some(path) => {
             let text = read_text(path)?;
-            Box::new(ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?)
+            let replay = ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?;
+            // A verdict nobody asks for is most likely a typo in an id: say so.
+            for id in replay.ids() {
+                if !spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == id) {
+                    eprintln!("warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`");
+                }
+            }
+            Box::new(replay)
         }
         None => Box::new(NoVerdicts),
     };

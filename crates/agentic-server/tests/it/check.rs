@@ -1241,6 +1241,26 @@ fn ordered_rules_see_children_logged_before_their_task_line() {
     assert_eq!(run.results(), owned(&[("L-01", "FAIL", 0.0), ("L-02", "FAIL", 0.0)]), "{}", run.stdout());
 }
 
+/// A verdict for an id the spec has no tier-3 checkpoint of (a typo, a removed checkpoint) is
+/// named, not silently dropped.
+#[test]
+fn verdicts_for_unknown_checkpoints_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut verdicts: Value = serde_json::from_str(
+        &std::fs::read_to_string(project_root().join(example("feature-workflow.tier3.json"))).unwrap(),
+    )
+    .unwrap();
+    verdicts["P3-O1"] = json!({"result": "PASS", "notes": "typo of P3-01", "evidence_citation": "x"});
+    let path = dir.path().join("verdicts.json");
+    std::fs::write(&path, verdicts.to_string()).unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args[6] = path.to_str().unwrap().to_owned();
+    let output = agentic().arg("check").args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("verdict for `P3-O1` ignored: the spec has no tier-3 checkpoint `P3-O1`"), "{stderr}");
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+}
+
 /// A `child` line with children of its own (a nested task) holds them: calls two levels under
 /// a scope span are inside it whether the middle line comes before its children or after.
 #[test]
