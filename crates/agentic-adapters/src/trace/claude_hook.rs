@@ -38,8 +38,9 @@ use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeHookAdapter {
-    /// Subagents whose start was read or inferred (at most [`MAX_AGENTS`]).
-    agents: HashSet<String>,
+    /// Subagents whose start was read or inferred, by session and agent id (at most
+    /// [`MAX_AGENTS`]).
+    agents: HashSet<(Option<String>, String)>,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
     /// (at most [`MAX_SPAWNERS`]).
     spawners: VecDeque<Spawner>,
@@ -173,7 +174,9 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (event_type, tool_use_id.clone(), agent_id.clone(), tool_name.clone())
             }
             // After an inferred start, the real one would count the agent twice.
-            "SubagentStart" if agent_id.as_ref().is_some_and(|id| self.agents.contains(id)) => {
+            "SubagentStart"
+                if agent_id.as_ref().is_some_and(|id| self.agents.contains(&(session_id.clone(), id.clone()))) =>
+            {
                 data.insert("kind".to_owned(), Value::String(hook.clone()));
                 (EventType::Custom, agent_id.clone(), None, agent_type.clone())
             }
@@ -181,7 +184,7 @@ impl TraceAdapter for ClaudeHookAdapter {
                 if let Some(id) = &agent_id
                     && self.agents.len() < MAX_AGENTS
                 {
-                    self.agents.insert(id.clone());
+                    self.agents.insert((session_id.clone(), id.clone()));
                 }
                 let spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
                 (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
@@ -197,10 +200,10 @@ impl TraceAdapter for ClaudeHookAdapter {
         };
         if is_tool_event
             && let (Some(id), Some(kind)) = (&agent_id, &agent_type)
-            && !self.agents.contains(id)
+            && !self.agents.contains(&(session_id.clone(), id.clone()))
             && self.agents.len() < MAX_AGENTS
         {
-            self.agents.insert(id.clone());
+            self.agents.insert((session_id.clone(), id.clone()));
             let spawner = self.take_spawner(Some(kind), session_id.as_ref());
             out.push(inferred_start(id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }

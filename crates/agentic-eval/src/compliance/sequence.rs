@@ -909,6 +909,10 @@ pub struct EventRef<'a> {
     pub span_id: Option<&'a str>,
     /// The parent span's id.
     pub parent_span_id: Option<&'a str>,
+    /// The trace (session) both span ids belong to: one id in two traces names two spans (a
+    /// file of Claude Code hook records from several sessions, an OTLP file of several
+    /// traces). `None` when ids are file-wide (tooltrace lines).
+    pub trace_id: Option<&'a str>,
     /// A post-only container span (`x.tooltrace.span_type: parent`).
     pub post_only_parent: bool,
     /// The 1-based line in the trace file.
@@ -930,6 +934,12 @@ impl<'a> EventRef<'a> {
             args: event.data.get("input").map_or(ArgsRef::None, ArgsRef::Value),
             span_id: event.span.as_ref().and_then(|span| span.span_id.as_deref()),
             parent_span_id: event.span.as_ref().and_then(|span| span.parent_span_id.as_deref()),
+            // Tooltrace ids are file-wide (its fast reader has no session either).
+            trace_id: event
+                .span
+                .as_ref()
+                .and_then(|span| span.trace_id.as_deref())
+                .filter(|_| event.source.as_ref().is_none_or(|source| source.format != "tooltrace")),
             post_only_parent: event.attributes.get("x.tooltrace.span_type").and_then(Value::as_str) == Some("parent"),
             line: event.source.as_ref().and_then(|s| s.line),
             seq: event.seq,
@@ -1175,10 +1185,11 @@ impl MatchPlan {
     /// [`SequenceEngine::feed_prepared`] and [`Summarizer::push`].
     pub fn prepare(&self, event: &EventRef<'_>) -> Prepared {
         let call_end = matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd);
+        let (span_hash, parent_hash) = event_hashes(event);
         Prepared {
             bits: self.evaluate(event),
-            span_hash: event.span_id.map_or(0, span_hash),
-            parent_hash: event.parent_span_id.map_or(0, span_hash),
+            span_hash,
+            parent_hash,
             flags: (u8::from(call_end) * Prepared::CALL_END)
                 | (u8::from(event.parent_span_id.is_some()) * Prepared::HAS_PARENT)
                 | (u8::from(event.post_only_parent) * Prepared::POST_ONLY_PARENT)
@@ -1290,8 +1301,7 @@ struct SpanRef<'a> {
 
 /// The span and parent of `event`, with `hashes` (worked out on another thread) or hashed now.
 fn span_refs<'a>(event: &EventRef<'a>, hashes: Option<(u64, u64)>) -> (Option<SpanRef<'a>>, Option<SpanRef<'a>>) {
-    let (span_hash, parent_hash) =
-        hashes.unwrap_or_else(|| (event.span_id.map_or(0, span_hash), event.parent_span_id.map_or(0, span_hash)));
+    let (span_hash, parent_hash) = hashes.unwrap_or_else(|| event_hashes(event));
     (
         event.span_id.map(|id| SpanRef { hash: span_hash, id }),
         event.parent_span_id.map(|id| SpanRef { hash: parent_hash, id }),
@@ -1303,6 +1313,15 @@ fn span_hash(id: &str) -> u64 {
     let mut hasher = FastHasher::default();
     std::hash::Hasher::write(&mut hasher, id.as_bytes());
     std::hash::Hasher::finish(&hasher)
+}
+
+/// The hashes of an event's span and parent, within its trace when it names one.
+fn event_hashes(event: &EventRef<'_>) -> (u64, u64) {
+    let hash = |id: &str| match event.trace_id {
+        Some(trace) => span_hash(id) ^ span_hash(trace).rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        None => span_hash(id),
+    };
+    (event.span_id.map_or(0, hash), event.parent_span_id.map_or(0, hash))
 }
 
 /// A set of span ids, each hashed once. Members live in reused slots, so a set that stays
@@ -1324,7 +1343,8 @@ struct SpanSlot {
 
 impl SpanSlot {
     fn holds(&self, span: SpanRef<'_>) -> bool {
-        bytes_eq(self.id.as_bytes(), span.id.as_bytes())
+        // The hash tells one id in two traces apart.
+        self.hash == span.hash && bytes_eq(self.id.as_bytes(), span.id.as_bytes())
     }
 }
 
@@ -2843,6 +2863,7 @@ mod tests {
                     args,
                     span_id: Some(ids[span]),
                     parent_span_id: (span > 0).then(|| ids[span - 1]),
+                    trace_id: None,
                     post_only_parent: name == 3,
                     line: Some(seq as u64 + 1),
                     seq: seq as u64 + 1,
@@ -2887,6 +2908,7 @@ mod tests {
                     args: ArgsRef::Json(ARG_TEXTS[args]),
                     span_id: Some(ids[span]),
                     parent_span_id: (parent && span > 0).then(|| ids[span - 1]),
+                    trace_id: None,
                     post_only_parent: name == 3 || name == 4,
                     line: Some(2 * seq as u64 + 1),
                     seq: seq as u64 + 1,
@@ -2928,6 +2950,7 @@ mod tests {
             args: ArgsRef::None,
             span_id: Some(span),
             parent_span_id: parent,
+            trace_id: None,
             post_only_parent: name != "Bash",
             line: Some(seq),
             seq,
@@ -3166,6 +3189,7 @@ mod tests {
                         args: ArgsRef::Json(ARG_TEXTS[args]),
                         span_id: ids.get(span).copied(),
                         parent_span_id: ids.get(parent).copied(),
+                        trace_id: None,
                         post_only_parent: flags == 0 || (flags == 1 && names[name] == "Task"),
                         line: (flags != 3).then_some(2 * seq as u64 + 1),
                         seq: seq as u64 + 1,
@@ -3232,6 +3256,7 @@ mod tests {
             args: ArgsRef::None,
             span_id: None,
             parent_span_id: None,
+            trace_id: None,
             post_only_parent: false,
             line: None,
             seq,

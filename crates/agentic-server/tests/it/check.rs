@@ -1241,6 +1241,44 @@ fn ordered_rules_see_children_logged_before_their_task_line() {
     assert_eq!(run.results(), owned(&[("L-01", "FAIL", 0.0), ("L-02", "FAIL", 0.0)]), "{}", run.stdout());
 }
 
+/// One span id in two sessions (hook records of several sessions appended to one file) or two
+/// OTLP traces names two spans: a call of one session is not inside the other's subagent.
+#[test]
+fn span_ids_belong_to_their_session_or_trace() {
+    let hooks = concat!(
+        "{\"session_id\":\"s1\",\"hook_event_name\":\"SubagentStart\",\"agent_id\":\"a1\",\"agent_type\":\"explorer\"}\n",
+        "{\"session_id\":\"s2\",\"hook_event_name\":\"SubagentStart\",\"agent_id\":\"a1\",\"agent_type\":\"writer\"}\n",
+        "{\"session_id\":\"s2\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"ls\"},\"tool_use_id\":\"t1\",\"agent_id\":\"a1\",\"agent_type\":\"writer\"}\n",
+    );
+    let rules = [
+        ("S-01", "{never: {tool: Bash}, within: {agent: explorer}}"),
+        ("S-02", "{count: {of: {tool: Bash}, at_least: 1}, within: {agent: writer}}"),
+    ];
+    let run = check_rules(&rules, hooks);
+    assert_eq!(run.results(), owned(&[("S-01", "PASS", 1.0), ("S-02", "PASS", 1.0)]), "{}", run.stdout());
+    let span = |trace: &str, id: &str, parent: &str, name: &str, op: &str| {
+        format!(
+            "{{\"traceId\":\"{trace}\",\"spanId\":\"{id}\",\"parentSpanId\":\"{parent}\",\"name\":\"{op} {name}\",\"startTimeUnixNano\":\"1\",\"endTimeUnixNano\":\"2\",\"attributes\":[{{\"key\":\"gen_ai.operation.name\",\"value\":{{\"stringValue\":\"{op}\"}}}}]}}"
+        )
+    };
+    let document = |spans: &[String]| {
+        format!("{{\"resourceSpans\":[{{\"scopeSpans\":[{{\"spans\":[{}]}}]}}]}}\n", spans.join(","))
+    };
+    let t1 = "11111111111111111111111111111111";
+    let t2 = "22222222222222222222222222222222";
+    let otlp = [
+        document(&[span(t1, "00000000000000aa", "", "outer", "invoke_agent")]),
+        document(&[span(t2, "00000000000000bb", "00000000000000aa", "Bash", "execute_tool")]),
+    ]
+    .concat();
+    let run = check_rules(&[("O-01", "{never: {tool: Bash}, within: {agent: outer}}")], &otlp);
+    assert_eq!(run.results(), owned(&[("O-01", "PASS", 1.0)]), "{}", run.stdout());
+    // In the same trace, the call is inside.
+    let same = otlp.replace(t2, t1);
+    let run = check_rules(&[("O-01", "{never: {tool: Bash}, within: {agent: outer}}")], &same);
+    assert_eq!(run.results(), owned(&[("O-01", "FAIL", 0.0)]), "{}", run.stdout());
+}
+
 /// A verdict for an id the spec has no tier-3 checkpoint of (a typo, a removed checkpoint) is
 /// named, not silently dropped.
 #[test]

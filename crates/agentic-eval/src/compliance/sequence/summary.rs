@@ -411,6 +411,7 @@ mod tests {
             args: ArgsRef::None,
             span_id: None,
             parent_span_id: None,
+            trace_id: None,
             post_only_parent: false,
             line: Some(1),
             seq: 1,
