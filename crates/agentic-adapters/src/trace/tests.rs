@@ -131,6 +131,10 @@ fn spawned(text: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+fn owned_links(links: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+    links.iter().map(|(agent, task)| ((*agent).to_owned(), task.map(str::to_owned))).collect()
+}
+
 /// Hook records do not say which `Task` call started a subagent: the adapter links the
 /// subagent to the oldest call in flight that asked for its type, so `within: {tool: Task}`
 /// holds the subagent's calls.
@@ -142,10 +146,7 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
 {"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_r","agent_type":"reviewer"}
 {"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t3","agent_id":"ag_e","agent_type":"explorer"}
 "#;
-    assert_eq!(
-        spawned(text),
-        vec![("ag_r".to_owned(), Some("task_2".to_owned())), ("ag_e".to_owned(), Some("task_1".to_owned()))]
-    );
+    assert_eq!(spawned(text), owned_links(&[("ag_r", Some("task_2")), ("ag_e", Some("task_1"))]));
     let got = events(text);
     assert_eq!(got[4].span.as_ref().unwrap().parent_span_id.as_deref(), Some("ag_e"));
 
@@ -156,14 +157,7 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
 {"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_2","agent_type":"x"}
 {"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_3","agent_type":"x"}
 "#;
-    assert_eq!(
-        spawned(text),
-        vec![
-            ("ag_1".to_owned(), Some("task_1".to_owned())),
-            ("ag_2".to_owned(), Some("task_2".to_owned())),
-            ("ag_3".to_owned(), None)
-        ]
-    );
+    assert_eq!(spawned(text), owned_links(&[("ag_1", Some("task_1")), ("ag_2", Some("task_2")), ("ag_3", None)]));
 
     // A call without `subagent_type` (the default agent) takes a subagent no call names; an
     // `Agent` tool, or any tool with `subagent_type`, spawns too.
@@ -176,11 +170,7 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
 "#;
     assert_eq!(
         spawned(text),
-        vec![
-            ("ag_z".to_owned(), Some("task_3".to_owned())),
-            ("ag_g".to_owned(), Some("task_1".to_owned())),
-            ("ag_y".to_owned(), Some("task_2".to_owned()))
-        ]
+        owned_links(&[("ag_z", Some("task_3")), ("ag_g", Some("task_1")), ("ag_y", Some("task_2"))])
     );
 
     // No link: the call ended (also by failure) before the start, it named another type, it
@@ -194,7 +184,7 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
 {"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t5"}
 {"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"x"}
 "#;
-    assert_eq!(spawned(text), vec![("ag_1".to_owned(), None)]);
+    assert_eq!(spawned(text), owned_links(&[("ag_1", None)]));
 }
 
 const OTLP: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"agent"}}]},
