@@ -1478,6 +1478,12 @@ fn earliest(x: Option<(u64, Location)>, y: Option<(u64, Location)>) -> Option<(u
     }
 }
 
+/// A span as the set of awaited parents keys it: by hash alone, since a parent may be known
+/// only by the hash a post-only call recorded for it (see [`climb`]).
+fn by_hash(span: SpanRef<'_>) -> SpanRef<'static> {
+    SpanRef { hash: span.hash, id: "" }
+}
+
 /// Slots of the table of scope spans dropped from the window (see [`Scope::was_dropped`]).
 const DROPPED_SCOPE_SPANS: usize = 4_096;
 
@@ -1517,6 +1523,7 @@ struct Scope {
 impl Scope {
     /// Remembers occurrences under `parent` that were outside the scope.
     fn note_orphans(&mut self, parent: SpanRef<'_>, late: Late) {
+        let parent = by_hash(parent);
         let (slot, _) = match self.orphans.key_of(parent) {
             Some(key) => key,
             None => {
@@ -1547,6 +1554,7 @@ impl Scope {
         if self.orphans.is_empty() {
             return;
         }
+        let span = by_hash(span);
         let Some((slot, _)) = self.orphans.key_of(span) else { return };
         self.orphans.remove(span);
         if let Some(&late) = self.orphan_calls.get(slot as usize) {
@@ -1559,6 +1567,7 @@ impl Scope {
         if self.orphans.is_empty() {
             return None;
         }
+        let span = by_hash(span);
         let (slot, _) = self.orphans.key_of(span)?;
         self.orphans.remove(span);
         self.orphan_calls.get(slot as usize).copied()
@@ -1691,21 +1700,23 @@ fn note_link_hashes(links: &mut Vec<(u64, u64)>, span: u64, parent: u64) {
     }
 }
 
-/// Whether a recorded parent of `parent` (climbing) is in `scope`, compared by hash.
-fn climb(links: &[(u64, u64)], scope: &Scope, parent: SpanRef<'_>) -> bool {
+/// Climbs the recorded parents of `parent` (by hash): whether one is in `scope`, else the
+/// hash of the highest one reached (`parent`'s own when none is recorded), under which calls
+/// wait for a scope span that may come later.
+fn climb(links: &[(u64, u64)], scope: &Scope, parent: SpanRef<'_>) -> (bool, u64) {
     let mut hash = parent.hash;
     for _ in 0..MAX_LINK_DEPTH {
         match links.get((hash % LINKS as u64) as usize) {
             Some(&(span, up)) if hash != 0 && span == hash => {
                 if scope.open.contains_hash(up) {
-                    return true;
+                    return (true, up);
                 }
                 hash = up;
             }
-            _ => return false,
+            _ => break,
         }
     }
-    false
+    (false, hash)
 }
 
 impl SequenceEngine {
@@ -1984,17 +1995,26 @@ impl SequenceEngine {
                 // Whether the parent is in scope matters only to step the rule or to open a
                 // container (read before the scope changes, as the events go). A parent that
                 // is a post-only call is inside when its own recorded parents are.
-                let inside = (steps || is_container)
-                    && parent.is_some_and(|parent| scope.open.contains(parent) || climb(links, scope, parent));
-                if steps
+                let mut inside = (steps || is_container) && parent.is_some_and(|parent| scope.open.contains(parent));
+                // The highest recorded parent, under which the call waits when outside.
+                let mut top = parent;
+                if (steps || is_container)
                     && !inside
                     && let Some(parent) = parent
+                {
+                    let (found, highest) = climb(links, scope, parent);
+                    inside = found;
+                    top = Some(SpanRef { hash: highest, id: "" });
+                }
+                if steps
+                    && !inside
+                    && let (Some(parent), Some(top)) = (parent, top)
                     && concerns(&rule.relation, *ids, matches)
                 {
-                    if scope.was_dropped(parent) {
+                    if scope.was_dropped(parent) || scope.was_dropped(top) {
                         scope.under_dropped += 1;
                     }
-                    scope.note_orphans(parent, late_occurrence(&rule.relation, *ids, matches, location, order));
+                    scope.note_orphans(top, late_occurrence(&rule.relation, *ids, matches, location, order));
                 }
                 if let Some(span) = span {
                     // An end that pairs with a start closes the span; a post-only end (no
@@ -2009,16 +2029,18 @@ impl SequenceEngine {
                         }
                     } else if (is_container || (counts && is_end))
                         && let Some(parent) = parent
-                        && scope.orphans.contains(span)
+                        && scope.orphans.contains(by_hash(span))
                     {
                         // Calls that came before this span wait for it: they are inside when
                         // it is, else they wait for its parent.
-                        if scope.open.contains(parent) || climb(links, scope, parent) {
+                        let (found, highest) =
+                            if scope.open.contains(parent) { (true, parent.hash) } else { climb(links, scope, parent) };
+                        if found {
                             if let Some(late) = scope.note_opened(span) {
                                 attribute_late(&rule.relation, state, scope, &late);
                             }
                         } else {
-                            scope.pass_orphans_up(span, parent);
+                            scope.pass_orphans_up(span, SpanRef { hash: highest, id: "" });
                         }
                     }
                 }
@@ -2700,7 +2722,9 @@ mod tests {
             // Kind 0: a call outside any task; 1: a task; 2: a task with a nested task written
             // as a `parent` line; 3: the same written as a `child` line. `marked` writes every
             // nested task as a `parent` line.
-            let trace = |post_order: bool, marked: bool| {
+            // `outer_last`: each task line after its calls; `nested_last`: the same for nested
+            // tasks (both: post-order; only `outer_last`: nested lines first, the outer last).
+            let trace = |outer_last: bool, nested_last: bool, marked: bool| {
                 let mut out: Vec<CanonicalEvent> = Vec::new();
                 for (idx, (kind, outer, inner)) in items.iter().enumerate() {
                     let (id, nested) = (format!("t{idx}"), format!("n{idx}"));
@@ -2716,26 +2740,27 @@ mod tests {
                         continue;
                     }
                     let child = *kind == 3 && !marked;
-                    if !post_order {
+                    if !outer_last {
                         out.push(task(&id, None, false, out.len() as u64 + 1));
                     }
                     calls(outer, &id, &mut out);
                     if *kind >= 2 {
-                        if !post_order {
+                        if !nested_last {
                             out.push(task(&nested, Some(&id), child, out.len() as u64 + 1));
                         }
                         calls(inner, &nested, &mut out);
-                        if post_order {
+                        if nested_last {
                             out.push(task(&nested, Some(&id), child, out.len() as u64 + 1));
                         }
                     }
-                    if post_order {
+                    if outer_last {
                         out.push(task(&id, None, false, out.len() as u64 + 1));
                     }
                 }
                 out
             };
-            let (pre, post, marked) = (trace(false, false), trace(true, false), trace(false, true));
+            let (pre, post, mixed, marked) =
+                (trace(false, false, false), trace(true, true, false), trace(true, false, false), trace(false, false, true));
             let rules = || vec![
                 json!({"never": {"tool": "Write"}, "within": {"tool": "Task", "args": {"d": {"equals": "outer"}}}}),
                 json!({"count": {"of": {"tool": "Write"}, "at_most": 1}, "within": {"tool": "Task", "args": {"d": {"equals": "outer"}}}}),
@@ -2746,6 +2771,7 @@ mod tests {
             let reference = verdicts(rules(), marked);
             proptest::prop_assert_eq!(&verdicts(rules(), pre), &reference);
             proptest::prop_assert_eq!(&verdicts(rules(), post), &reference);
+            proptest::prop_assert_eq!(&verdicts(rules(), mixed), &reference);
         }
     }
 

@@ -1300,14 +1300,20 @@ fn verdicts_for_unknown_checkpoints_are_named() {
 }
 
 /// A `child` line with children of its own (a nested task) holds them: calls two levels under
-/// a scope span are inside it whether the middle line comes before its children or after.
+/// a scope span are inside it whether the middle line and the scope line come before their
+/// children or after.
 #[test]
 fn calls_under_a_child_line_are_inside_the_scope_above_it() {
     let outer = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"T1\",\"args\":{\"description\":\"outer\"}}\n";
     let middle = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"child\",\"trace_id\":\"m\",\"parent_trace_id\":\"T1\"}\n";
     let bash = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Bash\",\"span_type\":\"child\",\"trace_id\":\"b\",\"parent_trace_id\":\"m\"}\n";
     let rules = [("N-01", "{never: {tool: Bash}, within: {tool: Task, args: {description: {equals: outer}}}}")];
-    for trace in [[outer, middle, bash].concat(), [outer, bash, middle].concat(), [bash, middle, outer].concat()] {
+    for trace in [
+        [outer, middle, bash].concat(),
+        [outer, bash, middle].concat(),
+        [bash, middle, outer].concat(),
+        [middle, bash, outer].concat(),
+    ] {
         let run = check_rules(&rules, &trace);
         assert_eq!(run.results(), owned(&[("N-01", "FAIL", 0.0)]), "{trace}{}", run.stdout());
     }
