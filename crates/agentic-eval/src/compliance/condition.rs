@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use agentic_core::Diagnostic;
+use agentic_core::{Diagnostic, Severity};
 use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -558,22 +558,25 @@ pub(crate) fn compile_condition(
         // error (and the other way round under a second `not`).
         let mut inner_diagnostics = Vec::new();
         let compiled = compile_condition(inner, &format!("{pointer}/not"), &mut inner_diagnostics);
-        for diagnostic in inner_diagnostics {
-            diagnostics.push(match diagnostic.code.as_str() {
-                "condition-contradiction" => Diagnostic::warning(
-                    "condition-always-holds",
-                    format!("{}, so the `not` around it always holds", diagnostic.message),
-                )
-                .at_pointer(pointer)
-                .with_hint("a check that can never fail checks nothing; fix the condition inside `not`"),
-                "condition-always-holds" => Diagnostic::error(
-                    "condition-contradiction",
-                    format!("{}, so this `not` never holds", diagnostic.message),
-                )
-                .at_pointer(pointer)
-                .with_hint("remove the double negation and fix the condition"),
-                _ => diagnostic,
-            });
+        for mut diagnostic in inner_diagnostics {
+            // Flipped where they were found (the inner pointer is the precise one).
+            match diagnostic.code.as_str() {
+                "condition-contradiction" => {
+                    diagnostic.severity = Severity::Warning;
+                    diagnostic.code = "condition-always-holds".to_owned();
+                    diagnostic.message.push_str(", so the `not` around it always holds");
+                    diagnostic.hint =
+                        Some("a check that can never fail checks nothing; fix the condition inside `not`".to_owned());
+                }
+                "condition-always-holds" => {
+                    diagnostic.severity = Severity::Error;
+                    diagnostic.code = "condition-contradiction".to_owned();
+                    diagnostic.message.push_str(", so the `not` around it never holds");
+                    diagnostic.hint = Some("remove the double negation and fix the condition".to_owned());
+                }
+                _ => {}
+            }
+            diagnostics.push(diagnostic);
         }
         return compiled.map(|inner| CompiledCondition::Not(Box::new(inner)));
     }
@@ -921,6 +924,7 @@ mod tests {
         assert!(compiled.is_some());
         let codes: Vec<(&str, bool)> = diagnostics.iter().map(|d| (d.code.as_str(), d.is_error())).collect();
         assert_eq!(codes, vec![("condition-always-holds", false)], "{diagnostics:?}");
+        assert_eq!(diagnostics[0].pointer.as_deref(), Some("/c/not/all"), "{diagnostics:?}");
         let (_, diagnostics) = compile(json!({"not": {"not": contradiction}}));
         let codes: Vec<(&str, bool)> = diagnostics.iter().map(|d| (d.code.as_str(), d.is_error())).collect();
         assert_eq!(codes, vec![("condition-contradiction", true)], "{diagnostics:?}");

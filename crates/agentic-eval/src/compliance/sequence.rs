@@ -1416,13 +1416,12 @@ impl SpanSet {
         }
     }
 
-    /// Removes the member inserted as `key`, unless it has gone already.
-    /// Removes the member inserted as `key`, unless it has gone already (then false).
-    /// The hash of the member `key` still names.
+    /// The hash of the member inserted as `key`, unless it has gone already.
     fn hash_of(&self, (slot, generation): SpanKey) -> Option<u64> {
         self.slots.get(slot as usize).filter(|entry| entry.generation == generation).map(|entry| entry.hash)
     }
 
+    /// Removes the member inserted as `key`, unless it has gone already (then false).
     fn remove_key(&mut self, (slot, generation): SpanKey) -> bool {
         let Some(entry) = self.slots.get(slot as usize) else { return false };
         if entry.generation != generation {
@@ -1480,8 +1479,8 @@ fn earliest(x: Option<(u64, Location)>, y: Option<(u64, Location)>) -> Option<(u
 
 /// A span as the set of awaited parents keys it: by hash alone, since a parent may be known
 /// only by the hash a post-only call recorded for it (see [`climb`]).
-fn by_hash(span: SpanRef<'_>) -> SpanRef<'static> {
-    SpanRef { hash: span.hash, id: "" }
+fn by_hash(hash: u64) -> SpanRef<'static> {
+    SpanRef { hash, id: "" }
 }
 
 /// Slots of the table of scope spans dropped from the window (see [`Scope::was_dropped`]).
@@ -1523,7 +1522,7 @@ struct Scope {
 impl Scope {
     /// Remembers occurrences under `parent` that were outside the scope.
     fn note_orphans(&mut self, parent: SpanRef<'_>, late: Late) {
-        let parent = by_hash(parent);
+        let parent = by_hash(parent.hash);
         let (slot, _) = match self.orphans.key_of(parent) {
             Some(key) => key,
             None => {
@@ -1554,7 +1553,7 @@ impl Scope {
         if self.orphans.is_empty() {
             return;
         }
-        let span = by_hash(span);
+        let span = by_hash(span.hash);
         let Some((slot, _)) = self.orphans.key_of(span) else { return };
         self.orphans.remove(span);
         if let Some(&late) = self.orphan_calls.get(slot as usize) {
@@ -1567,7 +1566,7 @@ impl Scope {
         if self.orphans.is_empty() {
             return None;
         }
-        let span = by_hash(span);
+        let span = by_hash(span.hash);
         let (slot, _) = self.orphans.key_of(span)?;
         self.orphans.remove(span);
         self.orphan_calls.get(slot as usize).copied()
@@ -2004,7 +2003,7 @@ impl SequenceEngine {
                 {
                     let (found, highest) = climb(links, scope, parent);
                     inside = found;
-                    top = Some(SpanRef { hash: highest, id: "" });
+                    top = Some(by_hash(highest));
                 }
                 if steps
                     && !inside
@@ -2029,7 +2028,7 @@ impl SequenceEngine {
                         }
                     } else if (is_container || (counts && is_end))
                         && let Some(parent) = parent
-                        && scope.orphans.contains(by_hash(span))
+                        && scope.orphans.contains(by_hash(span.hash))
                     {
                         // Calls that came before this span wait for it: they are inside when
                         // it is, else they wait for its parent.
@@ -2040,7 +2039,7 @@ impl SequenceEngine {
                                 attribute_late(&rule.relation, state, scope, &late);
                             }
                         } else {
-                            scope.pass_orphans_up(span, SpanRef { hash: highest, id: "" });
+                            scope.pass_orphans_up(span, by_hash(highest));
                         }
                     }
                 }

@@ -756,16 +756,6 @@ fn matcher_covers(wide: &EventMatcher, narrow: &EventMatcher) -> bool {
     if wide == narrow {
         return true;
     }
-    // `tool: []` names nothing (an error of its own), not any name.
-    let names_nothing = |matcher: &EventMatcher| {
-        [&matcher.tool, &matcher.agent]
-            .into_iter()
-            .flatten()
-            .any(|p| matches!(p, Patterns::Many(many) if many.is_empty()))
-    };
-    if names_nothing(wide) || names_nothing(narrow) {
-        return false;
-    }
     let (Some((wide_agent, wide_names)), Some((narrow_agent, narrow_names))) =
         (matcher_names(wide), matcher_names(narrow))
     else {
@@ -798,13 +788,18 @@ fn matcher_covers(wide: &EventMatcher, narrow: &EventMatcher) -> bool {
 }
 
 /// Whether the matcher matches agent invocations, and its name patterns (empty: any name);
-/// `None` for a matcher naming both (an error of its own).
+/// `None` for a matcher naming both, or an empty list (`tool: []`): errors of their own.
 fn matcher_names(matcher: &EventMatcher) -> Option<(bool, Vec<&str>)> {
-    match (&matcher.tool, &matcher.agent) {
-        (Some(_), Some(_)) => None,
-        (None, Some(_)) => Some((true, pattern_items(&matcher.agent))),
-        (tool, None) => Some((false, pattern_items(tool))),
-    }
+    let (agent, names) = match (&matcher.tool, &matcher.agent) {
+        (Some(_), Some(_)) => return None,
+        (None, Some(_)) => (true, pattern_items(&matcher.agent)),
+        (tool, None) => (false, pattern_items(tool)),
+    };
+    let listed_nothing = [&matcher.tool, &matcher.agent]
+        .into_iter()
+        .flatten()
+        .any(|p| matches!(p, Patterns::Many(many) if many.is_empty()));
+    (!listed_nothing).then_some((agent, names))
 }
 
 fn pattern_items(patterns: &Option<Patterns>) -> Vec<&str> {
@@ -909,10 +904,6 @@ fn warn_matchers_matching_everything(rule: &CompiledRule, pointer: &str, diagnos
     for (key, compiled) in matchers {
         let matcher = compiled.source();
         let Some((false, names)) = matcher_names(matcher) else { continue };
-        if names.is_empty() && matcher.tool.is_some() {
-            // `tool: []`: an error when compiled.
-            continue;
-        }
         let args = matcher.args.iter().flatten().collect::<Vec<_>>();
         let flagged_when_compiled = names.is_empty() && args.is_empty() && matcher.args_text.is_none();
         let everything = !flagged_when_compiled
@@ -1224,6 +1215,15 @@ checkpoints:
                 .replace("a: {tool: Bash}, b: {tool: [Bash, Write]}", "a: {tool: [Bash, Write]}, b: {tool: Bash}"),
         );
         assert!(!found.iter().any(|(c, _)| c == "rule-contradiction" || c == "rule-vacuous"), "{found:?}");
+        // `tool: []` names nothing: its own error, not "any tool" (which would forbid every call).
+        let found =
+            codes(&rule("before").replace("before: {a: {tool: Bash}, b: {tool: [Bash, Write]}}", "never: {tool: []}"));
+        let found: Vec<&str> = found.iter().map(|(c, _)| c.as_str()).collect();
+        assert!(found.contains(&"matcher-empty-names"), "{found:?}");
+        assert!(
+            !found.iter().any(|c| matches!(*c, "checkpoint-contradiction" | "matcher-matches-everything")),
+            "{found:?}"
+        );
     }
 
     #[test]
