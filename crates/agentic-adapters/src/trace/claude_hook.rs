@@ -132,6 +132,8 @@ impl TraceAdapter for ClaudeHookAdapter {
         let agent_id = opt_str(object, "agent_id")?;
         let agent_type = opt_str(object, "agent_type")?;
         let tool_use_id = opt_str(object, "tool_use_id")?;
+        // A subagent is known by its session and id (one id may recur in another session).
+        let agent_key = agent_id.clone().map(|id| (session_id.clone(), id));
         let is_tool_event = matches!(hook.as_str(), "PreToolUse" | "PostToolUse" | "PostToolUseFailure");
         let tool_name = if is_tool_event {
             match object.get("tool_name") {
@@ -174,17 +176,15 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (event_type, tool_use_id.clone(), agent_id.clone(), tool_name.clone())
             }
             // After an inferred start, the real one would count the agent twice.
-            "SubagentStart"
-                if agent_id.as_ref().is_some_and(|id| self.agents.contains(&(session_id.clone(), id.clone()))) =>
-            {
+            "SubagentStart" if agent_key.as_ref().is_some_and(|key| self.agents.contains(key)) => {
                 data.insert("kind".to_owned(), Value::String(hook.clone()));
                 (EventType::Custom, agent_id.clone(), None, agent_type.clone())
             }
             "SubagentStart" => {
-                if let Some(id) = &agent_id
+                if let Some(key) = &agent_key
                     && self.agents.len() < MAX_AGENTS
                 {
-                    self.agents.insert((session_id.clone(), id.clone()));
+                    self.agents.insert(key.clone());
                 }
                 let spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
                 (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
@@ -199,13 +199,14 @@ impl TraceAdapter for ClaudeHookAdapter {
             }
         };
         if is_tool_event
-            && let (Some(id), Some(kind)) = (&agent_id, &agent_type)
-            && !self.agents.contains(&(session_id.clone(), id.clone()))
+            && let (Some(key), Some(kind)) = (agent_key, &agent_type)
+            && !self.agents.contains(&key)
             && self.agents.len() < MAX_AGENTS
         {
-            self.agents.insert((session_id.clone(), id.clone()));
+            let id = key.1.clone();
+            self.agents.insert(key);
             let spawner = self.take_spawner(Some(kind), session_id.as_ref());
-            out.push(inferred_start(id, kind, spawner, session_id.clone(), timestamp, line, &record));
+            out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }
         if is_tool_event {
             self.track_spawner(&hook, object, tool_use_id.as_ref(), session_id.as_ref());

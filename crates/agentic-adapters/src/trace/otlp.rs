@@ -159,7 +159,8 @@ fn parse_span(
     // Errors past this point name the span by its id as written, which the reader turns into
     // the line of its `spanId` in a document spread over lines.
     let raw_id = span.get("spanId").and_then(Value::as_str).unwrap_or_default();
-    let named = |message: String| format!("span {idx} (`{name}`, {}): {message}", cite_span_id(raw_id));
+    // The id comes before the name, which is the trace's text and could look like a citation.
+    let named = |message: String| format!("span {idx} ({}, `{name}`): {message}", cite_span_id(raw_id));
     let trace_id = id_field(&span, "traceId", 16).map_err(named)?;
     let parent_span_id = id_field(&span, "parentSpanId", 8).map_err(named)?;
     let start_nanos = nanos(&span, "startTimeUnixNano").map_err(named)?;
@@ -294,7 +295,8 @@ fn cite_span_id(raw_id: &str) -> String {
     format!("spanId \"{raw_id}\"")
 }
 
-/// The span id an error message cites, as written in the trace.
+/// The span id an error message cites, as written in the trace (the first citation: the
+/// span's own, which comes before anything the trace wrote).
 pub(crate) fn cited_span_id(message: &str) -> Option<&str> {
     let rest = &message[message.find("spanId \"")? + "spanId \"".len()..];
     rest.split('"').next()

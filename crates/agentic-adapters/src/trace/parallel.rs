@@ -220,10 +220,7 @@ impl<'a, L, B> Records<'a, L, B> {
 
     /// The line and `seq` of the `k`-th record.
     pub fn position(&self, k: usize) -> Option<(u64, u64)> {
-        if self.records == self.entries.len() {
-            return (k < self.records).then(|| (self.first_line + k as u64, self.first_seq + k as u64));
-        }
-        self.iter().nth(k).map(|record| (record.line, record.seq))
+        self.get(k).map(|record| (record.line, record.seq))
     }
 }
 

@@ -271,7 +271,7 @@ fn a_bad_span_of_a_pretty_document_is_cited_at_its_line() {
     let id_line = pretty.lines().position(|l| l.contains("\"spanId\": \"00f067aa0ba902b7\"")).unwrap() as u64 + 1;
     assert_eq!(errors[0].line, id_line, "{}", errors[0]);
     assert!(
-        errors[0].message.contains("span 0 (`execute_tool get_weather`, spanId \"00f067aa0ba902b7\")"),
+        errors[0].message.contains("span 0 (spanId \"00f067aa0ba902b7\", `execute_tool get_weather`)"),
         "{}",
         errors[0]
     );

@@ -102,16 +102,12 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
     let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"])?.map(|s| s.trim().to_owned());
     let current_branch = git(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"])?.map(|s| s.trim().to_owned());
     let branches = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/heads"])?);
-    // A remote's `HEAD` (`refs/remotes/origin/HEAD`, which `:short` spells `origin`) points at
-    // one of its branches; it is not a branch itself.
-    let remote_branches = lines(git(repo, &["for-each-ref", "--format=%(refname)", "refs/remotes"])?)
-        .into_iter()
-        .filter_map(|name| {
-            let name = name.as_str()?;
-            (!name.ends_with("/HEAD"))
-                .then(|| Value::String(name.strip_prefix("refs/remotes/").unwrap_or(name).to_owned()))
-        })
-        .collect::<Vec<_>>();
+    // A remote's `HEAD` (`origin/HEAD`, which `:short` spells `origin`) is a symbolic ref to
+    // one of its branches, not a branch: it prints as an empty line, which `lines` drops.
+    let remote_branches = lines(git(
+        repo,
+        &["for-each-ref", "--format=%(if)%(symref)%(then)%(else)%(refname:short)%(end)", "refs/remotes"],
+    )?);
     let tags = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/tags"])?);
     let mut commits = Vec::new();
     if head.is_some() {
