@@ -160,7 +160,9 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             // A verdict nobody asks for is most likely a typo in an id: say so.
             for id in replay.ids() {
                 if !spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == id) {
-                    eprintln!("warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`");
+                    eprintln!(
+                        "warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`; fix the id or remove the verdict"
+                    );
                 }
             }
             Box::new(replay)

@@ -1295,7 +1295,12 @@ fn verdicts_for_unknown_checkpoints_are_named() {
     args[6] = path.to_str().unwrap().to_owned();
     let output = agentic().arg("check").args(&args).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("verdict for `P3-O1` ignored: the spec has no tier-3 checkpoint `P3-O1`"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "verdict for `P3-O1` ignored: the spec has no tier-3 checkpoint `P3-O1`; fix the id or remove the verdict"
+        ),
+        "{stderr}"
+    );
     assert_eq!(output.status.code(), Some(1), "{stderr}");
 }
 
