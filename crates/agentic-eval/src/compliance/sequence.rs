@@ -2129,7 +2129,7 @@ impl SequenceEngine {
                         &format!(
                             "Warning: {lost} call(s) were under a scope span more than {POST_ONLY_SCOPE_WINDOW} ended \
                              scope spans back, which the rule no longer tracks; they counted as outside the scope \
-                             (a writer that logs the calls of a scope within 4,096 scope lines of it avoids this)."
+                             (a writer that logs the calls of a scope within {POST_ONLY_SCOPE_WINDOW} scope lines of it avoids this)."
                         ),
                     );
                 }
@@ -2596,7 +2596,7 @@ mod tests {
             format!(
                 "within Task: Bash occurs {} time(s); expected at least 0. Warning: 1 call(s) were under a scope \
                  span more than {POST_ONLY_SCOPE_WINDOW} ended scope spans back, which the rule no longer tracks; \
-                 they counted as outside the scope (a writer that logs the calls of a scope within 4,096 scope lines of it avoids this).",
+                 they counted as outside the scope (a writer that logs the calls of a scope within {POST_ONLY_SCOPE_WINDOW} scope lines of it avoids this).",
                 total + 1
             )
         );
