@@ -23,6 +23,12 @@
 //! `subagent_type` takes a subagent of any type when no call names it) as its parent span,
 //! with the attribute `x.claude_hook.spawned_by`. A call spawns one subagent. So
 //! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
+//! A subagent that starts again after its stop (resumed under its `agent_id`) is a new run,
+//! linked to the call in flight then.
+//!
+//! A repeated record (a capture hook registered twice writes each record twice: a second
+//! `PreToolUse` of a call in flight, an end of a call among the latest ended, a second
+//! `SubagentStop`) becomes a `custom` event with `data.repeated: true`, so a call counts once.
 //!
 //! Hook payloads carry no time: a `timestamp` field added by the capture script is used when
 //! present, otherwise the event gets the Unix epoch and `x.time.clock: absent` (order comes
@@ -38,9 +44,18 @@ use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeHookAdapter {
-    /// Subagents whose start was read or inferred, by session and agent id (at most
-    /// [`MAX_AGENTS`]).
+    /// Subagents running: their start was read or inferred and no stop yet, by session and
+    /// agent id (at most [`MAX_AGENTS`]).
     agents: HashSet<(Option<String>, String)>,
+    /// Subagents that stopped (at most [`MAX_AGENTS`]): a second stop is a duplicate record,
+    /// a start is the agent resumed.
+    stopped: HashSet<(Option<String>, String)>,
+    /// Tool calls started and not ended, by session and `tool_use_id` (at most
+    /// [`MAX_OPEN_TOOLS`]).
+    open_tools: HashSet<(Option<String>, String)>,
+    /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first, and as a set.
+    ended_order: VecDeque<(Option<String>, String)>,
+    ended_tools: HashSet<(Option<String>, String)>,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
     /// (at most [`MAX_SPAWNERS`]).
     spawners: VecDeque<Spawner>,
@@ -58,11 +73,44 @@ struct Spawner {
 /// The most subagents the adapter remembers; later ones are not inferred.
 const MAX_AGENTS: usize = 65_536;
 
+/// The most tool calls in flight whose records are checked for duplicates.
+const MAX_OPEN_TOOLS: usize = 65_536;
+
+/// How many ended tool calls are remembered to tell a repeated end record.
+const ENDED_TOOLS_WINDOW: usize = 4_096;
+
 /// The most spawning calls kept in flight; beyond it the oldest is forgotten (its subagent
 /// then has no parent span).
 const MAX_SPAWNERS: usize = 4_096;
 
 impl ClaudeHookAdapter {
+    /// True when a tool record repeats one already read (a capture hook registered twice
+    /// writes every record twice): a second start of a call, or an end of a call that ended.
+    /// Otherwise the record is noted.
+    fn repeated_tool_record(&mut self, hook: &str, key: (Option<String>, String)) -> bool {
+        if self.ended_tools.contains(&key) {
+            return true;
+        }
+        if hook == "PreToolUse" {
+            if self.open_tools.contains(&key) {
+                return true;
+            }
+            if self.open_tools.len() < MAX_OPEN_TOOLS {
+                self.open_tools.insert(key);
+            }
+            return false;
+        }
+        self.open_tools.remove(&key);
+        if self.ended_order.len() == ENDED_TOOLS_WINDOW
+            && let Some(oldest) = self.ended_order.pop_front()
+        {
+            self.ended_tools.remove(&oldest);
+        }
+        self.ended_order.push_back(key.clone());
+        self.ended_tools.insert(key);
+        false
+    }
+
     /// Notes a tool record: a started call that may spawn a subagent is kept, an ended one
     /// is dropped.
     fn track_spawner(
@@ -144,10 +192,23 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             None
         };
+        let repeated = match (&agent_key, hook.as_str()) {
+            (_, "PreToolUse" | "PostToolUse" | "PostToolUseFailure") => tool_use_id
+                .as_ref()
+                .is_some_and(|id| self.repeated_tool_record(&hook, (session_id.clone(), id.clone()))),
+            (Some(key), "SubagentStop") => !self.agents.contains(key) && self.stopped.contains(key),
+            _ => false,
+        };
         let mut data = Map::new();
         let mut status = None;
         let mut error = None;
         let (event_type, span_id, parent_span_id, step_name) = match hook.as_str() {
+            // A repeated record is kept as a `custom` event: counting it would count one call twice.
+            _ if repeated => {
+                data.insert("kind".to_owned(), Value::String(hook.clone()));
+                data.insert("repeated".to_owned(), Value::Bool(true));
+                (EventType::Custom, None, agent_id.clone(), None)
+            }
             "PreToolUse" | "PostToolUse" | "PostToolUseFailure" => {
                 if let Some(input) = object.get("tool_input") {
                     data.insert("input".to_owned(), input.clone());
@@ -181,15 +242,23 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (EventType::Custom, agent_id.clone(), None, agent_type.clone())
             }
             "SubagentStart" => {
-                if let Some(key) = &agent_key
-                    && self.agents.len() < MAX_AGENTS
-                {
-                    self.agents.insert(key.clone());
+                if let Some(key) = &agent_key {
+                    // A stopped agent that starts again was resumed: a new run.
+                    self.stopped.remove(key);
+                    if self.agents.len() < MAX_AGENTS {
+                        self.agents.insert(key.clone());
+                    }
                 }
                 let spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
                 (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
             }
             "SubagentStop" => {
+                if let Some(key) = &agent_key {
+                    self.agents.remove(key);
+                    if self.stopped.len() < MAX_AGENTS {
+                        self.stopped.insert(key.clone());
+                    }
+                }
                 status = Some(EventStatus::Ok);
                 (EventType::AgentInvokeEnd, agent_id.clone(), None, agent_type.clone())
             }
@@ -199,6 +268,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             }
         };
         if is_tool_event
+            && !repeated
             && let (Some(key), Some(kind)) = (agent_key, &agent_type)
             && !self.agents.contains(&key)
             && self.agents.len() < MAX_AGENTS
@@ -208,7 +278,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             let spawner = self.take_spawner(Some(kind), session_id.as_ref());
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }
-        if is_tool_event {
+        if is_tool_event && !repeated {
             self.track_spawner(&hook, object, tool_use_id.as_ref(), session_id.as_ref());
         }
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));

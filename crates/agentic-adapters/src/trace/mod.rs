@@ -420,9 +420,17 @@ impl<R: BufRead> TraceReader<R> {
                         }
                         Err(error) if error.is_eof() => continue,
                         Err(error) => {
+                            // serde_json counts lines within the document; say the file's line.
+                            let text = error.to_string();
+                            let position = format!(" at line {} column {}", error.line(), error.column());
+                            let what = text.strip_suffix(&position).unwrap_or(&text);
+                            let line = start + error.line() as u64 - 1;
                             return Err(TraceError {
                                 line: start,
-                                message: format!("invalid JSON in the document starting here: {error}"),
+                                message: format!(
+                                    "invalid JSON in the document starting here: {what} at line {line} column {}",
+                                    error.column()
+                                ),
                             });
                         }
                     }
@@ -433,6 +441,10 @@ impl<R: BufRead> TraceReader<R> {
 
     fn ingest(&mut self, record: Value, line: u64) -> Result<(), TraceError> {
         if self.adapter.is_none() {
+            // An empty batch holds no record, so it tells no format either.
+            if matches!(&record, Value::Array(items) if items.is_empty()) {
+                return Ok(());
+            }
             let format = TraceFormat::detect(&record).ok_or_else(|| TraceError {
                 line,
                 message: "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL)".to_owned(),

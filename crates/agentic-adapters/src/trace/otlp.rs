@@ -27,7 +27,9 @@ pub struct OtlpJsonAdapter;
 
 struct Pending {
     time: i128,
-    start: bool,
+    /// 0: the end of a span that lasted; 1: a start; 2: the end of a span that took no time
+    /// (its end must follow its own start, and the starts of spans inside it).
+    class: u8,
     depth: usize,
     order: usize,
     event: CanonicalEvent,
@@ -118,17 +120,20 @@ impl TraceAdapter for OtlpJsonAdapter {
         let mut pending = Vec::with_capacity(parsed.len() * 2);
         for (idx, span) in parsed.into_iter().enumerate() {
             let depth = depths[idx];
-            pending.push(Pending { time: span.start_nanos, start: true, depth, order: idx, event: span.start });
-            pending.push(Pending { time: span.end_nanos, start: false, depth, order: idx, event: span.end });
+            let end_nanos = span.end_nanos.max(span.start_nanos);
+            let end_class = if end_nanos == span.start_nanos { 2 } else { 0 };
+            pending.push(Pending { time: span.start_nanos, class: 1, depth, order: idx, event: span.start });
+            pending.push(Pending { time: end_nanos, class: end_class, depth, order: idx, event: span.end });
         }
-        // Same time: ends before starts; starts outer first; ends inner first.
+        // Same time: ends of spans that lasted, then starts (outer first), then ends of spans
+        // that took no time (inner first); ends inner first.
         pending.sort_by(|a, b| {
-            a.time.cmp(&b.time).then(a.start.cmp(&b.start)).then_with(|| {
-                if a.start { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }.then(a.order.cmp(&b.order))
+            a.time.cmp(&b.time).then(a.class.cmp(&b.class)).then_with(|| {
+                if a.class == 1 { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }.then(a.order.cmp(&b.order))
             })
         });
         out.extend(pending.into_iter().map(|p| p.event));
-        first_problem(&bad, "bad span(s)", "; skipped, the document's other spans were read")
+        first_problem(&bad, "bad span(s)", "; the document's other spans are fine")
     }
 }
 
@@ -162,9 +167,16 @@ fn parse_span(
     // The id comes before the name, which is the trace's text and could look like a citation.
     let named = |message: String| format!("span {idx} ({}, `{name}`): {message}", cite_span_id(raw_id));
     let trace_id = id_field(&span, "traceId", 16).map_err(named)?;
+    if trace_id.is_none() {
+        return Err(named("missing `traceId` (span ids are unique only within their trace)".to_owned()));
+    }
     let parent_span_id = id_field(&span, "parentSpanId", 8).map_err(named)?;
     let start_nanos = nanos(&span, "startTimeUnixNano").map_err(named)?;
-    let end_nanos = nanos(&span, "endTimeUnixNano").map_err(named)?.or(start_nanos);
+    // No end, or an end before the start (a clock step, `"0"`): the span took no time.
+    let end_nanos = match (start_nanos, nanos(&span, "endTimeUnixNano").map_err(named)?) {
+        (Some(start), Some(end)) => Some(end.max(start)),
+        (start, end) => end.or(start),
+    };
     let mut attrs = attributes(span.get("attributes")).map_err(named)?;
     let operation = attrs
         .get("gen_ai.operation.name")
@@ -278,10 +290,10 @@ fn to_time(nanos: Option<i128>) -> DateTime<Utc> {
 fn nanos(span: &Map<String, Value>, key: &str) -> Result<Option<i128>, String> {
     match span.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => text
-            .parse::<i128>()
-            .map(Some)
-            .map_err(|_| format!("`{key}` \"{text}\" is not a whole number of nanoseconds")),
+        // OTLP times are unsigned 64-bit nanoseconds since the Unix epoch.
+        Some(Value::String(text)) => text.parse::<u64>().map(|n| Some(i128::from(n))).map_err(|_| {
+            format!("`{key}` \"{text}\" is not a whole number of nanoseconds since 1970 (0 to 18446744073709551615)")
+        }),
         Some(Value::Number(number)) => number
             .as_u64()
             .map(|n| Some(i128::from(n)))

@@ -21,8 +21,6 @@
 //! to each and the results form a list). A path that does not resolve, or resolves to
 //! `null`, is *missing*: every operator is false on a missing value except `exists: false`.
 
-use std::collections::BTreeMap;
-
 use agentic_core::{Diagnostic, Severity};
 use regex::Regex;
 use schemars::JsonSchema;
@@ -482,6 +480,17 @@ pub(crate) fn compile_condition(
     pointer: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<CompiledCondition> {
+    compile_nested(condition, pointer, false, diagnostics)
+}
+
+/// [`compile_condition`]; `in_all` for an item of an `all`, whose own `all` leaves the search
+/// for contradictions to the outer one (which sees both levels).
+fn compile_nested(
+    condition: &Condition,
+    pointer: &str,
+    in_all: bool,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<CompiledCondition> {
     let forms = [condition.all.is_some(), condition.any.is_some(), condition.not.is_some(), condition.path.is_some()];
     let has_operator = condition.equals.is_some()
         || condition.not_equals.is_some()
@@ -536,12 +545,14 @@ pub(crate) fn compile_condition(
         let compiled: Vec<Option<CompiledCondition>> = items
             .iter()
             .enumerate()
-            .map(|(idx, item)| compile_condition(item, &format!("{pointer}/{key}/{idx}"), diagnostics))
+            .map(|(idx, item)| compile_nested(item, &format!("{pointer}/{key}/{idx}"), key == "all", diagnostics))
             .collect();
         let compiled: Option<Vec<CompiledCondition>> = compiled.into_iter().collect();
         let compiled = compiled?;
         if key == "all" {
-            detect_contradictions(&compiled, &format!("{pointer}/all"), diagnostics);
+            if !in_all {
+                detect_contradictions(&compiled, &format!("{pointer}/all"), diagnostics);
+            }
             return Some(CompiledCondition::All(compiled));
         }
         return Some(CompiledCondition::Any(compiled));
@@ -742,65 +753,102 @@ fn interval_possible(comparisons: &[Comparison]) -> bool {
     low < high || (low == high && !low_open && !high_open)
 }
 
-/// Flags checks on the same path inside one `all` that can never hold together.
+/// Flags checks on the same path inside one `all` that can never hold together. The checks of
+/// an `all` nested straight inside it count too (`all: [a, {all: [b]}]` is `all: [a, b]`),
+/// paths are compared by their segments (`git.branch` is `git["branch"]`), and what a single
+/// check contradicts on its own is said once, by that check's own report.
 fn detect_contradictions(items: &[CompiledCondition], pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
-    let mut by_path: BTreeMap<&str, Vec<&Operator>> = BTreeMap::new();
-    for item in items {
-        if let CompiledCondition::Check { path, operators } = item {
-            by_path.entry(path.text.as_str()).or_default().extend(operators.iter());
+    let mut checks: Vec<(&EvidencePath, &[Operator])> = Vec::new();
+    collect_checks(items, &mut checks);
+    // In order of first appearance: a path and the operators of each of its checks.
+    let mut groups: Vec<(&EvidencePath, Vec<&[Operator]>)> = Vec::new();
+    for (path, operators) in checks {
+        match groups.iter_mut().find(|(seen, _)| seen.segments == path.segments) {
+            Some((_, lists)) => lists.push(operators),
+            None => groups.push((path, vec![operators])),
         }
     }
-    for (path, operators) in by_path {
-        let mut reasons = Vec::new();
-        let equals: Vec<&Value> =
-            operators.iter().filter_map(|op| if let Operator::Equals(v) = op { Some(v) } else { None }).collect();
-        for pair in equals.windows(2) {
-            if !values_equal(pair[0], pair[1]) {
-                reasons.push(format!("it must equal both {} and {}", pair[0], pair[1]));
-            }
+    let single_check = matches!(items, [CompiledCondition::Check { .. }]);
+    for (path, lists) in groups {
+        if lists.len() == 1 && !single_check {
+            continue;
         }
-        for op in &operators {
-            match op {
-                Operator::NotEquals(v) if equals.iter().any(|e| values_equal(e, v)) => {
-                    reasons.push(format!("it must equal and not equal {v}"))
-                }
-                Operator::OneOf(options) => {
-                    for expected in &equals {
-                        if !options.iter().any(|o| values_equal(o, expected)) {
-                            reasons.push(format!("it must equal {expected}, which is not in `one_of`"));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        let absent = operators.iter().any(|op| matches!(op, Operator::Exists(false)));
-        if absent && operators.iter().any(|op| !matches!(op, Operator::Exists(false) | Operator::NotEquals(_))) {
-            reasons.push("it must be absent, yet another operator needs a value".to_owned());
-        }
-        if absent && operators.iter().any(|op| matches!(op, Operator::Exists(true))) {
-            reasons.push("it must both exist and be absent".to_owned());
-        }
-        let comparisons: Vec<Comparison> = operators
-            .iter()
-            .filter_map(|op| if let Operator::Compare(c) = op { Some(*c) } else { None })
-            .chain(equals.iter().filter_map(|v| v.as_f64()).map(Comparison::Eq))
-            .collect();
-        // Two different `equals` were said above; their numbers need not be said again.
-        if reasons.is_empty() && comparisons.len() > 1 && !interval_possible(&comparisons) {
-            reasons.push("its numeric bounds exclude every number".to_owned());
+        let operators: Vec<&Operator> = lists.iter().flat_map(|list| list.iter()).collect();
+        let mut reasons = contradiction_reasons(&operators);
+        if lists.len() > 1 {
+            let own: Vec<String> =
+                lists.iter().flat_map(|list| contradiction_reasons(&list.iter().collect::<Vec<_>>())).collect();
+            reasons.retain(|reason| !own.contains(reason));
         }
         for reason in reasons {
             diagnostics.push(
                 Diagnostic::error(
                     "condition-contradiction",
-                    format!("the checks on `{path}` can never all hold: {reason}"),
+                    format!("the checks on `{}` can never all hold: {reason}", path.text),
                 )
                 .at_pointer(pointer)
                 .with_hint("remove one of the conflicting checks, or use `any:` for alternatives"),
             );
         }
     }
+}
+
+/// The checks of `items`, also inside `all`s nested in them (not inside `any` or `not`).
+fn collect_checks<'a>(items: &'a [CompiledCondition], out: &mut Vec<(&'a EvidencePath, &'a [Operator])>) {
+    for item in items {
+        match item {
+            CompiledCondition::Check { path, operators } => out.push((path, operators)),
+            CompiledCondition::All(inner) => collect_checks(inner, out),
+            _ => {}
+        }
+    }
+}
+
+/// Why operators on one path can never all hold (empty when they can).
+fn contradiction_reasons(operators: &[&Operator]) -> Vec<String> {
+    let mut reasons = Vec::new();
+    let equals: Vec<&Value> =
+        operators.iter().filter_map(|op| if let Operator::Equals(v) = op { Some(v) } else { None }).collect();
+    let mut equals_differ = false;
+    for pair in equals.windows(2) {
+        if !values_equal(pair[0], pair[1]) {
+            equals_differ = true;
+            reasons.push(format!("it must equal both {} and {}", pair[0], pair[1]));
+        }
+    }
+    for op in operators {
+        match op {
+            Operator::NotEquals(v) if equals.iter().any(|e| values_equal(e, v)) => {
+                reasons.push(format!("it must equal and not equal {v}"))
+            }
+            Operator::OneOf(options) => {
+                for expected in &equals {
+                    if !options.iter().any(|o| values_equal(o, expected)) {
+                        reasons.push(format!("it must equal {expected}, which is not in `one_of`"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let absent = operators.iter().any(|op| matches!(op, Operator::Exists(false)));
+    if absent && operators.iter().any(|op| !matches!(op, Operator::Exists(false) | Operator::NotEquals(_))) {
+        reasons.push("it must be absent, yet another operator needs a value".to_owned());
+    }
+    if absent && operators.iter().any(|op| matches!(op, Operator::Exists(true))) {
+        reasons.push("it must both exist and be absent".to_owned());
+    }
+    let comparisons: Vec<Comparison> = operators
+        .iter()
+        .filter_map(|op| if let Operator::Compare(c) = op { Some(*c) } else { None })
+        .chain(equals.iter().filter_map(|v| v.as_f64()).map(Comparison::Eq))
+        .collect();
+    // Two different `equals` were said above; their numbers need not be said again.
+    if !equals_differ && comparisons.len() > 1 && !interval_possible(&comparisons) {
+        reasons.push("its numeric bounds exclude every number".to_owned());
+    }
+    reasons.dedup();
+    reasons
 }
 
 #[cfg(test)]
@@ -918,6 +966,34 @@ mod tests {
         // Said once: two different `equals` are not also "numeric bounds".
         let (_, diagnostics) = compile(json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]}));
         assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        // A path spelled two ways is one path; an `all` inside an `all` is part of it; what one
+        // check contradicts alone is said once, by that check.
+        let (_, diagnostics) = compile(json!({"all": [
+            {"path": "git.branch", "equals": "main", "not_equals": "main"},
+            {"path": "git[\"branch\"]", "equals": "dev"},
+            {"all": [{"path": "git.dirty", "equals": true}]},
+            {"path": "git.dirty", "equals": false},
+        ]}));
+        let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            vec![
+                "the checks on `git.branch` can never all hold: it must equal and not equal \"main\"",
+                "the checks on `git.branch` can never all hold: it must equal both \"main\" and \"dev\"",
+                "the checks on `git.dirty` can never all hold: it must equal both true and false",
+            ],
+            "{diagnostics:?}"
+        );
+        // Alternatives are not contradictions, nor are checks of different paths.
+        for condition in [
+            json!({"all": [{"path": "a.x", "equals": 1}, {"any": [{"path": "a.x", "equals": 2}]}]}),
+            json!({"all": [{"path": "a.x", "equals": 1}, {"not": {"path": "a.x", "equals": 2}}]}),
+            json!({"all": [{"path": "a.x", "equals": 1}, {"all": [{"path": "a.y", "equals": 2}]}]}),
+            json!({"all": [{"path": "a[0]", "equals": 1}, {"path": "a[1]", "equals": 2}]}),
+        ] {
+            let (_, diagnostics) = compile(condition.clone());
+            assert!(diagnostics.is_empty(), "{condition}: {diagnostics:?}");
+        }
         // Under `not` a contradiction always holds: a warning; under two, an error again.
         let contradiction = json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]});
         let (compiled, diagnostics) = compile(json!({"not": contradiction}));

@@ -18,8 +18,8 @@ use serde_json::{Map, Value};
 
 use super::condition::ConditionOutcome;
 use super::report::{
-    CheckpointResult, ComplianceReport, EvaluatorAudit, REPORT_SCHEMA_VERSION, ResultState, Tier3Confidence,
-    append_sentence, compliance_of, score,
+    CheckpointResult, ComplianceReport, ConfidenceStatus, EvaluatorAudit, REPORT_SCHEMA_VERSION, ResultState,
+    Tier3Confidence, append_sentence, compliance_of, score,
 };
 use super::sequence::TraceOutcome;
 use super::spec::{CompiledCheck, CompiledSpec, TRACE_SOURCE, Tier};
@@ -118,6 +118,12 @@ pub fn evaluate(
         }
     }
     let (results, records) = first_run.unwrap_or_default();
+    let mut confidence = Tier3Confidence::from_runs(&run_scores);
+    if runs > 1 && records.is_empty() {
+        // No tier-3 checkpoint was judged: the runs are one run repeated, and their agreement
+        // says nothing about the judge.
+        confidence.status = ConfidenceStatus::InsufficientData;
+    }
     let (scores, summary, dropout) = score(&results);
     let audit = EvaluatorAudit {
         undocumented_passes: records.iter().filter(|r| r.result == VerdictResult::Pass && !r.documented).count() as u64,
@@ -133,7 +139,7 @@ pub fn evaluate(
         scores,
         summary,
         evaluator_audit: audit,
-        tier_3_confidence: Tier3Confidence::from_runs(&run_scores),
+        tier_3_confidence: confidence,
         position_dropout_analysis: dropout,
         checkpoints: results,
     })

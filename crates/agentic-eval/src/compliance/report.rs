@@ -153,7 +153,13 @@ pub fn confidence_status(scores: &[Option<f64>]) -> ConfidenceStatus {
     let Some(values) = scores.iter().copied().collect::<Option<Vec<f64>>>() else {
         return ConfidenceStatus::InsufficientData;
     };
-    let (_, variance, width) = statistics(&values);
+    // Decided on the figures the report prints (range in 2 decimals, variance in 4), so that
+    // 0.57 * 100 = 56.99999999999999 cannot move a run across a band.
+    let (_, variance, _) = statistics(&values);
+    let variance = round4(variance);
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let width = round2(round2(high) - round2(low));
     if variance <= 2.0 && width <= 5.0 {
         ConfidenceStatus::HighConfidence
     } else if variance <= 10.0 && width <= 10.0 {
@@ -734,5 +740,16 @@ mod tests {
         assert_eq!(confidence_status(&[Some(80.0), Some(90.0), Some(70.0)]), ConfidenceStatus::LowConfidence);
         assert_eq!(confidence_status(&[Some(80.0)]), ConfidenceStatus::SingleRun);
         assert_eq!(confidence_status(&[Some(80.0), None]), ConfidenceStatus::InsufficientData);
+        // On a band's edge by the printed figures, not by floating-point noise: 0.57 * 100 is
+        // 56.99999999999999, so the raw variance is 2.000000000000014 and the width 2.0000...01.
+        let (low, high) = (0.57 * 100.0, 0.59 * 100.0);
+        assert!(low < 57.0);
+        let block = Tier3Confidence::from_runs(&[Some(low), Some(high)]);
+        assert_eq!((block.score_range, block.variance), (Some([57.0, 59.0]), Some(2.0)));
+        assert_eq!(block.status, ConfidenceStatus::HighConfidence);
+        let runs = [0.57, 0.62, 0.62, 0.62, 0.62, 0.67].map(|weight| Some(weight * 100.0));
+        let block = Tier3Confidence::from_runs(&runs);
+        assert_eq!((block.score_range, block.variance), (Some([57.0, 67.0]), Some(10.0)));
+        assert_eq!(block.status, ConfidenceStatus::MediumConfidence);
     }
 }

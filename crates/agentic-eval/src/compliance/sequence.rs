@@ -2041,6 +2041,10 @@ impl SequenceEngine {
                         } else {
                             scope.pass_orphans_up(span, by_hash(highest));
                         }
+                    } else if !is_end {
+                        // A span id that starts again outside (a resumed subagent under another
+                        // call) leaves the scope its earlier run was in.
+                        scope.open.remove(span);
                     }
                 }
                 inside
@@ -2086,6 +2090,9 @@ impl SequenceEngine {
                 scope.close(span);
             } else if is_container && parent.is_some_and(|parent| scope.open.contains(parent)) {
                 scope.open(span, false);
+            } else if is_container {
+                // Started again outside: see `step`.
+                scope.open.remove(span);
             }
         }
     }

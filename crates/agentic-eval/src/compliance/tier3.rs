@@ -53,13 +53,35 @@ pub enum VerdictResult {
 }
 
 /// A criterion named by index or by its text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MatchedCondition {
     /// 0-based index into `partial_criteria`.
     Index(usize),
     /// The criterion's `condition` text.
     Text(String),
+}
+
+/// An index or a text; anything else is refused with what to write instead.
+impl<'de> Deserialize<'de> for MatchedCondition {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<MatchedCondition, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = MatchedCondition;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a 0-based index into `partial_criteria` (0, 1, ...) or a criterion's exact `condition` text",
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<MatchedCondition, E> {
+                usize::try_from(value).map(MatchedCondition::Index).map_err(|_| E::custom("index out of range"))
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<MatchedCondition, E> {
+                Ok(MatchedCondition::Text(value.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// One tier-3 verdict.
@@ -169,6 +191,20 @@ pub const MODE_B_WEIGHT: f64 = 0.5;
 pub fn validate_verdict(checkpoint: &Checkpoint, verdict: Tier3Verdict) -> Result<ScoredVerdict, Tier3Error> {
     let invalid = |reason: String| Tier3Error::InvalidVerdict { checkpoint: checkpoint.id.clone(), reason };
     let notes = verdict.notes.clone().unwrap_or_default().trim().to_owned();
+    // Only a Mode A PARTIAL names a criterion; on anything else the name contradicts the result.
+    if verdict.matched_condition.is_some()
+        && (verdict.result != VerdictResult::Partial || checkpoint.partial_criteria.is_empty())
+    {
+        let what = if verdict.result == VerdictResult::Partial {
+            "a PARTIAL of a checkpoint without `partial_criteria` (Mode B)".to_owned()
+        } else {
+            format!("a {} verdict", if verdict.result == VerdictResult::Pass { "PASS" } else { "FAIL" })
+        };
+        return Err(invalid(format!(
+            "`matched_condition` names a partial criterion, which only a PARTIAL of a checkpoint with \
+             `partial_criteria` (Mode A) does, but this is {what}; remove `matched_condition` or fix `result`"
+        )));
+    }
     let (earned_weight, notes) = match verdict.result {
         VerdictResult::Pass => (1.0, notes),
         VerdictResult::Fail => (0.0, notes),
@@ -265,6 +301,14 @@ impl ReplayEvaluator {
     /// The ids with recorded verdicts.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.verdicts.keys().map(String::as_str)
+    }
+
+    /// How many runs `id` has verdicts for: `None` for one verdict that serves every run.
+    pub fn recorded_runs(&self, id: &str) -> Option<usize> {
+        match self.verdicts.get(id)? {
+            Recorded::One(_) => None,
+            Recorded::Runs(runs) => Some(runs.len()),
+        }
     }
 }
 

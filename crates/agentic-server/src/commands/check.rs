@@ -32,9 +32,9 @@ use agentic_core::yaml::parse_yaml;
 use agentic_eval::compliance::spec::{CheckpointSpec, Tier};
 use agentic_eval::compliance::{
     ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase, MatchPlan,
-    Prepared, ReplayEvaluator, SequenceEngine, Summarizer, Summary, Tier3Error, Tier3Evaluator, Tier3Request,
-    Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec, render_markdown,
-    render_summary,
+    Prepared, ReplayEvaluator, ResultState, SequenceEngine, Summarizer, Summary, Tier3Error, Tier3Evaluator,
+    Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec,
+    render_markdown, render_summary,
 };
 use agentic_judge::{Judge, JudgeConfig, JudgeTier3Evaluator};
 use anyhow::{Context, bail};
@@ -163,6 +163,14 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     eprintln!(
                         "warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`; fix the id or remove the verdict"
                     );
+                } else if let Some(recorded) = replay.recorded_runs(id)
+                    && recorded > args.eval_runs as usize
+                {
+                    eprintln!(
+                        "note: {path}: `{id}` has verdicts for {recorded} runs and {} run(s) were asked for; the rest \
+                         are not used (pass `--eval-runs {recorded}` to use them all and report their spread)",
+                        args.eval_runs
+                    );
                 }
             }
             Box::new(replay)
@@ -183,6 +191,13 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };
     let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options)?;
+    if args.eval_runs > 1 && report.checkpoints.iter().all(|c| c.tier != 3 || c.result == ResultState::NotApplicable) {
+        eprintln!(
+            "warning: --eval-runs {}: no tier-3 checkpoint was judged (the spec has none, or none applies), so the runs \
+             are one run repeated; tier_3_confidence says INSUFFICIENT_DATA",
+            args.eval_runs
+        );
+    }
     let baseline = match &args.baseline {
         Some(path) => {
             let text = read_text(path)?;
@@ -196,6 +211,15 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                      run `agentic check` again on the baseline's trace to make a comparable report",
                     baseline.schema_version,
                     major(&report.schema_version)
+                );
+            }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(twice) = baseline.checkpoints.iter().find(|c| !seen.insert(c.id.as_str())) {
+                bail!(
+                    "baseline `{}` lists checkpoint `{}` twice, and a report has each id once; use a report written \
+                     by `agentic check --json`, not an edited or merged one",
+                    path,
+                    twice.id
                 );
             }
             if baseline.workflow != report.workflow {

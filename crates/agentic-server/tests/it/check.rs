@@ -345,7 +345,8 @@ fn a_byte_order_mark_changes_nothing_and_an_empty_trace_warns() {
     let with_bom = dir.path().join("bom.jsonl");
     std::fs::write(&with_bom, [&b"\xEF\xBB\xBF"[..], &original].concat()).unwrap();
     let bom = check_with_trace("feature-workflow", &with_bom, &[]);
-    assert_eq!(bom.stderr(), "", "a byte-order mark is not a malformed line");
+    assert_eq!(bom.stderr(), plain.stderr(), "a byte-order mark is not a malformed line");
+    assert!(!plain.stderr().contains("warning"), "{}", plain.stderr());
     assert_eq!(bom.redacted(), plain.redacted());
 
     let empty = dir.path().join("empty.jsonl");
@@ -1372,4 +1373,147 @@ fn output_failures_and_aliased_report_paths_are_errors() {
         agentic().arg("check").args(&args).arg("--json").arg(&plain).arg("--markdown").arg(&aliased).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("give each report its own file"));
+}
+
+/// A subagent resumed under a second `Task` (Claude Code reuses its `agent_id`) is inside the
+/// second call's scope and no longer inside the first's; duplicated hook records count once;
+/// an OTLP span that took no time is one call.
+#[test]
+fn resumed_subagents_repeated_records_and_instant_spans_count_right() {
+    let hook = |fields: &str| format!("{{\"session_id\":\"s\",{fields}}}\n");
+    let mut trace = String::new();
+    for fields in [
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"first"},"tool_use_id":"k1""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"r1","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"r1","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"SubagentStop","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"first"},"tool_use_id":"k1""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"continue"},"tool_use_id":"k2""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"SubagentStop","agent_id":"g1","agent_type":"rev""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"continue"},"tool_use_id":"k2""#,
+    ] {
+        trace.push_str(&hook(fields));
+    }
+    let run = check_rules(
+        &[
+            ("H-01", "{never: {tool: Bash}, within: {tool: Task, args: {prompt: {equals: continue}}}}"),
+            ("H-02", "{never: {tool: Bash}, within: {tool: Task, args: {prompt: {equals: first}}}}"),
+            ("H-03", "{count: {of: {tool: Bash}, at_least: 1, at_most: 1}}"),
+            ("H-04", "{count: {of: {agent: rev}, at_least: 2, at_most: 2}}"),
+        ],
+        &trace,
+    );
+    assert_eq!(
+        run.results(),
+        owned(&[("H-01", "FAIL", 0.0), ("H-02", "PASS", 1.0), ("H-03", "PASS", 1.0), ("H-04", "PASS", 1.0)]),
+        "{}",
+        run.stderr()
+    );
+
+    // OTLP: a tool span whose end equals its start, under an agent span that took no time.
+    let span = |id: &str, parent: Option<&str>, name: &str, operation: &str, key: &str| {
+        let mut span = json!({
+            "traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": id, "name": name,
+            "startTimeUnixNano": "1718000002000000000", "endTimeUnixNano": "1718000002000000000",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": operation}},
+                {"key": key, "value": {"stringValue": name.split(' ').nth(1).unwrap()}}
+            ]
+        });
+        if let Some(parent) = parent {
+            span["parentSpanId"] = json!(parent);
+        }
+        span
+    };
+    let document = json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+        span("00000000000000b1", Some("00000000000000a1"), "execute_tool Bash", "execute_tool", "gen_ai.tool.name"),
+        span("00000000000000a1", None, "invoke_agent coder", "invoke_agent", "gen_ai.agent.name"),
+    ]}]}]});
+    let run = check_rules(
+        &[
+            ("O-01", "{count: {of: {tool: Bash}, at_least: 1, at_most: 1}}"),
+            ("O-02", "{count: {of: {agent: coder}, at_least: 1, at_most: 1}}"),
+            ("O-03", "{count: {of: {tool: Bash}, at_least: 1, at_most: 1}, within: {agent: coder}}"),
+        ],
+        &format!("{document}\n"),
+    );
+    assert_eq!(
+        run.results(),
+        owned(&[("O-01", "PASS", 1.0), ("O-02", "PASS", 1.0), ("O-03", "PASS", 1.0)]),
+        "{}",
+        run.stderr()
+    );
+}
+
+/// Verdict files and `--eval-runs` that do not fit each other are said, not silently used:
+/// verdicts for more runs than asked warn, a criterion named on a PASS is an invalid verdict,
+/// a criterion that is no index or text gets an actionable error, and `--eval-runs` without a
+/// judged tier-3 checkpoint warns and reports INSUFFICIENT_DATA.
+#[test]
+fn verdicts_and_eval_runs_that_do_not_fit_are_said() {
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    assert!(
+        run.stderr().contains("note: examples/checkpoints/feature-workflow.tier3.json: `P3-01` has verdicts for 3 runs and 1 run(s) were asked for; the rest are not used"),
+        "{}",
+        run.stderr()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args.truncate(5);
+    for (verdict, expected) in [
+        (
+            r#"{"P3-01": {"result": "PASS", "matched_condition": 0, "notes": "n", "evidence_citation": "c"}}"#,
+            "`matched_condition` names a partial criterion, which only a PARTIAL of a checkpoint with `partial_criteria` (Mode A) does, but this is a PASS verdict",
+        ),
+        (
+            r#"{"P3-01": {"result": "PARTIAL", "matched_condition": -1, "notes": "n", "evidence_citation": "c"}}"#,
+            "expected a 0-based index into `partial_criteria` (0, 1, ...) or a criterion's exact `condition` text",
+        ),
+    ] {
+        let path = dir.path().join("verdicts.json");
+        std::fs::write(&path, verdict).unwrap();
+        let output = agentic().arg("check").args(&args).arg("--tier3-verdicts").arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    let run = check_rules(&[("T-01", "{never: {tool: Bash}}")], "{\"tool_name\":\"Read\"}\n");
+    assert_eq!(run.report["tier_3_confidence"]["status"], json!("SINGLE_RUN"));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1.0.0\"\ncheckpoints:\n  - {id: T-01, tier: 2, instruction: x, severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash}}}}\n",
+    )
+    .unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(&trace, "{\"tool_name\":\"Read\"}\n").unwrap();
+    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--eval-runs", "3"]);
+    assert_eq!(run.report["tier_3_confidence"]["status"], json!("INSUFFICIENT_DATA"));
+    assert!(run.stderr().contains("--eval-runs 3: no tier-3 checkpoint was judged"), "{}", run.stderr());
+}
+
+/// A baseline that lists one checkpoint twice is no report `agentic check` wrote: refused.
+#[test]
+fn a_baseline_with_a_repeated_checkpoint_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let first = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    let mut report = first.report.clone();
+    let repeated = report["checkpoints"][0].clone();
+    report["checkpoints"].as_array_mut().unwrap().push(repeated);
+    std::fs::write(&baseline, report.to_string()).unwrap();
+    let run = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--baseline", baseline.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 2);
+    assert!(run.stderr().contains("lists checkpoint `P1-01` twice"), "{}", run.stderr());
 }
