@@ -169,7 +169,10 @@ fn resolve(
         let what = if missing == [TRACE_SOURCE] {
             "no trace was given".to_owned()
         } else {
-            format!("evidence source {names} is absent")
+            match missing.len() {
+                1 => format!("evidence source {names} is absent"),
+                _ => format!("evidence sources {names} are absent"),
+            }
         };
         return Ok((ResultState::NotApplicable, 0.0, format!("Not applicable: {what}.")));
     }
@@ -240,11 +243,15 @@ fn block_if_constrained(
     if state != ResultState::Fail {
         return (state, earned, notes);
     }
+    // Every active constraint that affects the checkpoint is named (the first decides nothing
+    // the others would not).
+    let mut notes = notes;
+    let mut blocked = false;
     for (constraint, activity) in spec.constraints.iter().zip(active) {
         if let Some(activity) = activity
             && constraint.constraint.affects.iter().any(|affected| affected == id)
         {
-            let mut notes = notes;
+            blocked = true;
             append_sentence(
                 &mut notes,
                 &format!(
@@ -252,10 +259,9 @@ fn block_if_constrained(
                     constraint.constraint.id, constraint.constraint.constraint, activity.explanation
                 ),
             );
-            return (ResultState::Blocked, 0.0, notes);
         }
     }
-    (state, earned, notes)
+    if blocked { (ResultState::Blocked, 0.0, notes) } else { (state, earned, notes) }
 }
 
 fn sentence(text: &str) -> String {

@@ -240,7 +240,8 @@ pub fn validate_verdict(checkpoint: &Checkpoint, verdict: Tier3Verdict) -> Resul
             };
             let criterion = &criteria[index];
             let matched = format!("Matched partial_criteria index {index} (\"{}\").", criterion.condition);
-            let notes = if notes.is_empty() { matched } else { format!("{notes} {matched}") };
+            let mut notes = notes;
+            super::report::append_sentence(&mut notes, &matched);
             (criterion.weight, notes)
         }
     };

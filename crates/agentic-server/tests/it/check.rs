@@ -1517,3 +1517,34 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     assert_eq!(run.code(), 2);
     assert!(run.stderr().contains("lists checkpoint `P1-01` twice"), "{}", run.stderr());
 }
+
+/// A failed checkpoint under two active constraints names both; a checkpoint missing two
+/// evidence sources says so in plural.
+#[test]
+fn blocked_notes_name_every_active_constraint() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        r#"workflow: w
+spec_version: "1.0.0"
+environment_constraints:
+  - {id: ENV-01, constraint: "first", affects: [B-01], active_when: {path: env.a, equals: true}}
+  - {id: ENV-02, constraint: "second", affects: [B-01], active_when: {path: env.b, equals: true}}
+checkpoints:
+  - {id: B-01, tier: 1, instruction: x, severity: high, verification: {method: evidence_state, evidence_sources: [env], assert: {path: env.c, equals: true}}}
+  - {id: B-02, tier: 1, instruction: y, severity: high, verification: {method: evidence_state, evidence_sources: [gone, other], assert: {path: gone.c, equals: true}}}
+"#,
+    )
+    .unwrap();
+    let evidence = dir.path().join("evidence.json");
+    std::fs::write(&evidence, r#"{"env": {"a": true, "b": true, "c": false}}"#).unwrap();
+    let run = check(&[spec.to_str().unwrap(), "--evidence", evidence.to_str().unwrap(), "--threshold", "0"]);
+    assert_eq!(run.report["checkpoints"][0]["result"], json!("BLOCKED"), "{}", run.stderr());
+    let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap();
+    assert!(notes.contains("BLOCKED by ENV-01 (first)") && notes.contains("BLOCKED by ENV-02 (second)"), "{notes}");
+    assert_eq!(
+        run.report["checkpoints"][1]["notes"],
+        json!("Not applicable: evidence sources `gone`, `other` are absent.")
+    );
+}
