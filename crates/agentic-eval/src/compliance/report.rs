@@ -155,10 +155,8 @@ pub fn confidence_status(scores: &[Option<f64>]) -> ConfidenceStatus {
     };
     // Decided on the figures the report prints (range in 2 decimals, variance in 4), so that
     // 0.57 * 100 = 56.99999999999999 cannot move a run across a band.
-    let (_, variance, _) = statistics(&values);
+    let (_, variance, low, high) = statistics(&values);
     let variance = round4(variance);
-    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let width = round2(round2(high) - round2(low));
     if variance <= 2.0 && width <= 5.0 {
         ConfidenceStatus::HighConfidence
@@ -169,15 +167,15 @@ pub fn confidence_status(scores: &[Option<f64>]) -> ConfidenceStatus {
     }
 }
 
-/// Mean, sample variance and range width.
-fn statistics(values: &[f64]) -> (f64, f64, f64) {
+/// Mean, sample variance, lowest and highest value.
+fn statistics(values: &[f64]) -> (f64, f64, f64, f64) {
     let count = values.len() as f64;
     let mean = values.iter().sum::<f64>() / count;
     let variance =
         if values.len() < 2 { 0.0 } else { values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (count - 1.0) };
     let low = values.iter().copied().fold(f64::INFINITY, f64::min);
     let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (mean, variance, high - low)
+    (mean, variance, low, high)
 }
 
 /// Tier-3 repeat runs (`--eval-runs`).
@@ -205,9 +203,7 @@ impl Tier3Confidence {
         let values: Option<Vec<f64>> = scores.iter().copied().collect();
         let (score_range, mean, variance) = match values {
             Some(values) if !values.is_empty() => {
-                let (mean, variance, _) = statistics(&values);
-                let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-                let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let (mean, variance, low, high) = statistics(&values);
                 (Some([round2(low), round2(high)]), Some(round2(mean)), Some(round4(variance)))
             }
             _ => (None, None, None),
