@@ -25,11 +25,20 @@ use super::{TraceAdapter, TraceFormat, first_problem, kind_of, no_time};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OtlpJsonAdapter;
 
+/// What an event is to the order of events at one time (in this order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Moment {
+    /// The end of a span that lasted.
+    EndAfterStart,
+    /// A start.
+    Start,
+    /// The end of a span that took no time: after its own start and the starts inside it.
+    EndAtStart,
+}
+
 struct Pending {
     time: i128,
-    /// 0: the end of a span that lasted; 1: a start; 2: the end of a span that took no time
-    /// (its end must follow its own start, and the starts of spans inside it).
-    class: u8,
+    moment: Moment,
     depth: usize,
     order: usize,
     event: CanonicalEvent,
@@ -120,16 +129,23 @@ impl TraceAdapter for OtlpJsonAdapter {
         let mut pending = Vec::with_capacity(parsed.len() * 2);
         for (idx, span) in parsed.into_iter().enumerate() {
             let depth = depths[idx];
-            let end_nanos = span.end_nanos.max(span.start_nanos);
-            let end_class = if end_nanos == span.start_nanos { 2 } else { 0 };
-            pending.push(Pending { time: span.start_nanos, class: 1, depth, order: idx, event: span.start });
-            pending.push(Pending { time: end_nanos, class: end_class, depth, order: idx, event: span.end });
+            // `parse_span` never puts an end before its start.
+            let end = if span.end_nanos == span.start_nanos { Moment::EndAtStart } else { Moment::EndAfterStart };
+            pending.push(Pending {
+                time: span.start_nanos,
+                moment: Moment::Start,
+                depth,
+                order: idx,
+                event: span.start,
+            });
+            pending.push(Pending { time: span.end_nanos, moment: end, depth, order: idx, event: span.end });
         }
         // Same time: ends of spans that lasted, then starts (outer first), then ends of spans
-        // that took no time (inner first); ends inner first.
+        // that took no time; ends inner first.
         pending.sort_by(|a, b| {
-            a.time.cmp(&b.time).then(a.class.cmp(&b.class)).then_with(|| {
-                if a.class == 1 { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }.then(a.order.cmp(&b.order))
+            a.time.cmp(&b.time).then(a.moment.cmp(&b.moment)).then_with(|| {
+                if a.moment == Moment::Start { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }
+                    .then(a.order.cmp(&b.order))
             })
         });
         out.extend(pending.into_iter().map(|p| p.event));
