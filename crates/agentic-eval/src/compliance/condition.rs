@@ -701,9 +701,9 @@ fn compile_nested(
         }
         operators.push(Operator::Length(comparisons));
     }
-    let compiled = CompiledCondition::Check { path, operators };
-    detect_contradictions(std::slice::from_ref(&compiled), pointer, diagnostics);
-    Some(compiled)
+    let own: Vec<&Operator> = operators.iter().collect();
+    report_contradictions(&path, contradiction_reasons(&own), pointer, diagnostics);
+    Some(CompiledCondition::Check { path, operators })
 }
 
 fn first_line(text: &str) -> String {
@@ -756,7 +756,7 @@ fn interval_possible(comparisons: &[Comparison]) -> bool {
 /// Flags checks on the same path inside one `all` that can never hold together. The checks of
 /// an `all` nested straight inside it count too (`all: [a, {all: [b]}]` is `all: [a, b]`),
 /// paths are compared by their segments (`git.branch` is `git["branch"]`), and what a single
-/// check contradicts on its own is said once, by that check's own report.
+/// check contradicts on its own is left to that check's own report (said once).
 fn detect_contradictions(items: &[CompiledCondition], pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
     let mut checks: Vec<(&EvidencePath, &[Operator])> = Vec::new();
     collect_checks(items, &mut checks);
@@ -768,28 +768,27 @@ fn detect_contradictions(items: &[CompiledCondition], pointer: &str, diagnostics
             None => groups.push((path, vec![operators])),
         }
     }
-    let single_check = matches!(items, [CompiledCondition::Check { .. }]);
-    for (path, lists) in groups {
-        if lists.len() == 1 && !single_check {
-            continue;
-        }
+    for (path, lists) in groups.into_iter().filter(|(_, lists)| lists.len() > 1) {
         let operators: Vec<&Operator> = lists.iter().flat_map(|list| list.iter()).collect();
         let mut reasons = contradiction_reasons(&operators);
-        if lists.len() > 1 {
-            let own: Vec<String> =
-                lists.iter().flat_map(|list| contradiction_reasons(&list.iter().collect::<Vec<_>>())).collect();
-            reasons.retain(|reason| !own.contains(reason));
-        }
-        for reason in reasons {
-            diagnostics.push(
-                Diagnostic::error(
-                    "condition-contradiction",
-                    format!("the checks on `{}` can never all hold: {reason}", path.text),
-                )
-                .at_pointer(pointer)
-                .with_hint("remove one of the conflicting checks, or use `any:` for alternatives"),
-            );
-        }
+        let own: Vec<String> =
+            lists.iter().flat_map(|list| contradiction_reasons(&list.iter().collect::<Vec<_>>())).collect();
+        reasons.retain(|reason| !own.contains(reason));
+        report_contradictions(path, reasons, pointer, diagnostics);
+    }
+}
+
+/// One `condition-contradiction` error per reason the checks on `path` can never all hold.
+fn report_contradictions(path: &EvidencePath, reasons: Vec<String>, pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
+    for reason in reasons {
+        diagnostics.push(
+            Diagnostic::error(
+                "condition-contradiction",
+                format!("the checks on `{}` can never all hold: {reason}", path.text),
+            )
+            .at_pointer(pointer)
+            .with_hint("remove one of the conflicting checks, or use `any:` for alternatives"),
+        );
     }
 }
 
