@@ -37,19 +37,17 @@
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeHookAdapter {
-    /// Subagents running: their start was read or inferred and no stop yet, by session and
-    /// agent id (at most [`MAX_AGENTS`]).
-    agents: HashSet<(Option<String>, String)>,
-    /// Subagents that stopped (at most [`MAX_AGENTS`]): a second stop is a duplicate record,
-    /// a start is the agent resumed.
-    stopped: HashSet<(Option<String>, String)>,
+    /// Subagents seen, by session and agent id (at most [`MAX_AGENTS`]): running (their start
+    /// was read or inferred, no stop yet) or stopped (a second stop is a repeated record, a
+    /// start is the agent resumed).
+    agents: HashMap<(Option<String>, String), Run>,
     /// Tool calls started and not ended, by session and `tool_use_id` (at most
     /// [`MAX_OPEN_TOOLS`]).
     open_tools: HashSet<(Option<String>, String)>,
@@ -70,6 +68,13 @@ struct Spawner {
     subagent_type: Option<String>,
 }
 
+/// Where a subagent is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Running,
+    Stopped,
+}
+
 /// The most subagents the adapter remembers; later ones are not inferred.
 const MAX_AGENTS: usize = 65_536;
 
@@ -84,6 +89,22 @@ const ENDED_TOOLS_WINDOW: usize = 4_096;
 const MAX_SPAWNERS: usize = 4_096;
 
 impl ClaudeHookAdapter {
+    fn running(&self, key: &(Option<String>, String)) -> bool {
+        self.agents.get(key) == Some(&Run::Running)
+    }
+
+    /// Notes where a subagent is; false when it is new and [`MAX_AGENTS`] are known already.
+    fn note_agent(&mut self, key: &(Option<String>, String), run: Run) -> bool {
+        if let Some(known) = self.agents.get_mut(key) {
+            *known = run;
+        } else if self.agents.len() < MAX_AGENTS {
+            self.agents.insert(key.clone(), run);
+        } else {
+            return false;
+        }
+        true
+    }
+
     /// True when a tool record repeats one already read (a capture hook registered twice
     /// writes every record twice): a second start of a call, or an end of a call that ended.
     /// Otherwise the record is noted.
@@ -192,12 +213,10 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             None
         };
-        let repeated = match (&agent_key, hook.as_str()) {
-            (_, "PreToolUse" | "PostToolUse" | "PostToolUseFailure") => tool_use_id
-                .as_ref()
-                .is_some_and(|id| self.repeated_tool_record(&hook, (session_id.clone(), id.clone()))),
-            (Some(key), "SubagentStop") => !self.agents.contains(key) && self.stopped.contains(key),
-            _ => false,
+        let repeated = if is_tool_event {
+            tool_use_id.as_ref().is_some_and(|id| self.repeated_tool_record(&hook, (session_id.clone(), id.clone())))
+        } else {
+            hook == "SubagentStop" && agent_key.as_ref().is_some_and(|key| self.agents.get(key) == Some(&Run::Stopped))
         };
         let mut data = Map::new();
         let mut status = None;
@@ -237,27 +256,21 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (event_type, tool_use_id.clone(), agent_id.clone(), tool_name.clone())
             }
             // After an inferred start, the real one would count the agent twice.
-            "SubagentStart" if agent_key.as_ref().is_some_and(|key| self.agents.contains(key)) => {
+            "SubagentStart" if agent_key.as_ref().is_some_and(|key| self.running(key)) => {
                 data.insert("kind".to_owned(), Value::String(hook.clone()));
                 (EventType::Custom, agent_id.clone(), None, agent_type.clone())
             }
             "SubagentStart" => {
+                // A stopped agent that starts again was resumed: a new run.
                 if let Some(key) = &agent_key {
-                    // A stopped agent that starts again was resumed: a new run.
-                    self.stopped.remove(key);
-                    if self.agents.len() < MAX_AGENTS {
-                        self.agents.insert(key.clone());
-                    }
+                    self.note_agent(key, Run::Running);
                 }
                 let spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
                 (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
             }
             "SubagentStop" => {
                 if let Some(key) = &agent_key {
-                    self.agents.remove(key);
-                    if self.stopped.len() < MAX_AGENTS {
-                        self.stopped.insert(key.clone());
-                    }
+                    self.note_agent(key, Run::Stopped);
                 }
                 status = Some(EventStatus::Ok);
                 (EventType::AgentInvokeEnd, agent_id.clone(), None, agent_type.clone())
@@ -270,11 +283,10 @@ impl TraceAdapter for ClaudeHookAdapter {
         if is_tool_event
             && !repeated
             && let (Some(key), Some(kind)) = (agent_key, &agent_type)
-            && !self.agents.contains(&key)
-            && self.agents.len() < MAX_AGENTS
+            && !self.running(&key)
+            && self.note_agent(&key, Run::Running)
         {
             let id = key.1.clone();
-            self.agents.insert(key);
             let spawner = self.take_spawner(Some(kind), session_id.as_ref());
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }
