@@ -107,6 +107,11 @@ fn check_with_trace(name: &str, trace: &Path, extra: &[&str]) -> Check {
 /// Checks `trace` (its text) against a spec of tier-2 checkpoints, each `(id, rule)` with
 /// the rule in flow YAML (`--threshold 0`).
 fn check_rules(rules: &[(&str, &str)], trace: &str) -> Check {
+    check_rules_with(rules, trace, &[])
+}
+
+/// [`check_rules`] with `extra` arguments.
+fn check_rules_with(rules: &[(&str, &str)], trace: &str, extra: &[&str]) -> Check {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = String::from("workflow: \"w\"\nspec_version: \"1.0.0\"\ncheckpoints:\n");
     for (id, rule) in rules {
@@ -117,7 +122,20 @@ fn check_rules(rules: &[(&str, &str)], trace: &str) -> Check {
     let (spec_path, trace_path) = (dir.path().join("spec.yaml"), dir.path().join("trace.jsonl"));
     std::fs::write(&spec_path, spec).unwrap();
     std::fs::write(&trace_path, trace).unwrap();
-    check(&[spec_path.to_str().unwrap(), "--trace", trace_path.to_str().unwrap(), "--threshold", "0"])
+    let mut args = vec![spec_path.to_str().unwrap(), "--trace", trace_path.to_str().unwrap(), "--threshold", "0"];
+    args.extend(extra);
+    check(&args)
+}
+
+/// The feature-workflow example with `verdicts` (JSON text) as its tier-3 verdicts file.
+fn feature_workflow_with_verdicts(verdicts: &str) -> Check {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("verdicts.json");
+    std::fs::write(&path, verdicts).unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args.truncate(5);
+    args.extend(["--tier3-verdicts".to_owned(), path.to_str().unwrap().to_owned()]);
+    check(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 fn owned(rows: &[(&str, &str, f64)]) -> Vec<(String, String, f64)> {
@@ -304,15 +322,11 @@ fn baseline_comparison_shows_regressions() {
 
 #[test]
 fn a_missing_tier_three_verdict_is_a_loud_input_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let verdicts = dir.path().join("empty.json");
-    std::fs::write(&verdicts, "{}").unwrap();
+    let run = feature_workflow_with_verdicts("{}");
+    assert_eq!(run.code(), 2);
+    assert!(run.stderr().contains("no recorded tier-3 verdict for checkpoint `P3-01`"), "{}", run.stderr());
     let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
     args.truncate(5);
-    let output = agentic().arg("check").args(&args).arg("--tier3-verdicts").arg(&verdicts).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no recorded tier-3 verdict for checkpoint `P3-01`"), "{stderr}");
     let output = agentic().arg("check").args(&args).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--tier3-verdicts"));
@@ -1463,9 +1477,6 @@ fn verdicts_and_eval_runs_that_do_not_fit_are_said() {
         "{}",
         run.stderr()
     );
-    let dir = tempfile::tempdir().unwrap();
-    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
-    args.truncate(5);
     for (verdict, expected) in [
         (
             r#"{"P3-01": {"result": "PASS", "matched_condition": 0, "notes": "n", "evidence_citation": "c"}}"#,
@@ -1476,25 +1487,14 @@ fn verdicts_and_eval_runs_that_do_not_fit_are_said() {
             "expected a 0-based index into `partial_criteria` (0, 1, ...) or a criterion's exact `condition` text",
         ),
     ] {
-        let path = dir.path().join("verdicts.json");
-        std::fs::write(&path, verdict).unwrap();
-        let output = agentic().arg("check").args(&args).arg("--tier3-verdicts").arg(&path).output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(expected), "{stderr}");
+        let run = feature_workflow_with_verdicts(verdict);
+        assert_eq!(run.code(), 2, "{}", run.stderr());
+        assert!(run.stderr().contains(expected), "{}", run.stderr());
     }
-    let run = check_rules(&[("T-01", "{never: {tool: Bash}}")], "{\"tool_name\":\"Read\"}\n");
+    let (rules, trace) = (&[("T-01", "{never: {tool: Bash}}")], "{\"tool_name\":\"Read\"}\n");
+    let run = check_rules(rules, trace);
     assert_eq!(run.report["tier_3_confidence"]["status"], json!("SINGLE_RUN"));
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("spec.yaml");
-    std::fs::write(
-        &spec,
-        "workflow: w\nspec_version: \"1.0.0\"\ncheckpoints:\n  - {id: T-01, tier: 2, instruction: x, severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash}}}}\n",
-    )
-    .unwrap();
-    let trace = dir.path().join("trace.jsonl");
-    std::fs::write(&trace, "{\"tool_name\":\"Read\"}\n").unwrap();
-    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--eval-runs", "3"]);
+    let run = check_rules_with(rules, trace, &["--eval-runs", "3"]);
     assert_eq!(run.report["tier_3_confidence"]["status"], json!("INSUFFICIENT_DATA"));
     assert!(run.stderr().contains("--eval-runs 3: no tier-3 checkpoint was judged"), "{}", run.stderr());
 }
