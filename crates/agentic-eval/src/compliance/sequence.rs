@@ -1287,8 +1287,16 @@ impl std::hash::Hasher for FastHasher {
     }
 
     fn finish(&self) -> u64 {
-        // The multiply leaves the low bits weakest; buckets are picked by them.
-        self.hash.rotate_left(26)
+        // The multiply carries a word's high bytes only upwards, so ids that differ in their
+        // last characters (`t-000001`, `t-000002`) would share their low bits, which pick
+        // buckets and slots: the 64-bit finalizer of MurmurHash3 spreads every bit of the
+        // state over all of the result (and is a bijection, so it adds no collisions).
+        let mut hash = self.hash;
+        hash ^= hash >> 33;
+        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        hash ^= hash >> 33;
+        hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        hash ^ (hash >> 33)
     }
 }
 
@@ -1405,8 +1413,7 @@ impl SpanSet {
     /// Removes `span`; false when it was not a member.
     fn remove(&mut self, span: SpanRef<'_>) -> bool {
         let slots = &self.slots;
-        match self.table.find_entry(span.hash, |&slot| bytes_eq(slots[slot as usize].id.as_bytes(), span.id.as_bytes()))
-        {
+        match self.table.find_entry(span.hash, |&slot| slots[slot as usize].holds(span)) {
             Ok(entry) => {
                 let (slot, _) = entry.remove();
                 self.release(slot);
@@ -1533,11 +1540,18 @@ impl Scope {
                 }
                 self.orphan_calls[key.0 as usize] = empty;
                 self.orphan_order.push_back(key);
-                if self.orphan_order.len() > POST_ONLY_SCOPE_WINDOW
+                // Parents that came (or passed their calls up) left their keys behind: only
+                // awaited ones count, and the oldest of those goes.
+                while self.orphans.len() > POST_ONLY_SCOPE_WINDOW
                     && let Some(oldest) = self.orphan_order.pop_front()
-                    && self.orphans.remove_key(oldest)
                 {
-                    self.forgotten += self.orphan_calls.get(oldest.0 as usize).map_or(0, |late| late.calls);
+                    if self.orphans.remove_key(oldest) {
+                        self.forgotten += self.orphan_calls.get(oldest.0 as usize).map_or(0, |late| late.calls);
+                    }
+                }
+                if self.orphan_order.len() > 2 * POST_ONLY_SCOPE_WINDOW {
+                    let orphans = &self.orphans;
+                    self.orphan_order.retain(|&key| orphans.hash_of(key).is_some());
                 }
                 key
             }
@@ -1559,6 +1573,19 @@ impl Scope {
         if let Some(&late) = self.orphan_calls.get(slot as usize) {
             self.note_orphans(parent, late);
         }
+    }
+
+    /// A span that has no parent and is not a scope: the occurrences waiting for it stay
+    /// outside, and it is awaited no more.
+    fn release(&mut self, span: SpanRef<'_>) {
+        if !self.orphans.is_empty() {
+            self.orphans.remove(by_hash(span.hash));
+        }
+    }
+
+    /// Whether occurrences wait for `span` (see [`Scope::note_orphans`]).
+    fn awaits(&self, span: SpanRef<'_>) -> bool {
+        !self.orphans.is_empty() && self.orphans.contains(by_hash(span.hash))
     }
 
     /// A span opens a scope: the occurrences under it that came first, if any.
@@ -1677,42 +1704,80 @@ pub struct SequenceEngine {
     order: u64,
     /// Whether a rule has a scope (and so needs `links`).
     scoped: bool,
-    /// The parents of recent post-only calls (a tooltrace `child` line), as `(span hash,
-    /// parent hash)` at the span hash modulo [`LINKS`]: calls under such a call are inside a
-    /// scope its parent is in. Empty until the first is recorded.
-    links: Vec<(u64, u64)>,
+    /// The parents of recent calls that ended with a span and a parent (a tooltrace `child`
+    /// line, an OTLP span): calls under such a call are inside a scope its parent is in.
+    links: Links,
 }
 
-/// Slots of [`SequenceEngine::links`] (by span hash modulo this; a later call takes the slot).
+/// How many of the latest recorded parents [`Links`] keeps.
 const LINKS: usize = 65_536;
 
 /// The most recorded parents climbed from one call.
 const MAX_LINK_DEPTH: usize = 64;
 
-/// Records that the post-only call whose span id hashes to `span` is under `parent`.
-fn note_link_hashes(links: &mut Vec<(u64, u64)>, span: u64, parent: u64) {
-    if links.is_empty() {
-        links.resize(LINKS, (0, 0));
+/// The parents of the latest [`LINKS`] calls that ended with a span and a parent, by span
+/// hash: a call's parent is forgotten only once that many later calls were recorded (a
+/// table indexed by the hash alone would lose one whenever two ids shared a slot).
+#[derive(Debug, Default)]
+struct Links {
+    /// `(span hash, parent hash)` in the order recorded; `next` is the oldest once full.
+    ring: Vec<(u64, u64)>,
+    next: usize,
+    /// Positions in `ring`, by span hash.
+    table: HashTable<u32>,
+}
+
+impl Links {
+    /// Records that the call whose span id hashes to `span` is under `parent`.
+    fn note(&mut self, span: u64, parent: u64) {
+        if span == 0 {
+            return;
+        }
+        let ring = &mut self.ring;
+        if let Some(&at) = self.table.find(span, |&at| ring[at as usize].0 == span) {
+            ring[at as usize].1 = parent;
+            return;
+        }
+        let at = if ring.len() < LINKS {
+            ring.push((span, parent));
+            ring.len() - 1
+        } else {
+            let at = self.next;
+            let oldest = ring[at].0;
+            if let Ok(entry) = self.table.find_entry(oldest, |&member| member as usize == at) {
+                entry.remove();
+            }
+            ring[at] = (span, parent);
+            self.next = (at + 1) % LINKS;
+            at
+        };
+        self.table.insert_unique(span, at as u32, |&member| ring[member as usize].0);
     }
-    if let Some(link) = links.get_mut((span % LINKS as u64) as usize) {
-        *link = (span, parent);
+
+    /// The recorded parent of the span whose id hashes to `span`.
+    fn parent_of(&self, span: u64) -> Option<u64> {
+        if span == 0 || self.ring.is_empty() {
+            return None;
+        }
+        let at = *self.table.find(span, |&at| self.ring[at as usize].0 == span)?;
+        Some(self.ring[at as usize].1)
     }
 }
 
 /// Climbs the recorded parents of `parent` (by hash): whether one is in `scope`, else the
 /// hash of the highest one reached (`parent`'s own when none is recorded), under which calls
 /// wait for a scope span that may come later.
-fn climb(links: &[(u64, u64)], scope: &Scope, parent: SpanRef<'_>) -> (bool, u64) {
+fn climb(links: &Links, scope: &Scope, parent: SpanRef<'_>) -> (bool, u64) {
     let mut hash = parent.hash;
     for _ in 0..MAX_LINK_DEPTH {
-        match links.get((hash % LINKS as u64) as usize) {
-            Some(&(span, up)) if hash != 0 && span == hash => {
+        match links.parent_of(hash) {
+            Some(up) => {
                 if scope.open.contains_hash(up) {
                     return (true, up);
                 }
                 hash = up;
             }
-            _ => break,
+            None => break,
         }
     }
     (false, hash)
@@ -1772,7 +1837,7 @@ impl SequenceEngine {
             summarized: 0,
             order: 0,
             scoped,
-            links: Vec::new(),
+            links: Links::default(),
         }
     }
 
@@ -1921,7 +1986,7 @@ impl SequenceEngine {
             && is_end
             && let (Some(span), Some(parent)) = (span, parent)
         {
-            note_link_hashes(&mut self.links, span.hash, parent.hash);
+            self.links.note(span.hash, parent.hash);
         }
         let Some(kind) = kind else {
             self.update_scopes_only(span, parent, is_container, is_end);
@@ -2026,20 +2091,29 @@ impl SequenceEngine {
                         if let Some(late) = scope.note_opened(span) {
                             attribute_late(&rule.relation, state, scope, &late);
                         }
-                    } else if (is_container || (counts && is_end))
-                        && let Some(parent) = parent
-                        && scope.orphans.contains(by_hash(span.hash))
-                    {
+                    } else if (is_container || (counts && is_end)) && scope.awaits(span) {
                         // Calls that came before this span wait for it: they are inside when
-                        // it is, else they wait for its parent.
-                        let (found, highest) =
-                            if scope.open.contains(parent) { (true, parent.hash) } else { climb(links, scope, parent) };
-                        if found {
-                            if let Some(late) = scope.note_opened(span) {
-                                attribute_late(&rule.relation, state, scope, &late);
+                        // it is, else they wait for its parent (outside for good when it has
+                        // none).
+                        match parent {
+                            Some(parent) => {
+                                let (found, highest) = if scope.open.contains(parent) {
+                                    (true, parent.hash)
+                                } else {
+                                    climb(links, scope, parent)
+                                };
+                                if found {
+                                    if let Some(late) = scope.note_opened(span) {
+                                        attribute_late(&rule.relation, state, scope, &late);
+                                    }
+                                } else {
+                                    scope.pass_orphans_up(span, by_hash(highest));
+                                }
                             }
-                        } else {
-                            scope.pass_orphans_up(span, by_hash(highest));
+                            None => scope.release(span),
+                        }
+                        if !is_end {
+                            scope.open.remove(span);
                         }
                     } else if !is_end {
                         // A span id that starts again outside (a resumed subagent under another
@@ -2085,14 +2159,37 @@ impl SequenceEngine {
         is_end: bool,
     ) {
         let Some(span) = span else { return };
-        for scope in self.scopes.iter_mut().flatten() {
+        let links = &self.links;
+        for ((rule, state), scope) in self.rules.iter().zip(&mut self.states).zip(&mut self.scopes) {
+            let Some(scope) = scope else { continue };
             if is_end {
                 scope.close(span);
-            } else if is_container && parent.is_some_and(|parent| scope.open.contains(parent)) {
+                continue;
+            }
+            if !is_container {
+                continue;
+            }
+            // A step or model call nests like a call: see `step`. Calls that came before it
+            // (an OTLP batch exported ahead of the one holding their step) wait for it.
+            let (inside, highest) = match parent {
+                Some(parent) if scope.open.contains(parent) => (true, parent.hash),
+                Some(parent) => climb(links, scope, parent),
+                None => (false, 0),
+            };
+            if inside {
                 scope.open(span, false);
-            } else if is_container {
+                if let Some(late) = scope.note_opened(span) {
+                    attribute_late(&rule.relation, state, scope, &late);
+                }
+            } else {
                 // Started again outside: see `step`.
                 scope.open.remove(span);
+                if scope.awaits(span) {
+                    match parent {
+                        Some(_) => scope.pass_orphans_up(span, by_hash(highest)),
+                        None => scope.release(span),
+                    }
+                }
             }
         }
     }
@@ -2845,6 +2942,211 @@ mod tests {
         }
     }
 
+    /// Feeds `events` one by one to an engine of `rules`, and again in summarized runs cut
+    /// by `cuts`; asserts both give the same outcome and returns it.
+    fn both_ways(rules: &[Value], events: &[EventRef<'_>], cuts: &[usize]) -> TraceOutcome {
+        let compiled: Vec<CompiledRule> = rules.iter().cloned().map(rule).collect();
+        let mut reference = SequenceEngine::new(compiled.clone(), 0);
+        for event in events {
+            reference.feed_ref(event);
+        }
+        let mut summed = SequenceEngine::new(compiled, 0);
+        let plan = summed.match_plan();
+        let mut summarizer = summed.summarizer().expect("few rules");
+        let (mut start, mut cut) = (0, cuts.iter().cycle());
+        while start < events.len() {
+            let end = (start + cut.next().copied().unwrap_or(1)).min(events.len());
+            let run = &events[start..end];
+            let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
+            let needs: Vec<bool> = prepared
+                .iter()
+                .map(|p| {
+                    summarizer.push(p);
+                    summarizer.scoped_need(p)
+                })
+                .collect();
+            let summary = summarizer.finish();
+            feed_run(&mut summed, run, &prepared, &needs, &summary);
+            start = end;
+        }
+        let reference = reference.finish();
+        assert_eq!(unsummarized(summed.finish()), reference);
+        reference
+    }
+
+    /// The count a `count` outcome's notes give (`... occurs N time(s) ...`).
+    fn counted(outcome: &RuleOutcome) -> u64 {
+        let (_, after) = outcome.notes.split_once("occurs ").expect("a count note");
+        after.split(' ').next().and_then(|n| n.parse().ok()).expect("a count")
+    }
+
+    /// A post-only call (a tooltrace line) of span `id` under `parent`; `container` marks a
+    /// `parent` line.
+    fn line_event<'a>(
+        name: &'a str,
+        args: &'a str,
+        id: &'a str,
+        parent: Option<&'a str>,
+        container: bool,
+        line: u64,
+    ) -> EventRef<'a> {
+        EventRef {
+            event_type: EventType::ToolCallEnd,
+            name: Some(name),
+            args: ArgsRef::Json(args),
+            span_id: Some(id),
+            parent_span_id: parent,
+            trace_id: None,
+            post_only_parent: container,
+            line: Some(line),
+            seq: line,
+        }
+    }
+
+    const OUTER: &str = r#"{"d":"outer"}"#;
+
+    fn outer_rules() -> Vec<Value> {
+        let within = json!({"tool": "Task", "args": {"d": {"equals": "outer"}}});
+        vec![
+            json!({"never": {"tool": "Write"}, "within": within}),
+            json!({"count": {"of": {"tool": "Write"}, "at_least": 0}, "within": within}),
+        ]
+    }
+
+    /// Span ids that differ only in their last characters (tooltrace's `t-000001`, Claude's
+    /// `toolu_01...`) keep their parents apart: a call two tasks down is in the outer one's scope.
+    #[test]
+    fn ids_that_differ_in_their_last_character_keep_their_parents() {
+        for (outer, inner, write) in [
+            ("t-000001", "t-000002", "t-000003"),
+            ("toolu_01", "toolu_06", "toolu_07"),
+            ("toolu_01ABCDEFGH", "toolu_01ABCDEFGI", "toolu_01ABCDEFGJ"),
+        ] {
+            let events = [
+                line_event("Task", OUTER, outer, None, true, 1),
+                line_event("Task", r#"{"d":"inner"}"#, inner, Some(outer), false, 2),
+                line_event("Write", "{}", write, Some(inner), false, 3),
+            ];
+            let outcome = both_ways(&outer_rules(), &events, &[1, 2]);
+            assert!(!outcome.outcomes[0].passed, "{outer}: {:?}", outcome.outcomes[0]);
+            assert_eq!(counted(&outcome.outcomes[1]), 1, "{outer}");
+        }
+    }
+
+    /// A nested task's parent is kept while tens of thousands of later calls record theirs.
+    #[test]
+    fn a_recorded_parent_outlives_many_later_ones() {
+        let ids: Vec<String> = (0..60_000).map(|n| format!("t-{n:06}")).collect();
+        let mut events = vec![
+            line_event("Task", OUTER, "outer", None, true, 1),
+            line_event("Task", r#"{"d":"inner"}"#, "inner", Some("outer"), false, 2),
+        ];
+        for (n, pair) in ids.chunks(2).enumerate() {
+            events.push(line_event("Bash", "{}", &pair[0], None, true, 3 + 2 * n as u64));
+            events.push(line_event("Read", "{}", &pair[1], Some(&pair[0]), false, 4 + 2 * n as u64));
+        }
+        events.push(line_event("Write", "{}", "w", Some("inner"), false, 100_000));
+        let outcome = both_ways(&outer_rules(), &events, &[1000, 7]);
+        assert!(!outcome.outcomes[0].passed, "{:?}", outcome.outcomes[0]);
+        assert_eq!(counted(&outcome.outcomes[1]), 1);
+    }
+
+    /// Tasks outside the scope, each written after its call (as a writer that logs a call when
+    /// it ends does), are awaited only until their own line: thousands of them neither push
+    /// out a scope span still awaited nor make the verdict warn.
+    #[test]
+    fn top_level_calls_written_after_their_children_are_awaited_no_more() {
+        let ids: Vec<(String, String)> =
+            (0..2 * POST_ONLY_SCOPE_WINDOW).map(|n| (format!("task-{n}"), format!("write-{n}"))).collect();
+        let mut events = vec![line_event("Write", "{}", "w", Some("scope"), false, 1)];
+        for (n, (task, write)) in ids.iter().enumerate() {
+            events.push(line_event("Write", "{}", write, Some(task), false, 2 + 2 * n as u64));
+            events.push(line_event("Task", r#"{"d":"other"}"#, task, None, true, 3 + 2 * n as u64));
+        }
+        events.push(line_event("Task", OUTER, "scope", None, true, 1_000_000));
+        let outcome = both_ways(&outer_rules(), &events, &[1, 64, 5]);
+        assert!(!outcome.outcomes[0].passed, "{:?}", outcome.outcomes[0]);
+        assert_eq!(counted(&outcome.outcomes[1]), 1);
+        for outcome in &outcome.outcomes {
+            assert!(!outcome.notes.contains("Warning"), "{}", outcome.notes);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// On a generated forest of post-only calls, written in any mix of pre-order and
+        /// post-order, with `parent` and `child` lines and ids that share long prefixes, the
+        /// scoped `count` is the number of `Write` calls below an outer `Task` (walking the
+        /// whole tree), one by one and summarized alike.
+        #[test]
+        fn scoped_counts_equal_a_walk_of_the_call_tree(
+            nodes in proptest::collection::vec((0usize..7, 0usize..1000, proptest::bool::ANY, proptest::bool::ANY), 1..50),
+            cuts in proptest::collection::vec(1usize..12, 1..8),
+            width in 0usize..3,
+        ) {
+            let tools = ["Task", "Task", "Task", "Write", "Read", "Bash", "Write"];
+            let descs = [OUTER, r#"{"d":"inner"}"#, r#"{"d":"other"}"#, "{}", "{}", "{}", "{}"];
+            let id = |n: usize| match width {
+                0 => format!("t-{n:06}"),
+                1 => format!("toolu_01ABCDEF{n:02}"),
+                _ => format!("{n}"),
+            };
+            let ids: Vec<String> = (0..nodes.len()).map(id).collect();
+            // Parent: an earlier node, or none (one pick in four).
+            let parent: Vec<Option<usize>> = nodes
+                .iter()
+                .enumerate()
+                .map(|(n, &(_, pick, _, _))| (n > 0 && pick % 4 != 0).then(|| pick % n))
+                .collect();
+            let mut children = vec![Vec::new(); nodes.len()];
+            for (n, p) in parent.iter().enumerate() {
+                if let Some(p) = p {
+                    children[*p].push(n);
+                }
+            }
+            fn emit(n: usize, children: &[Vec<usize>], post: &dyn Fn(usize) -> bool, out: &mut Vec<usize>) {
+                if !post(n) {
+                    out.push(n);
+                }
+                for &child in &children[n] {
+                    emit(child, children, post, out);
+                }
+                if post(n) {
+                    out.push(n);
+                }
+            }
+            let mut order = Vec::new();
+            let post = |n: usize| nodes[n].2;
+            for n in (0..nodes.len()).filter(|&n| parent[n].is_none()) {
+                emit(n, &children, &post, &mut order);
+            }
+            let events: Vec<EventRef<'_>> = order
+                .iter()
+                .enumerate()
+                .map(|(at, &n)| {
+                    let (tool, _, _, parent_line) = nodes[n];
+                    // A top-level line is a `parent` line; below, either kind.
+                    let container = parent[n].is_none() || parent_line;
+                    line_event(tools[tool], descs[tool], &ids[n], parent[n].map(|p| ids[p].as_str()), container, at as u64 + 1)
+                })
+                .collect();
+            let inside = |mut n: usize| {
+                while let Some(p) = parent[n] {
+                    if nodes[p].0 == 0 {
+                        return true;
+                    }
+                    n = p;
+                }
+                false
+            };
+            let expected = (0..nodes.len()).filter(|&n| tools[nodes[n].0] == "Write" && inside(n)).count() as u64;
+            let outcome = both_ways(&outer_rules(), &events, &cuts);
+            proptest::prop_assert_eq!(counted(&outcome.outcomes[1]), expected, "{:?}", outcome.outcomes);
+            proptest::prop_assert_eq!(outcome.outcomes[0].passed, expected == 0);
+        }
+    }
+
     /// An outcome as feeding one by one gives it (which counts no events as summarized).
     fn unsummarized(mut outcome: TraceOutcome) -> TraceOutcome {
         outcome.summarized = 0;
@@ -3383,6 +3685,37 @@ mod tests {
         let outcome = SequenceEngine::run(rules, events, 0);
         assert!(!outcome.outcomes[0].passed, "{}", outcome.outcomes[0].notes);
         assert!(outcome.outcomes[0].notes.contains("Note: 1 call(s)"), "{}", outcome.outcomes[0].notes);
+    }
+
+    /// A step or a model call that comes after the calls under it (OTLP: the tool spans in
+    /// one export batch, the agent with its model call or step in the next, time-ordered)
+    /// hands them to its agent, inside a scope or out of it for good.
+    #[test]
+    fn late_steps_and_model_calls_hand_their_calls_on() {
+        for (kind, end_kind) in
+            [(EventType::StepStart, EventType::StepEnd), (EventType::LlmRequest, EventType::LlmResponse)]
+        {
+            let events = vec![
+                span(EventType::ToolCallStart, "Bash", "t1", Some("s1"), 1),
+                span(EventType::ToolCallEnd, "Bash", "t1", Some("s1"), 2),
+                span(EventType::ToolCallStart, "Bash", "t2", Some("s2"), 3),
+                span(EventType::ToolCallEnd, "Bash", "t2", Some("s2"), 4),
+                // Next batch: the scope agent and its step, then a step of no agent.
+                span(EventType::AgentInvokeStart, "reviewer", "A", None, 5),
+                span(kind, "step", "s1", Some("A"), 6),
+                span(end_kind, "step", "s1", Some("A"), 7),
+                span(EventType::AgentInvokeEnd, "reviewer", "A", None, 8),
+                span(kind, "step", "s2", None, 9),
+                span(end_kind, "step", "s2", None, 10),
+            ];
+            let rules = vec![
+                rule(json!({"never": {"tool": "Bash"}, "within": {"agent": "reviewer"}})),
+                rule(json!({"count": {"of": {"tool": "Bash"}, "at_least": 0}, "within": {"agent": "reviewer"}})),
+            ];
+            let outcome = SequenceEngine::run(rules, events, 0);
+            assert!(!outcome.outcomes[0].passed, "{kind:?}: {}", outcome.outcomes[0].notes);
+            assert_eq!(counted(&outcome.outcomes[1]), 1, "{kind:?}: {}", outcome.outcomes[1].notes);
+        }
     }
 
     /// More late parents awaited at once than the window holds: the calls under the

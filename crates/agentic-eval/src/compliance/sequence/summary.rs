@@ -23,7 +23,7 @@
 
 use super::{
     ArgsRef, EventRef, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState, SequenceEngine,
-    note_link_hashes, span_refs,
+    by_hash, span_refs,
 };
 
 /// What a run changes for one rule (positions are indexes of events in the run).
@@ -63,7 +63,7 @@ pub struct Summary {
     /// Every event of the run was a call end, and the run is short enough for `u32` positions.
     mergeable: bool,
     partials: Vec<Partial>,
-    /// The post-only calls of the run with a span and a parent that no rule with a scope
+    /// The post-only calls of the run with a span that no rule with a scope
     /// concerns (see [`SequenceEngine::note_summary_link`]).
     links: Vec<SummaryLink>,
 }
@@ -80,13 +80,15 @@ impl Summary {
     }
 }
 
-/// A post-only call of a summarized run whose parent the engine records (calls under it are
-/// inside a scope its parent is in) and that no rule with a scope otherwise needs.
+/// A post-only call with a span, of a summarized run, that no rule with a scope otherwise
+/// needs: the engine records its parent (calls under it are inside a scope its parent is in),
+/// and calls under it that came first and wait for it learn where it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SummaryLink {
     /// Its position in the run (among the events pushed).
     pub index: u32,
     span: u64,
+    /// 0 when it has no parent.
     parent: u64,
 }
 
@@ -209,7 +211,7 @@ impl SequenceEngine {
         let matches = Matches::Bits(&prepared.bits);
         // Every event here is a post-only call end.
         if let (Some(span), Some(parent)) = (span, parent) {
-            note_link_hashes(&mut self.links, span.hash, parent.hash);
+            self.links.note(span.hash, parent.hash);
         }
         let mut todo = self.masks.scoped;
         while todo != 0 {
@@ -265,15 +267,17 @@ fn concerns_scopes(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> b
 
 impl SequenceEngine {
     /// Takes in a call of [`Summary::links`] of an applied summary, in trace order among the
-    /// calls of [`SequenceEngine::feed_scoped`]: records its parent. That is all
-    /// [`SequenceEngine::feed_scoped`] would do with it unless calls wait for a scope span
-    /// that came late (it may be that span): then this answers false and the call must go
-    /// through [`SequenceEngine::feed_scoped`] instead.
+    /// calls of [`SequenceEngine::feed_scoped`]: records its parent, if it has one. That is
+    /// all [`SequenceEngine::feed_scoped`] would do with it unless calls under it came first
+    /// and wait for it: then this answers false and the call must go through
+    /// [`SequenceEngine::feed_scoped`] instead.
     pub fn note_summary_link(&mut self, link: &SummaryLink) -> bool {
-        if self.scopes.iter().flatten().any(|scope| !scope.orphans.is_empty()) {
+        if self.scopes.iter().flatten().any(|scope| scope.awaits(by_hash(link.span))) {
             return false;
         }
-        note_link_hashes(&mut self.links, link.span, link.parent);
+        if link.parent != 0 {
+            self.links.note(link.span, link.parent);
+        }
         true
     }
 }
@@ -302,13 +306,11 @@ impl Summarizer {
             }
         }
         // A post-only call with a span of its own may have calls under it: the engine records
-        // its parent (those the scoped rules need anyway go to `feed_scoped`, which does).
-        if self.masks.scoped != 0
-            && prepared.has_parent()
-            && prepared.has_span()
-            && !concerns_scopes(&self.masks, &self.ids, prepared)
-        {
-            self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent: prepared.parent_hash });
+        // its parent, or (without one) lets go of calls that waited for it (those the scoped
+        // rules need anyway go to `feed_scoped`, which does both).
+        if self.masks.scoped != 0 && prepared.has_span() && !concerns_scopes(&self.masks, &self.ids, prepared) {
+            let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
+            self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent });
         }
     }
 
