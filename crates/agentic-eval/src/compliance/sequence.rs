@@ -1709,22 +1709,21 @@ pub struct SequenceEngine {
     links: Links,
 }
 
-/// How many of the latest recorded parents [`Links`] keeps.
+/// How many of the latest recorded parents [`Links`] keeps at least.
 const LINKS: usize = 65_536;
 
 /// The most recorded parents climbed from one call.
 const MAX_LINK_DEPTH: usize = 64;
 
-/// The parents of the latest [`LINKS`] calls that ended with a span and a parent, by span
-/// hash: a call's parent is forgotten only once that many later calls were recorded (a
-/// table indexed by the hash alone would lose one whenever two ids shared a slot).
+/// The parents of calls that ended with a span and a parent, by span hash: those of the
+/// latest [`LINKS`] calls at least (up to twice as many). Two generations: when the current
+/// one is full it becomes the previous one, and the previous one is dropped. So what a call
+/// keeps depends only on how many calls came after it, never on its hash (a table indexed
+/// by the hash alone lost a parent whenever two ids shared a slot).
 #[derive(Debug, Default)]
 struct Links {
-    /// `(span hash, parent hash)` in the order recorded; `next` is the oldest once full.
-    ring: Vec<(u64, u64)>,
-    next: usize,
-    /// Positions in `ring`, by span hash.
-    table: HashTable<u32>,
+    current: HashTable<(u64, u64)>,
+    previous: HashTable<(u64, u64)>,
 }
 
 impl Links {
@@ -1733,34 +1732,30 @@ impl Links {
         if span == 0 {
             return;
         }
-        let ring = &mut self.ring;
-        if let Some(&at) = self.table.find(span, |&at| ring[at as usize].0 == span) {
-            ring[at as usize].1 = parent;
-            return;
+        if self.current.len() >= LINKS {
+            std::mem::swap(&mut self.current, &mut self.previous);
+            self.current.clear();
         }
-        let at = if ring.len() < LINKS {
-            ring.push((span, parent));
-            ring.len() - 1
-        } else {
-            let at = self.next;
-            let oldest = ring[at].0;
-            if let Ok(entry) = self.table.find_entry(oldest, |&member| member as usize == at) {
-                entry.remove();
+        if self.current.capacity() == 0 {
+            self.current.reserve(LINKS, |&(hash, _)| hash);
+        }
+        // Span hashes are well mixed already (see `FastHasher::finish`): they are the keys' hashes.
+        match self.current.entry(span, |&(hash, _)| hash == span, |&(hash, _)| hash) {
+            hashbrown::hash_table::Entry::Occupied(mut entry) => entry.get_mut().1 = parent,
+            hashbrown::hash_table::Entry::Vacant(entry) => {
+                entry.insert((span, parent));
             }
-            ring[at] = (span, parent);
-            self.next = (at + 1) % LINKS;
-            at
-        };
-        self.table.insert_unique(span, at as u32, |&member| ring[member as usize].0);
+        }
     }
 
     /// The recorded parent of the span whose id hashes to `span`.
     fn parent_of(&self, span: u64) -> Option<u64> {
-        if span == 0 || self.ring.is_empty() {
+        if span == 0 {
             return None;
         }
-        let at = *self.table.find(span, |&at| self.ring[at as usize].0 == span)?;
-        Some(self.ring[at as usize].1)
+        let found =
+            |table: &HashTable<(u64, u64)>| table.find(span, |&(hash, _)| hash == span).map(|&(_, parent)| parent);
+        found(&self.current).or_else(|| found(&self.previous))
     }
 }
 
@@ -2918,19 +2913,12 @@ mod tests {
     ) {
         let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
         if engine.apply_summary(summary, locate) {
-            let mut links = summary.links().iter().peekable();
-            for (k, ((event, prepared), need)) in run.iter().zip(prepared).zip(needs).enumerate() {
-                if links.peek().is_some_and(|link| link.index as usize == k) {
-                    let link = links.next().unwrap();
-                    assert!(!*need, "a call is among the links or the needed, not both");
-                    if !engine.note_summary_link(link) {
-                        engine.feed_scoped(event, prepared);
-                    }
-                } else if *need {
-                    engine.feed_scoped(event, prepared);
-                }
+            for call in summary.links().iter().chain(summary.tops()) {
+                assert!(!needs[call.index as usize], "a call is among the links or the needed, not both");
             }
-            assert!(links.next().is_none());
+            let wanted = (0..run.len()).filter(|&k| needs[k]).map(|k| (k, k));
+            let feed = |engine: &mut SequenceEngine, k: usize| engine.feed_scoped(&run[k], &prepared[k]);
+            engine.feed_summary_calls(summary, wanted, feed, feed);
             let keep = engine.excerpt_capacity().min(run.len());
             for event in &run[run.len() - keep..] {
                 engine.note_call(event);

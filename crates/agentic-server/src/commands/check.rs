@@ -24,7 +24,7 @@ use std::ops::ControlFlow;
 use agentic_adapters::provider::{AdaptiveLimiter, ModelProvider};
 use agentic_adapters::replay::{RecordingProvider, ReplayProvider};
 use agentic_adapters::trace::{
-    Batch, LineWork, TooltraceView, TraceError, TraceFormat, TraceInput, TraceItem, TraceReader,
+    Batch, LineWork, RecordRef, TooltraceView, TraceError, TraceFormat, TraceInput, TraceItem, TraceReader,
     for_each_batch_parallel,
 };
 use agentic_core::Diagnostic;
@@ -654,29 +654,17 @@ fn run_fast(
         Batch::Records(records) => {
             let locate = |k: u32| records.position(k as usize).map_or((None, 0), |(line, seq)| (Some(line), seq));
             let applied = records.block().as_ref().is_some_and(|summary| engine.apply_summary(summary, locate));
-            if applied {
-                // The calls whose parents the engine records, merged in order with those the
-                // scoped rules need.
-                let links = records.block().as_ref().map_or(&[][..], |summary| summary.links());
-                let mut next_link = 0;
-                let mut take_links = |engine: &mut SequenceEngine, before: usize| {
-                    while let Some(link) = links.get(next_link).filter(|link| (link.index as usize) < before) {
-                        next_link += 1;
-                        if !engine.note_summary_link(link)
-                            && let Some(record) = records.get(link.index as usize)
-                            && let Some(view) = record.view()
-                        {
-                            engine.feed_scoped(&view_ref(&view), record.data());
-                        }
-                    }
-                };
-                for record in records.wanted() {
-                    take_links(engine, records.ordinal(&record));
-                    if let Some(view) = record.view() {
+            if applied && let Some(summary) = records.block() {
+                // The scoped rules' records, and the calls they wait for.
+                let feed = |engine: &mut SequenceEngine, record: Option<RecordRef<'_, Prepared>>| {
+                    if let Some(record) = record
+                        && let Some(view) = record.view()
+                    {
                         engine.feed_scoped(&view_ref(&view), record.data());
                     }
-                }
-                take_links(engine, usize::MAX);
+                };
+                let wanted = records.wanted().map(|record| (records.ordinal(&record), Some(record)));
+                engine.feed_summary_calls(summary, wanted, feed, |engine, k| feed(engine, records.get(k)));
                 // Only the last calls are kept for tier 3 (none without tier-3 checkpoints).
                 for record in records.last(engine.excerpt_capacity()) {
                     if let Some(view) = record.view() {

@@ -1548,3 +1548,85 @@ checkpoints:
         json!("Not applicable: evidence sources `gone`, `other` are absent.")
     );
 }
+
+/// Scopes through the whole command (parallel reader, block summaries): a call two tasks
+/// down under ids that differ only in their last character; thousands of tasks outside the
+/// scope written after their calls (they are awaited only until their own line); and an OTLP
+/// step that comes in a later batch than the call under it.
+#[test]
+fn scopes_hold_for_similar_ids_many_late_tasks_and_late_steps() {
+    let line = |tool: &str, id: &str, parent: Option<&str>, args: &str, kind: &str| {
+        let parent = parent.map_or(String::new(), |parent| format!(",\"parent_trace_id\":\"{parent}\""));
+        format!(
+            "{{\"timestamp\":\"2026-02-19T00:00:01Z\",\"tool_name\":\"{tool}\",\"span_type\":\"{kind}\",\"trace_id\":\"{id}\"{parent},\"args\":{args}}}\n"
+        )
+    };
+    let rule = "{never: {tool: Bash, args: {command: {contains: rm -rf}}}, within: {tool: Task, args: {description: {equals: outer}}}}";
+    let mut nested = String::new();
+    nested.push_str(&line("Task", "t-000001", None, r#"{"description":"outer"}"#, "parent"));
+    nested.push_str(&line("Task", "t-000002", Some("t-000001"), r#"{"description":"inner"}"#, "child"));
+    nested.push_str(&line("Bash", "t-000003", Some("t-000002"), r#"{"command":"rm -rf /"}"#, "child"));
+    let run = check_rules(&[("S-01", rule)], &nested);
+    assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0)]), "{}", run.stderr());
+
+    let mut late = line("Bash", "b-scope", Some("scope"), r#"{"command":"rm -rf /"}"#, "child");
+    for n in 0..10_000 {
+        late.push_str(&line("Read", &format!("r-{n:06}"), Some(&format!("k-{n:06}")), r#"{"file_path":"x"}"#, "child"));
+        late.push_str(&line("Task", &format!("k-{n:06}"), None, r#"{"description":"other"}"#, "parent"));
+    }
+    late.push_str(&line("Task", "scope", None, r#"{"description":"outer"}"#, "parent"));
+    let run = check_rules(&[("S-01", rule)], &late);
+    assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0)]), "{}", run.stderr());
+    assert!(!run.stdout().contains("Warning"), "{}", run.stdout());
+
+    // OTLP: the tool span in one batch; its agent and the model call between them in the next.
+    let attribute = |key: &str, value: &str| json!({"key": key, "value": {"stringValue": value}});
+    let span = |id: &str, parent: Option<&str>, name: &str, attributes: Vec<Value>, start: u64| {
+        let mut span = json!({
+            "traceId": "5b8efff798038103d269b633813fc60c", "spanId": id, "name": name,
+            "startTimeUnixNano": (1_718_000_000_000_000_000u64 + start).to_string(),
+            "endTimeUnixNano": (1_718_000_000_000_000_000u64 + start + 10).to_string(),
+            "attributes": attributes
+        });
+        if let Some(parent) = parent {
+            span["parentSpanId"] = json!(parent);
+        }
+        span
+    };
+    let batch = |spans: Vec<Value>| json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string() + "\n";
+    let tool = |id: &str, parent: &str, start: u64| {
+        let attributes = vec![
+            attribute("gen_ai.operation.name", "execute_tool"),
+            attribute("gen_ai.tool.name", "Bash"),
+            attribute("gen_ai.tool.call.arguments", r#"{"command":"ls"}"#),
+        ];
+        span(id, Some(parent), "execute_tool Bash", attributes, start)
+    };
+    let otlp =
+        batch(vec![tool("c000000000000001", "b000000000000001", 5), tool("c000000000000002", "b000000000000002", 6)])
+            + &batch(vec![
+                span(
+                    "a000000000000001",
+                    None,
+                    "invoke_agent reviewer",
+                    vec![
+                        attribute("gen_ai.operation.name", "invoke_agent"),
+                        attribute("gen_ai.agent.name", "reviewer"),
+                    ],
+                    0,
+                ),
+                span(
+                    "b000000000000001",
+                    Some("a000000000000001"),
+                    "chat gpt",
+                    vec![attribute("gen_ai.operation.name", "chat")],
+                    1,
+                ),
+                span("b000000000000002", None, "chat gpt", vec![attribute("gen_ai.operation.name", "chat")], 2),
+            ]);
+    let run = check_rules(
+        &[("S-02", "{count: {of: {tool: Bash}, at_least: 1, at_most: 1}, within: {agent: reviewer}}")],
+        &otlp,
+    );
+    assert_eq!(run.results(), owned(&[("S-02", "PASS", 1.0)]), "{}\n{}", run.stdout(), run.stderr());
+}

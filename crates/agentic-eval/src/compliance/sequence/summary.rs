@@ -63,9 +63,12 @@ pub struct Summary {
     /// Every event of the run was a call end, and the run is short enough for `u32` positions.
     mergeable: bool,
     partials: Vec<Partial>,
-    /// The post-only calls of the run with a span that no rule with a scope
+    /// The post-only calls of the run with a span and a parent that no rule with a scope
     /// concerns (see [`SequenceEngine::note_summary_link`]).
     links: Vec<SummaryLink>,
+    /// The same without a parent: they matter only to calls that wait for them (see
+    /// [`SequenceEngine::awaits_spans`]).
+    tops: Vec<SummaryLink>,
 }
 
 impl Summary {
@@ -77,6 +80,12 @@ impl Summary {
     /// The run's calls whose parents the engine records, in order.
     pub fn links(&self) -> &[SummaryLink] {
         &self.links
+    }
+
+    /// The run's top-level calls with a span that no rule with a scope needs, in order: calls
+    /// under them that came first may wait for them (see [`SequenceEngine::awaits_spans`]).
+    pub fn tops(&self) -> &[SummaryLink] {
+        &self.tops
     }
 }
 
@@ -129,7 +138,7 @@ impl SequenceEngine {
                 (None, Relation::Count(..)) => Partial::Count { count: 0 },
             })
             .collect();
-        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), links: Vec::new() };
+        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), links: Vec::new(), tops: Vec::new() };
         Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
     }
 
@@ -266,11 +275,70 @@ fn concerns_scopes(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> b
 }
 
 impl SequenceEngine {
-    /// Takes in a call of [`Summary::links`] of an applied summary, in trace order among the
-    /// calls of [`SequenceEngine::feed_scoped`]: records its parent, if it has one. That is
-    /// all [`SequenceEngine::feed_scoped`] would do with it unless calls under it came first
-    /// and wait for it: then this answers false and the call must go through
-    /// [`SequenceEngine::feed_scoped`] instead.
+    /// Whether calls wait for a span that came after them (in some rule's scope): only then
+    /// do [`Summary::tops`] need [`SequenceEngine::note_summary_link`]. It turns true only
+    /// through [`SequenceEngine::feed_scoped`] (or events fed one by one).
+    pub fn awaits_spans(&self) -> bool {
+        self.scopes.iter().flatten().any(|scope| !scope.orphans.is_empty())
+    }
+
+    /// After [`SequenceEngine::apply_summary`] took `summary` in: gives the rules with a scope
+    /// what they still need of the run, in trace order. `wanted` are the positions
+    /// [`Summarizer::scoped_need`] marked (ascending); the run's links and tops go to
+    /// [`SequenceEngine::note_summary_link`] between them (tops only while calls wait for a
+    /// span), and those it refuses are fed too. `wanted` gives each position with what
+    /// `feed_wanted` needs to feed that event to [`SequenceEngine::feed_scoped`];
+    /// `feed(engine, k)` feeds the run's `k`-th event.
+    pub fn feed_summary_calls<W>(
+        &mut self,
+        summary: &Summary,
+        wanted: impl IntoIterator<Item = (usize, W)>,
+        mut feed_wanted: impl FnMut(&mut SequenceEngine, W),
+        mut feed: impl FnMut(&mut SequenceEngine, usize),
+    ) {
+        let (links, tops) = (&summary.links[..], &summary.tops[..]);
+        let (mut next_link, mut next_top) = (0, 0);
+        let mut take_until =
+            |engine: &mut SequenceEngine, feed: &mut dyn FnMut(&mut SequenceEngine, usize), before: usize| {
+                // Nothing refused here makes calls wait, so tops can be skipped for the whole stretch.
+                if !engine.awaits_spans() {
+                    next_top += tops[next_top..].partition_point(|top| (top.index as usize) < before);
+                }
+                loop {
+                    let link = links.get(next_link).filter(|link| (link.index as usize) < before);
+                    let top = tops.get(next_top).filter(|top| (top.index as usize) < before);
+                    let call = match (link, top) {
+                        (Some(link), Some(top)) if top.index < link.index => {
+                            next_top += 1;
+                            top
+                        }
+                        (Some(link), _) => {
+                            next_link += 1;
+                            link
+                        }
+                        (None, Some(top)) => {
+                            next_top += 1;
+                            top
+                        }
+                        (None, None) => break,
+                    };
+                    if !engine.note_summary_link(call) {
+                        feed(engine, call.index as usize);
+                    }
+                }
+            };
+        for (k, event) in wanted {
+            take_until(self, &mut feed, k);
+            feed_wanted(self, event);
+        }
+        take_until(self, &mut feed, usize::MAX);
+    }
+
+    /// Takes in a call of [`Summary::links`] (or [`Summary::tops`]) of an applied summary, in
+    /// trace order among the calls of [`SequenceEngine::feed_scoped`]: records its parent, if
+    /// it has one. That is all [`SequenceEngine::feed_scoped`] would do with it unless calls
+    /// under it came first and wait for it: then this answers false and the call must go
+    /// through [`SequenceEngine::feed_scoped`] instead.
     pub fn note_summary_link(&mut self, link: &SummaryLink) -> bool {
         if self.scopes.iter().flatten().any(|scope| scope.awaits(by_hash(link.span))) {
             return false;
@@ -309,8 +377,11 @@ impl Summarizer {
         // its parent, or (without one) lets go of calls that waited for it (those the scoped
         // rules need anyway go to `feed_scoped`, which does both).
         if self.masks.scoped != 0 && prepared.has_span() && !concerns_scopes(&self.masks, &self.ids, prepared) {
-            let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
-            self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent });
+            if prepared.has_parent() {
+                self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent: prepared.parent_hash });
+            } else {
+                self.run.tops.push(SummaryLink { index, span: prepared.span_hash, parent: 0 });
+            }
         }
     }
 
@@ -324,7 +395,8 @@ impl Summarizer {
 
     /// The summary of the run so far; the next event starts a new run.
     pub fn finish(&mut self) -> Summary {
-        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone(), links: Vec::new() };
+        let fresh =
+            Summary { events: 0, mergeable: true, partials: self.kinds.clone(), links: Vec::new(), tops: Vec::new() };
         std::mem::replace(&mut self.run, fresh)
     }
 }
