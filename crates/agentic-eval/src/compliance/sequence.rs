@@ -2930,17 +2930,11 @@ mod tests {
         }
     }
 
-    /// Feeds `events` one by one to an engine of `rules`, and again in summarized runs cut
-    /// by `cuts`; asserts both give the same outcome and returns it.
-    fn both_ways(rules: &[Value], events: &[EventRef<'_>], cuts: &[usize]) -> TraceOutcome {
-        let compiled: Vec<CompiledRule> = rules.iter().cloned().map(rule).collect();
-        let mut reference = SequenceEngine::new(compiled.clone(), 0);
-        for event in events {
-            reference.feed_ref(event);
-        }
-        let mut summed = SequenceEngine::new(compiled, 0);
-        let plan = summed.match_plan();
-        let mut summarizer = summed.summarizer().expect("few rules");
+    /// Feeds `events` to `engine` in runs cut by `cuts` (cycled), each summarized apart and
+    /// merged as the parallel reader does.
+    fn feed_in_runs(engine: &mut SequenceEngine, events: &[EventRef<'_>], cuts: &[usize]) {
+        let plan = engine.match_plan();
+        let mut summarizer = engine.summarizer().expect("few rules");
         let (mut start, mut cut) = (0, cuts.iter().cycle());
         while start < events.len() {
             let end = (start + cut.next().copied().unwrap_or(1)).min(events.len());
@@ -2954,9 +2948,21 @@ mod tests {
                 })
                 .collect();
             let summary = summarizer.finish();
-            feed_run(&mut summed, run, &prepared, &needs, &summary);
+            feed_run(engine, run, &prepared, &needs, &summary);
             start = end;
         }
+    }
+
+    /// Feeds `events` one by one to an engine of `rules`, and again in summarized runs cut
+    /// by `cuts`; asserts both give the same outcome and returns it.
+    fn both_ways(rules: &[Value], events: &[EventRef<'_>], cuts: &[usize]) -> TraceOutcome {
+        let compiled: Vec<CompiledRule> = rules.iter().cloned().map(rule).collect();
+        let mut reference = SequenceEngine::new(compiled.clone(), 0);
+        for event in events {
+            reference.feed_ref(event);
+        }
+        let mut summed = SequenceEngine::new(compiled, 0);
+        feed_in_runs(&mut summed, events, cuts);
         let reference = reference.finish();
         assert_eq!(unsummarized(summed.finish()), reference);
         reference
@@ -3215,8 +3221,6 @@ mod tests {
             let ids = ["s0", "s1", "s2", "s3", "s4"];
             let mut reference = SequenceEngine::new(rules.clone(), excerpt * 2);
             let mut summed = SequenceEngine::new(rules, excerpt * 2);
-            let plan = summed.match_plan();
-            let mut summarizer = summed.summarizer().expect("few rules");
             let events: Vec<EventRef<'_>> = picks
                 .iter()
                 .enumerate()
@@ -3240,23 +3244,7 @@ mod tests {
             for event in &events {
                 reference.feed_ref(event);
             }
-            let mut start = 0;
-            let mut cut = cuts.iter().cycle();
-            while start < events.len() {
-                let end = (start + cut.next().copied().unwrap_or(1)).min(events.len());
-                let run = &events[start..end];
-                let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
-                let needs: Vec<bool> = prepared
-                    .iter()
-                    .map(|p| {
-                        summarizer.push(p);
-                        summarizer.scoped_need(p)
-                    })
-                    .collect();
-                let summary = summarizer.finish();
-                feed_run(&mut summed, run, &prepared, &needs, &summary);
-                start = end;
-            }
+            feed_in_runs(&mut summed, &events, &cuts);
             proptest::prop_assert_eq!(reference.finish(), unsummarized(summed.finish()));
         }
     }
