@@ -156,7 +156,8 @@ pub struct TextMatch {
     /// A regular expression, searched (use `^...$` to anchor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
-    /// Exactly this text.
+    /// Exactly this text; a number also matches a number argument of the same value
+    /// (`"100"` matches `100`, `100.0` and `1e2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<String>,
     /// Contains this text.
@@ -290,8 +291,18 @@ fn translate_glob(
 #[derive(Debug, Clone)]
 enum NameMatch {
     Exact(String),
+    /// `equals` with a number: the text as written, or a number argument of that value.
+    Number(String, serde_json::Number),
     Contains(memchr::memmem::Finder<'static>),
     Pattern(Pattern),
+}
+
+/// Whether two JSON numbers have the same value: integers exactly, others as `f64`.
+fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+    match (a.as_i128(), b.as_i128()) {
+        (Some(a), Some(b)) => a == b,
+        _ => a.as_f64().zip(b.as_f64()).is_some_and(|(a, b)| a == b),
+    }
 }
 
 impl NameMatch {
@@ -299,10 +310,24 @@ impl NameMatch {
         NameMatch::Contains(memchr::memmem::Finder::new(needle).into_owned())
     }
 
+    /// Matches an argument's text (see [`Occurrence::arg_text`]: borrowed for a string,
+    /// owned compact JSON for any other value): a number argument equals a number by value,
+    /// so `equals: "100"` matches `100`, `100.0` and `1e2`, but not the string `"1e2"`.
+    #[inline]
+    fn is_arg_match(&self, text: &Cow<'_, str>) -> bool {
+        match (self, text) {
+            (NameMatch::Number(_, number), Cow::Owned(json)) => {
+                self.is_match(json)
+                    || serde_json::from_str::<serde_json::Number>(json).is_ok_and(|arg| same_number(&arg, number))
+            }
+            _ => self.is_match(text),
+        }
+    }
+
     #[inline]
     fn is_match(&self, text: &str) -> bool {
         match self {
-            NameMatch::Exact(exact) => bytes_eq(exact.as_bytes(), text.as_bytes()),
+            NameMatch::Exact(exact) | NameMatch::Number(exact, _) => bytes_eq(exact.as_bytes(), text.as_bytes()),
             NameMatch::Contains(needle) => needle.find(text.as_bytes()).is_some(),
             NameMatch::Pattern(pattern) => pattern.is_match(text),
         }
@@ -398,9 +423,9 @@ impl CompiledMatcher {
         for (idx, (path, matchers)) in self.args.iter().enumerate() {
             let cell = slots.get(idx).and_then(|&slot| memo.get_mut(slot));
             let ok = match cell.and_then(|cell| occurrence.borrowed_arg_memo(path, cell)) {
-                Some(Some(text)) => matchers.iter().all(|m| m.is_match(&text)),
+                Some(Some(text)) => matchers.iter().all(|m| m.is_arg_match(&text)),
                 Some(None) => false,
-                None => occurrence.arg_text(path).is_some_and(|text| matchers.iter().all(|m| m.is_match(&text))),
+                None => occurrence.arg_text(path).is_some_and(|text| matchers.iter().all(|m| m.is_arg_match(&text))),
             };
             if !ok {
                 return false;
@@ -454,7 +479,10 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
         }
     }
     if let Some(equals) = &text.equals {
-        out.push(NameMatch::Exact(equals.clone()));
+        out.push(match serde_json::from_str::<serde_json::Number>(equals) {
+            Ok(number) => NameMatch::Number(equals.clone(), number),
+            Err(_) => NameMatch::Exact(equals.clone()),
+        });
     }
     if let Some(contains) = &text.contains {
         out.push(NameMatch::contains(contains));
@@ -694,8 +722,9 @@ impl<'a> Occurrence<'a> {
         cell.get_or_insert_with(|| borrowed_arg(text, path)).clone()
     }
 
-    /// The text of the argument at `path` (a string as is, anything else as compact JSON),
-    /// `None` when it is absent.
+    /// The text of the argument at `path` (a string as is, borrowed; anything else as
+    /// compact JSON, owned: [`NameMatch::is_arg_match`] tells numbers by that), `None` when
+    /// it is absent.
     fn arg_text(&self, path: &[String]) -> Option<std::borrow::Cow<'_, str>> {
         if let ArgsRef::Json(text) = self.raw_args
             && self.parsed_args.get().is_none()
@@ -3793,6 +3822,40 @@ mod tests {
         for (text_match, args, expected) in cases {
             let rules = vec![rule(json!({"count": {"of": {"tool": "Bash", "args_text": text_match}, "at_least": 1}}))];
             assert_eq!(verdict_both_ways(rules, bash(args.clone())), (expected, expected), "{text_match} on {args}");
+        }
+    }
+
+    /// `equals` with a number matches a number argument by value, however either is written;
+    /// a string argument only as the same text. Parsed and borrowed arguments alike.
+    #[test]
+    fn numbers_in_arguments_equal_by_value() {
+        let cases = [
+            ("100", r#"{"n":100}"#, true),
+            ("100", r#"{"n":100.0}"#, true),
+            ("100", r#"{"n":1e2}"#, true),
+            ("1e2", r#"{"n":100}"#, true),
+            ("100.5", r#"{"n":100.50}"#, true),
+            ("-0", r#"{"n":0}"#, true),
+            ("100", r#"{"n":101}"#, false),
+            ("100", r#"{"n":"1e2"}"#, false),
+            ("100", r#"{"n":"100"}"#, true),
+            ("1e2", r#"{"n":"1e2"}"#, true),
+            ("9007199254740993", r#"{"n":9007199254740992}"#, false),
+            ("100", r#"{"n":[100]}"#, false),
+            ("true", r#"{"n":true}"#, true),
+        ];
+        for (pattern, args, expected) in cases {
+            let rules = vec![rule(
+                json!({"count": {"of": {"tool": "Bash", "args": {"n": {"equals": pattern}}}, "at_least": 1}}),
+            )];
+            let parsed: Value = serde_json::from_str(args).unwrap();
+            let by_value = SequenceEngine::run(rules.clone(), vec![end("Bash", parsed, 1)], 0).outcomes[0].passed;
+            let mut engine = SequenceEngine::new(rules, 0);
+            let plan = engine.match_plan();
+            let event = end("Bash", Value::Null, 1);
+            let borrowed = EventRef { args: ArgsRef::Json(args), ..EventRef::from_event(&event) };
+            engine.feed_prepared(&borrowed, &plan.prepare(&borrowed));
+            assert_eq!((by_value, engine.finish().outcomes[0].passed), (expected, expected), "{pattern} on {args}");
         }
     }
 
