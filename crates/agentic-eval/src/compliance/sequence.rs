@@ -310,15 +310,15 @@ impl NameMatch {
         NameMatch::Contains(memchr::memmem::Finder::new(needle).into_owned())
     }
 
-    /// Matches an argument's text (see [`Occurrence::arg_text`]: borrowed for a string,
-    /// owned compact JSON for any other value): a number argument equals a number by value,
-    /// so `equals: "100"` matches `100`, `100.0` and `1e2`, but not the string `"1e2"`.
+    /// Matches an argument's text (see [`Occurrence::arg_text`]): `json` when it is not a
+    /// string but compact JSON, for a number argument equals a number by value, so
+    /// `equals: "100"` matches `100`, `100.0` and `1e2`, but not the string `"1e2"`.
     #[inline]
-    fn is_arg_match(&self, text: &Cow<'_, str>) -> bool {
-        match (self, text) {
-            (NameMatch::Number(_, number), Cow::Owned(json)) => {
-                self.is_match(json)
-                    || serde_json::from_str::<serde_json::Number>(json).is_ok_and(|arg| same_number(&arg, number))
+    fn is_arg_match(&self, text: &str, json: bool) -> bool {
+        match self {
+            NameMatch::Number(_, number) if json => {
+                self.is_match(text)
+                    || serde_json::from_str::<serde_json::Number>(text).is_ok_and(|arg| same_number(&arg, number))
             }
             _ => self.is_match(text),
         }
@@ -423,9 +423,9 @@ impl CompiledMatcher {
         for (idx, (path, matchers)) in self.args.iter().enumerate() {
             let cell = slots.get(idx).and_then(|&slot| memo.get_mut(slot));
             let ok = match cell.and_then(|cell| occurrence.borrowed_arg_memo(path, cell)) {
-                Some(Some(text)) => matchers.iter().all(|m| m.is_arg_match(&text)),
+                Some(Some(text)) => all_match(matchers, text),
                 Some(None) => false,
-                None => occurrence.arg_text(path).is_some_and(|text| matchers.iter().all(|m| m.is_arg_match(&text))),
+                None => occurrence.arg_text(path).is_some_and(|text| all_match(matchers, text)),
             };
             if !ok {
                 return false;
@@ -442,6 +442,14 @@ impl CompiledMatcher {
         }
         true
     }
+}
+
+/// Whether all `matchers` hold on an argument's text (see [`Occurrence::arg_text`]: a string
+/// is borrowed, any other value is owned compact JSON).
+#[inline]
+fn all_match(matchers: &[NameMatch], text: Cow<'_, str>) -> bool {
+    let json = matches!(text, Cow::Owned(_));
+    matchers.iter().all(|m| m.is_arg_match(&text, json))
 }
 
 const GLOB_HINT: &str = "globs know `*`, `?`, `**`, `[ab]`, `[!ab]` and `{a,b}`; `\\` before a character makes it plain (in YAML, \
