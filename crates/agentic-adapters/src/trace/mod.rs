@@ -150,12 +150,15 @@ pub struct TraceError {
     pub line: u64,
     /// What is wrong.
     pub message: String,
+    /// The input itself could not be read there (an I/O error, a corrupt compressed file):
+    /// nothing after it was read, so it is never a record to skip.
+    pub unreadable: bool,
 }
 
 impl TraceError {
     /// The input could not be read before `line`; it ends there.
     pub(crate) fn unreadable(line: u64, error: &std::io::Error) -> TraceError {
-        TraceError { line, message: format!("cannot read the trace: {error}") }
+        TraceError { line, message: format!("cannot read the trace: {error}"), unreadable: true }
     }
 }
 
@@ -247,6 +250,7 @@ impl<R: BufRead> TraceReader<R> {
             return Err(TraceError {
                 line: self.line,
                 message: format!("record is longer than {MAX_RECORD_BYTES} bytes"),
+                unreadable: false,
             });
         }
         if self.buffer.ends_with(b"\n") {
@@ -279,7 +283,11 @@ impl<R: BufRead> TraceReader<R> {
         let text = match std::str::from_utf8(&self.buffer) {
             Ok(text) => text.trim(),
             Err(error) => {
-                return Some(Err(TraceError { line: start, message: format!("line is not UTF-8 text ({error})") }));
+                return Some(Err(TraceError {
+                    line: start,
+                    message: format!("line is not UTF-8 text ({error})"),
+                    unreadable: false,
+                }));
             }
         };
         if text.is_empty() {
@@ -291,7 +299,9 @@ impl<R: BufRead> TraceReader<R> {
                 let first = text.to_owned();
                 Some(self.read_document(first, start))
             }
-            Err(error) => Some(Err(TraceError { line: start, message: format!("invalid JSON: {error}") })),
+            Err(error) => {
+                Some(Err(TraceError { line: start, message: format!("invalid JSON: {error}"), unreadable: false }))
+            }
         }
     }
 
@@ -394,12 +404,14 @@ impl<R: BufRead> TraceReader<R> {
                     return Err(TraceError {
                         line: start,
                         message: "the JSON document starting here is not closed before the end of the file".to_owned(),
+                        unreadable: false,
                     });
                 }
                 true => {
                     let text = std::str::from_utf8(&self.buffer).map_err(|error| TraceError {
                         line: self.line,
                         message: format!("line is not UTF-8 text ({error})"),
+                        unreadable: false,
                     })?;
                     document.push('\n');
                     document.push_str(text);
@@ -407,6 +419,7 @@ impl<R: BufRead> TraceReader<R> {
                         return Err(TraceError {
                             line: start,
                             message: format!("record is longer than {MAX_RECORD_BYTES} bytes"),
+                            unreadable: false,
                         });
                     }
                     nesting.feed(text.as_bytes());
@@ -431,6 +444,7 @@ impl<R: BufRead> TraceReader<R> {
                                     "invalid JSON in the document starting here: {what} at line {line} column {}",
                                     error.column()
                                 ),
+                                unreadable: false,
                             });
                         }
                     }
@@ -447,8 +461,7 @@ impl<R: BufRead> TraceReader<R> {
             }
             let format = TraceFormat::detect(&record).ok_or_else(|| TraceError {
                 line,
-                message: "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL)".to_owned(),
-            })?;
+                message: "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL)".to_owned(), unreadable: false })?;
             self.adapter = Some(format.adapter());
         }
         let adapter = self.adapter.as_mut().expect("set above");
@@ -487,7 +500,7 @@ impl<R: BufRead> TraceReader<R> {
         result.map_err(|message| {
             // A bad span of a document spread over lines is cited at its `spanId`'s line.
             let line = otlp::cited_span_id(&message).and_then(|id| span_lines.get(id)).copied().unwrap_or(line);
-            TraceError { line, message: format!("{} record: {message}", adapter.format()) }
+            TraceError { line, message: format!("{} record: {message}", adapter.format()), unreadable: false }
         })
     }
 }

@@ -479,6 +479,11 @@ fn run_trace(
     let mut first_skipped = None;
     let mut fatal = None;
     let mut on_error = |error: TraceError| match malformed {
+        // A damaged file (a read error, a corrupt gzip stream) ends the input: never skipped.
+        _ if error.unreadable => {
+            fatal = Some(error);
+            ControlFlow::Break(())
+        }
         Malformed::Fail => {
             fatal = Some(error);
             ControlFlow::Break(())
@@ -503,6 +508,12 @@ fn run_trace(
         TraceInput::Stream(stream) => run_stream(stream, format, &mut engine, &mut on_error),
     }
     if let Some(error) = fatal {
+        if error.unreadable {
+            bail!(
+                "{path}:{error}\n  hint: the file is damaged or could not be read, and nothing after this point was \
+                 checked; for a gzip file, `gzip -t {path}` tests it"
+            );
+        }
         bail!("{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records");
     }
     if skipped > 20 {

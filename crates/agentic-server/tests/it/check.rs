@@ -412,6 +412,34 @@ fn gzip_traces_and_standard_input_read_like_the_plain_file() {
     }
 }
 
+/// A damaged gzip trace (a flipped byte, so its checksum fails at the end; or cut short) is
+/// bad input (exit 2) even with `--malformed skip`: its garbage is not a few records to skip.
+#[test]
+fn a_damaged_gzip_trace_is_bad_input() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "feature-workflow.trace.tooltrace.jsonl";
+    let original = std::fs::read(project_root().join(example(trace))).unwrap();
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(&original).unwrap();
+    let compressed = encoder.finish().unwrap();
+    let mut flipped = compressed.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x10;
+    let cut = compressed[..compressed.len() - 20].to_vec();
+    for (name, bytes) in [("flipped", flipped), ("cut", cut)] {
+        let path = dir.path().join(format!("{name}.jsonl.gz"));
+        std::fs::write(&path, bytes).unwrap();
+        let run = check_with_trace("feature-workflow", &path, &["--malformed", "skip"]);
+        assert_eq!(run.code(), 2, "{name}: {}", run.stderr());
+        assert!(run.stderr().contains("cannot read the trace"), "{name}: {}", run.stderr());
+        assert!(run.stderr().contains("gzip -t"), "{name}: {}", run.stderr());
+        // With `fail` it may stop earlier, at the first garbled record: bad input all the same.
+        let run = check_with_trace("feature-workflow", &path, &["--malformed", "fail"]);
+        assert_eq!(run.code(), 2, "{name}: {}", run.stderr());
+    }
+}
+
 #[test]
 fn a_trace_with_no_readable_record_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
