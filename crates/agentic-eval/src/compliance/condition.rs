@@ -25,7 +25,8 @@ use agentic_core::{Diagnostic, Severity};
 use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
+use std::cmp::Ordering;
 
 /// A condition over the evidence, as written in YAML.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -63,16 +64,16 @@ pub struct Condition {
     pub one_of: Option<Vec<Value>>,
     /// A number greater than this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gt: Option<f64>,
+    pub gt: Option<Number>,
     /// A number greater than or equal to this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gte: Option<f64>,
+    pub gte: Option<Number>,
     /// A number less than this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lt: Option<f64>,
+    pub lt: Option<Number>,
     /// A number less than or equal to this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lte: Option<f64>,
+    pub lte: Option<Number>,
     /// The length of a string (characters), list or mapping compares as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<LengthCheck>,
@@ -229,45 +230,99 @@ fn resolve_from(value: &Value, segments: &[PathSegment]) -> Option<Value> {
     }
 }
 
-/// A numeric comparison.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A numeric comparison, exact for whole numbers of any size JSON has (see
+/// [`compare_numbers`]).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Comparison {
     /// `>`.
-    Gt(f64),
+    Gt(Number),
     /// `>=`.
-    Gte(f64),
+    Gte(Number),
     /// `<`.
-    Lt(f64),
+    Lt(Number),
     /// `<=`.
-    Lte(f64),
+    Lte(Number),
     /// `==`.
-    Eq(f64),
+    Eq(Number),
 }
 
 impl Comparison {
-    fn holds(self, number: f64) -> bool {
+    fn bound(&self) -> &Number {
         match self {
-            Comparison::Gt(bound) => number > bound,
-            Comparison::Gte(bound) => number >= bound,
-            Comparison::Lt(bound) => number < bound,
-            Comparison::Lte(bound) => number <= bound,
-            Comparison::Eq(bound) => number == bound,
+            Comparison::Gt(bound)
+            | Comparison::Gte(bound)
+            | Comparison::Lt(bound)
+            | Comparison::Lte(bound)
+            | Comparison::Eq(bound) => bound,
         }
     }
 
-    fn describe(self) -> String {
+    fn holds(&self, number: &Number) -> bool {
+        let Some(order) = compare_numbers(number, self.bound()) else { return false };
         match self {
-            Comparison::Gt(bound) => format!("> {}", number_text(bound)),
-            Comparison::Gte(bound) => format!(">= {}", number_text(bound)),
-            Comparison::Lt(bound) => format!("< {}", number_text(bound)),
-            Comparison::Lte(bound) => format!("<= {}", number_text(bound)),
-            Comparison::Eq(bound) => format!("== {}", number_text(bound)),
+            Comparison::Gt(_) => order == Ordering::Greater,
+            Comparison::Gte(_) => order != Ordering::Less,
+            Comparison::Lt(_) => order == Ordering::Less,
+            Comparison::Lte(_) => order != Ordering::Greater,
+            Comparison::Eq(_) => order == Ordering::Equal,
         }
+    }
+
+    fn describe(&self) -> String {
+        let sign = match self {
+            Comparison::Gt(_) => ">",
+            Comparison::Gte(_) => ">=",
+            Comparison::Lt(_) => "<",
+            Comparison::Lte(_) => "<=",
+            Comparison::Eq(_) => "==",
+        };
+        format!("{sign} {}", number_text(self.bound()))
     }
 }
 
-fn number_text(number: f64) -> String {
-    if number.fract() == 0.0 && number.abs() < 1e15 { format!("{}", number as i64) } else { format!("{number}") }
+/// A number as notes print it: whole numbers without a fraction (`2.0` as `2`).
+fn number_text(number: &Number) -> String {
+    match number.as_f64() {
+        Some(float) if number.as_i128().is_none() && float.fract() == 0.0 && float.abs() < 1e15 => {
+            format!("{}", float as i64)
+        }
+        _ => number.to_string(),
+    }
+}
+
+/// The order of two JSON numbers by value: whole numbers exactly (an `f64` loses precision
+/// past 2^53, and nanosecond timestamps and 64-bit ids are past it), a whole number against
+/// a fraction exactly too, fractions as `f64`.
+pub(crate) fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
+    match (a.as_i128(), b.as_i128()) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        (Some(x), None) => whole_against_float(x, b.as_f64()?),
+        (None, Some(y)) => whole_against_float(y, a.as_f64()?).map(Ordering::reverse),
+        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+fn whole_against_float(whole: i128, float: f64) -> Option<Ordering> {
+    if float.is_nan() {
+        return None;
+    }
+    // JSON's whole numbers fit in 64 bits: a float this far out is beyond all of them.
+    if float >= 1e38 {
+        return Some(Ordering::Less);
+    }
+    if float <= -1e38 {
+        return Some(Ordering::Greater);
+    }
+    let truncated = float.trunc();
+    Some(whole.cmp(&(truncated as i128)).then_with(|| {
+        if float > truncated {
+            Ordering::Less
+        } else if float < truncated {
+            Ordering::Greater
+        } else {
+            Ordering::Equal
+        }
+    }))
 }
 
 /// One compiled operator.
@@ -399,12 +454,7 @@ impl CompiledCondition {
 /// lists and objects, as evidence written by another language may spell them).
 fn values_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
-            // Whole numbers exactly (an f64 loses precision past 2^53).
-            (Some(x), Some(y), _, _) => x == y,
-            (_, _, Some(x), Some(y)) => x == y,
-            _ => x.as_f64() == y.as_f64(),
-        },
+        (Value::Number(x), Value::Number(y)) => compare_numbers(x, y) == Some(Ordering::Equal),
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| values_equal(x, y)),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(key, x)| y.get(key).is_some_and(|y| values_equal(x, y)))
@@ -427,7 +477,7 @@ fn operator_holds(operator: &Operator, value: Option<&Value>) -> bool {
         },
         Operator::Matches(regex) => value.as_str().is_some_and(|text| regex.is_match(text)),
         Operator::OneOf(options) => options.iter().any(|option| values_equal(value, option)),
-        Operator::Compare(comparison) => value.as_f64().is_some_and(|number| comparison.holds(number)),
+        Operator::Compare(comparison) => value.as_number().is_some_and(|number| comparison.holds(number)),
         Operator::Length(comparisons) => {
             let length = match value {
                 Value::String(text) => text.chars().count(),
@@ -435,7 +485,8 @@ fn operator_holds(operator: &Operator, value: Option<&Value>) -> bool {
                 Value::Object(map) => map.len(),
                 _ => return false,
             };
-            comparisons.iter().all(|comparison| comparison.holds(length as f64))
+            let length = Number::from(length as u64);
+            comparisons.iter().all(|comparison| comparison.holds(&length))
         }
     }
 }
@@ -650,26 +701,26 @@ fn compile_nested(
         operators.push(Operator::OneOf(values.clone()));
     }
     for (bound, make) in [
-        (condition.gt, Comparison::Gt as fn(f64) -> Comparison),
-        (condition.gte, Comparison::Gte),
-        (condition.lt, Comparison::Lt),
-        (condition.lte, Comparison::Lte),
+        (&condition.gt, Comparison::Gt as fn(Number) -> Comparison),
+        (&condition.gte, Comparison::Gte),
+        (&condition.lt, Comparison::Lt),
+        (&condition.lte, Comparison::Lte),
     ] {
         if let Some(bound) = bound {
-            operators.push(Operator::Compare(make(bound)));
+            operators.push(Operator::Compare(make(bound.clone())));
         }
     }
     if let Some(length) = &condition.length {
         let mut comparisons = Vec::new();
         for (bound, make) in [
-            (length.equals, Comparison::Eq as fn(f64) -> Comparison),
+            (length.equals, Comparison::Eq as fn(Number) -> Comparison),
             (length.gt, Comparison::Gt),
             (length.gte, Comparison::Gte),
             (length.lt, Comparison::Lt),
             (length.lte, Comparison::Lte),
         ] {
             if let Some(bound) = bound {
-                comparisons.push(make(bound as f64));
+                comparisons.push(make(Number::from(bound)));
             }
         }
         if comparisons.is_empty() {
@@ -681,12 +732,15 @@ fn compile_nested(
             return None;
         }
         // Lengths are whole numbers: `gt: 4` means `gte: 5`.
+        let step = |bound: &Number, by: i128| {
+            Number::from_i128(bound.as_i128().unwrap_or(0) + by).unwrap_or_else(|| bound.clone())
+        };
         let whole: Vec<Comparison> = comparisons
             .iter()
-            .map(|c| match *c {
-                Comparison::Gt(b) => Comparison::Gte(b + 1.0),
-                Comparison::Lt(b) => Comparison::Lte(b - 1.0),
-                other => other,
+            .map(|c| match c {
+                Comparison::Gt(b) => Comparison::Gte(step(b, 1)),
+                Comparison::Lt(b) => Comparison::Lte(step(b, -1)),
+                other => other.clone(),
             })
             .collect();
         if !interval_possible(&whole) {
@@ -712,45 +766,37 @@ fn first_line(text: &str) -> String {
 
 /// Whether some number satisfies every comparison.
 fn interval_possible(comparisons: &[Comparison]) -> bool {
-    let mut low = f64::NEG_INFINITY;
-    let mut low_open = false;
-    let mut high = f64::INFINITY;
-    let mut high_open = false;
+    // The tightest lower and upper bounds, each with whether it is open (`None`: unbounded).
+    let mut low: Option<(&Number, bool)> = None;
+    let mut high: Option<(&Number, bool)> = None;
+    let above = |b: &Number, bound: Option<(&Number, bool)>| {
+        bound.is_none_or(|(low, _)| compare_numbers(b, low) == Some(Ordering::Greater))
+    };
+    let below = |b: &Number, bound: Option<(&Number, bool)>| {
+        bound.is_none_or(|(high, _)| compare_numbers(b, high) == Some(Ordering::Less))
+    };
+    let same = |b: &Number, bound: Option<(&Number, bool)>| {
+        bound.is_some_and(|(other, _)| compare_numbers(b, other) == Some(Ordering::Equal))
+    };
     for comparison in comparisons {
-        match *comparison {
-            Comparison::Gt(b) if b >= low => {
-                low = b;
-                low_open = true;
-            }
-            Comparison::Gte(b) if b > low => {
-                low = b;
-                low_open = false;
-            }
-            Comparison::Lt(b) if b <= high => {
-                high = b;
-                high_open = true;
-            }
-            Comparison::Lte(b) if b < high => {
-                high = b;
-                high_open = false;
-            }
-            Comparison::Eq(b) => {
-                if b > low || (b == low && !low_open) {
-                    low = b;
-                    low_open = false;
-                }
-                if b < high || (b == high && !high_open) {
-                    high = b;
-                    high_open = false;
-                }
-                if comparisons.iter().any(|c| !c.holds(b)) {
-                    return false;
-                }
-            }
+        match comparison {
+            Comparison::Gt(b) if above(b, low) || same(b, low) => low = Some((b, true)),
+            Comparison::Gte(b) if above(b, low) => low = Some((b, false)),
+            Comparison::Lt(b) if below(b, high) || same(b, high) => high = Some((b, true)),
+            Comparison::Lte(b) if below(b, high) => high = Some((b, false)),
+            // A number that is equal to a bound either satisfies every comparison or none can.
+            Comparison::Eq(b) => return comparisons.iter().all(|c| c.holds(b)),
             _ => {}
         }
     }
-    low < high || (low == high && !low_open && !high_open)
+    match (low, high) {
+        (Some((low, low_open)), Some((high, high_open))) => match compare_numbers(low, high) {
+            Some(Ordering::Less) => true,
+            Some(Ordering::Equal) => !low_open && !high_open,
+            _ => false,
+        },
+        _ => true,
+    }
 }
 
 /// Flags checks on the same path inside one `all` that can never hold together. The checks of
@@ -839,8 +885,8 @@ fn contradiction_reasons(operators: &[&Operator]) -> Vec<String> {
     }
     let comparisons: Vec<Comparison> = operators
         .iter()
-        .filter_map(|op| if let Operator::Compare(c) = op { Some(*c) } else { None })
-        .chain(equals.iter().filter_map(|v| v.as_f64()).map(Comparison::Eq))
+        .filter_map(|op| if let Operator::Compare(c) = op { Some(c.clone()) } else { None })
+        .chain(equals.iter().filter_map(|v| v.as_number().cloned()).map(Comparison::Eq))
         .collect();
     // Two different `equals` were said above; their numbers need not be said again.
     if !equals_differ && comparisons.len() > 1 && !interval_possible(&comparisons) {
@@ -879,6 +925,46 @@ mod tests {
         let (compiled, diagnostics) = compile(condition);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         compiled.unwrap().evaluate(&evidence()).holds
+    }
+
+    /// Bounds compare exactly past 2^53 (nanosecond timestamps, 64-bit ids), whole numbers
+    /// against fractions too, and a note prints the bound as written.
+    #[test]
+    fn numeric_bounds_are_exact_for_large_whole_numbers() {
+        let evidence = json!({"build": 9007199254740992u64, "t_ns": 1700000000000000001u64, "big": 18446744073709551615u64, "half": 2.5})
+            .as_object()
+            .unwrap()
+            .clone();
+        let holds = |condition: Value| {
+            let (compiled, diagnostics) = compile(condition.clone());
+            assert!(diagnostics.is_empty(), "{condition}: {diagnostics:?}");
+            compiled.unwrap().evaluate(&evidence)
+        };
+        for (condition, expected) in [
+            (json!({"path": "build", "gte": 9007199254740993u64}), false),
+            (json!({"path": "build", "lt": 9007199254740993u64}), true),
+            (json!({"path": "build", "equals": 9007199254740993u64}), false),
+            (json!({"path": "t_ns", "gt": 1700000000000000000u64}), true),
+            (json!({"path": "t_ns", "lte": 1700000000000000000u64}), false),
+            (json!({"path": "big", "gt": 18446744073709551614u64}), true),
+            (json!({"path": "big", "gt": -1}), true),
+            (json!({"path": "big", "lt": 1.9e19}), true),
+            (json!({"path": "build", "gt": 9007199254740991.0}), true),
+            (json!({"path": "build", "lte": 9007199254740991.0}), false),
+            (json!({"path": "half", "gt": 2}), true),
+            (json!({"path": "half", "lt": 3}), true),
+            (json!({"path": "half", "gte": 2.5, "lte": 2.5}), true),
+            (json!({"path": "half", "equals": 2.5}), true),
+        ] {
+            assert_eq!(holds(condition.clone()).holds, expected, "{condition}");
+        }
+        let note = holds(json!({"path": "build", "gte": 9007199254740993u64})).explanation;
+        assert!(note.contains(">= 9007199254740993"), "{note}");
+        // Bounds that leave exactly one whole number are no contradiction.
+        let (_, diagnostics) = compile(json!({"path": "build", "gt": 9007199254740992u64, "lte": 9007199254740993u64}));
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let (_, diagnostics) = compile(json!({"path": "build", "gt": 9007199254740993u64, "lt": 9007199254740993u64}));
+        assert!(diagnostics.iter().any(|d| d.code == "condition-contradiction"), "{diagnostics:?}");
     }
 
     #[test]

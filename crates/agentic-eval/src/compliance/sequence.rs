@@ -40,6 +40,7 @@ pub use summary::{Summarizer, Summary, SummaryLink};
 
 use agentic_core::json_scan::bytes_eq;
 
+use super::condition::compare_numbers;
 use super::report::append_sentence;
 use hashbrown::HashTable;
 
@@ -297,14 +298,6 @@ enum NameMatch {
     Pattern(Pattern),
 }
 
-/// Whether two JSON numbers have the same value: integers exactly, others as `f64`.
-fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
-    match (a.as_i128(), b.as_i128()) {
-        (Some(a), Some(b)) => a == b,
-        _ => a.as_f64().zip(b.as_f64()).is_some_and(|(a, b)| a == b),
-    }
-}
-
 impl NameMatch {
     fn contains(needle: &str) -> NameMatch {
         NameMatch::Contains(memchr::memmem::Finder::new(needle).into_owned())
@@ -318,7 +311,8 @@ impl NameMatch {
         match self {
             NameMatch::Number(_, number) if json => {
                 self.is_match(text)
-                    || serde_json::from_str::<serde_json::Number>(text).is_ok_and(|arg| same_number(&arg, number))
+                    || serde_json::from_str::<serde_json::Number>(text)
+                        .is_ok_and(|arg| compare_numbers(&arg, number) == Some(std::cmp::Ordering::Equal))
             }
             _ => self.is_match(text),
         }
