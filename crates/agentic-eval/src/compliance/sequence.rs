@@ -1275,61 +1275,8 @@ impl MatchBits {
     }
 }
 
-/// A hash map with [`FastHasher`].
-type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
-
-/// A small multiply-rotate hasher (the FxHash scheme) for span ids and names: trace text is
-/// not adversarial input to a long-running service, and every set here is size-capped.
-#[derive(Debug, Default, Clone, Copy)]
-struct FastHasher {
-    hash: u64,
-}
-
-impl FastHasher {
-    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
-    }
-}
-
-impl std::hash::Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            // Fold the tail bytes in place (a variable-length copy would call `memcpy`).
-            let word = rest.iter().fold(rest.len() as u64, |word, byte| (word << 8) | u64::from(*byte));
-            self.add(word);
-        }
-    }
-
-    fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
-    }
-
-    fn write_usize(&mut self, value: usize) {
-        self.add(value as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        // The multiply carries a word's high bytes only upwards, so ids that differ in their
-        // last characters (`t-000001`, `t-000002`) would share their low bits, which pick
-        // buckets and slots: the 64-bit finalizer of MurmurHash3 spreads every bit of the
-        // state over all of the result (and is a bijection, so it adds no collisions).
-        let mut hash = self.hash;
-        hash ^= hash >> 33;
-        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        hash ^= hash >> 33;
-        hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        hash ^ (hash >> 33)
-    }
-}
+/// A hash map for names, with a fast fixed-seed hasher (the same on every run).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
 
 /// A span id with its hash (worked out once per event, possibly on another thread).
 #[derive(Debug, Clone, Copy)]
@@ -1347,19 +1294,25 @@ fn span_refs<'a>(event: &EventRef<'a>, hashes: Option<(u64, u64)>) -> (Option<Sp
     )
 }
 
-/// The hash the span sets use for a span id.
-fn span_hash(id: &str) -> u64 {
-    let mut hasher = FastHasher::default();
-    std::hash::Hasher::write(&mut hasher, id.as_bytes());
-    std::hash::Hasher::finish(&hasher)
+/// The hash span ids are known by (in span sets, and alone where a parent is known only by
+/// its hash: [`Links`], awaited parents): foldhash's quality variant with a fixed seed, so
+/// that every bit of the id reaches every bit of the hash. A weaker hash (FxHash, used here
+/// before) gave sequential ids such as `call_1119` and `call_1192` the same 64 bits, and so
+/// put calls in scopes they were not in. Never 0, which stands for no span.
+fn span_hash(trace: Option<&str>, id: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = foldhash::quality::FixedState::default().build_hasher();
+    if let Some(trace) = trace {
+        hasher.write(trace.as_bytes());
+        hasher.write_usize(trace.len());
+    }
+    hasher.write(id.as_bytes());
+    hasher.finish().max(1)
 }
 
-/// The hashes of an event's span and parent, within its trace when it names one.
+/// The hashes of an event's span and parent, within its trace when it names one (0: none).
 fn event_hashes(event: &EventRef<'_>) -> (u64, u64) {
-    let hash = |id: &str| match event.trace_id {
-        Some(trace) => span_hash(id) ^ span_hash(trace).rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        None => span_hash(id),
-    };
+    let hash = |id: &str| span_hash(event.trace_id, id);
     (event.span_id.map_or(0, hash), event.parent_span_id.map_or(0, hash))
 }
 
@@ -1555,6 +1508,9 @@ struct Scope {
     /// Occurrences whose parent was forgotten (more than [`POST_ONLY_SCOPE_WINDOW`] parents
     /// waited at once) before it could put them in scope.
     forgotten: u64,
+    /// Occurrences more than [`MAX_LINK_DEPTH`] recorded spans below the nearest one that
+    /// settles them, counted as outside.
+    too_deep: u64,
 }
 
 impl Scope {
@@ -1735,8 +1691,9 @@ pub struct SequenceEngine {
     order: u64,
     /// Whether a rule has a scope (and so needs `links`).
     scoped: bool,
-    /// The parents of recent calls that ended with a span and a parent (a tooltrace `child`
-    /// line, an OTLP span): calls under such a call are inside a scope its parent is in.
+    /// The parents of recent spans (a tooltrace `child` line, an OTLP span, a top-level call):
+    /// calls under such a span are inside a scope its parent is in, and outside for good
+    /// under one seen without a parent.
     links: Links,
 }
 
@@ -1744,10 +1701,10 @@ pub struct SequenceEngine {
 const LINKS: usize = 65_536;
 
 /// The most recorded parents climbed from one call.
-const MAX_LINK_DEPTH: usize = 64;
+pub const MAX_LINK_DEPTH: usize = 1024;
 
-/// The parents of calls that ended with a span and a parent, by span hash: those of the
-/// latest [`LINKS`] calls at least (up to twice as many). Two generations: when the current
+/// The parents of spans as they were seen (0 for none), by span hash: those of the latest
+/// [`LINKS`] spans at least (up to twice as many). Two generations: when the current
 /// one is full it becomes the previous one, and the previous one is dropped. So what a call
 /// keeps depends only on how many calls came after it, never on its hash (a table indexed
 /// by the hash alone lost a parent whenever two ids shared a slot).
@@ -1758,7 +1715,7 @@ struct Links {
 }
 
 impl Links {
-    /// Records that the call whose span id hashes to `span` is under `parent`.
+    /// Records that the span whose id hashes to `span` is under `parent` (0: it has none).
     fn note(&mut self, span: u64, parent: u64) {
         if span == 0 {
             return;
@@ -1770,7 +1727,7 @@ impl Links {
         if self.current.capacity() == 0 {
             self.current.reserve(LINKS, |&(hash, _)| hash);
         }
-        // Span hashes are well mixed already (see `FastHasher::finish`): they are the keys' hashes.
+        // Span hashes are well mixed already (see `span_hash`): they are the keys' hashes.
         match self.current.entry(span, |&(hash, _)| hash == span, |&(hash, _)| hash) {
             hashbrown::hash_table::Entry::Occupied(mut entry) => entry.get_mut().1 = parent,
             hashbrown::hash_table::Entry::Vacant(entry) => {
@@ -1779,7 +1736,7 @@ impl Links {
         }
     }
 
-    /// The recorded parent of the span whose id hashes to `span`.
+    /// The recorded parent of the span whose id hashes to `span` (`Some(0)`: seen without one).
     fn parent_of(&self, span: u64) -> Option<u64> {
         if span == 0 {
             return None;
@@ -1790,23 +1747,66 @@ impl Links {
     }
 }
 
-/// Climbs the recorded parents of `parent` (by hash): whether one is in `scope`, else the
-/// hash of the highest one reached (`parent`'s own when none is recorded), under which calls
-/// wait for a scope span that may come later.
-fn climb(links: &Links, scope: &Scope, parent: SpanRef<'_>) -> (bool, u64) {
-    let mut hash = parent.hash;
-    for _ in 0..MAX_LINK_DEPTH {
+/// Where a call's recorded ancestry leads (see [`place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Climb {
+    /// An ancestor is in the scope.
+    Inside,
+    /// The highest ancestor reached (its hash) was seen without a parent: outside for good.
+    Outside(u64),
+    /// The highest ancestor reached (its hash) has not been seen yet: calls wait for it (it
+    /// may be a scope span written after its children).
+    Awaits(u64),
+    /// More than [`MAX_LINK_DEPTH`] recorded ancestors (or a loop of them): counted outside.
+    TooDeep,
+}
+
+/// Where a call under `parent` stands in `scope`: inside when `parent` is in it or one of
+/// its recorded ancestors is (a parent that is a post-only call is inside when its own
+/// recorded parents are), else outside for good or waiting for a span still to come.
+fn place(links: &Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
+    if scope.open.contains(parent) {
+        return Climb::Inside;
+    }
+    // A loop of parent ids is found when the climb comes back to a marked id (Brent's
+    // method: the mark moves up after 1, 2, 4, ... steps).
+    let (mut hash, mut mark, mut lap) = (parent.hash, parent.hash, 1);
+    for step in 1..=MAX_LINK_DEPTH {
         match links.parent_of(hash) {
-            Some(up) => {
-                if scope.open.contains_hash(up) {
-                    return (true, up);
-                }
-                hash = up;
-            }
-            None => break,
+            None => return Climb::Awaits(hash),
+            Some(0) => return Climb::Outside(hash),
+            Some(up) if scope.open.contains_hash(up) => return Climb::Inside,
+            Some(up) => hash = up,
+        }
+        if hash == mark {
+            break;
+        }
+        if step == lap {
+            (mark, lap) = (hash, lap * 2);
         }
     }
-    (false, hash)
+    Climb::TooDeep
+}
+
+/// The occurrences that waited for `span`, now that it came `placed` (under its parent, if
+/// any): the rule takes them in when it is inside the scope; they wait for its ancestor
+/// still to come; or they stay outside for good.
+fn hand_on_orphans(
+    relation: &Relation,
+    state: &mut RuleState,
+    scope: &mut Scope,
+    span: SpanRef<'_>,
+    placed: Option<Climb>,
+) {
+    match placed {
+        Some(Climb::Inside) => {
+            if let Some(late) = scope.note_opened(span) {
+                attribute_late(relation, state, scope, &late);
+            }
+        }
+        Some(Climb::Awaits(top)) => scope.pass_orphans_up(span, by_hash(top)),
+        Some(Climb::Outside(_) | Climb::TooDeep) | None => scope.release(span),
+    }
 }
 
 impl SequenceEngine {
@@ -2007,12 +2007,14 @@ impl SequenceEngine {
         let is_container = is_start
             || matches!(event.event_type, EventType::StepStart | EventType::LlmRequest)
             || event.post_only_parent;
+        // Every span's parent, as it starts (or, post-only, ends): calls that come under it
+        // later climb through it to a scope, also one that opens after them (an OTLP batch
+        // that holds an agent and the tool calls under it, before the batch of its parent).
         if self.scoped
-            && counts
-            && is_end
-            && let (Some(span), Some(parent)) = (span, parent)
+            && (is_container || (counts && is_end))
+            && let Some(span) = span
         {
-            self.links.note(span.hash, parent.hash);
+            self.links.note(span.hash, parent.map_or(0, |parent| parent.hash));
         }
         let Some(kind) = kind else {
             self.update_scopes_only(span, parent, is_container, is_end);
@@ -2083,28 +2085,28 @@ impl SequenceEngine {
         let in_scope = match (&rule.within, scope.as_mut()) {
             (Some(root), Some(scope)) => {
                 // Whether the parent is in scope matters only to step the rule or to open a
-                // container (read before the scope changes, as the events go). A parent that
-                // is a post-only call is inside when its own recorded parents are.
-                let mut inside = (steps || is_container) && parent.is_some_and(|parent| scope.open.contains(parent));
-                // The highest recorded parent, under which the call waits when outside.
-                let mut top = parent;
-                if (steps || is_container)
-                    && !inside
-                    && let Some(parent) = parent
-                {
-                    let (found, highest) = climb(links, scope, parent);
-                    inside = found;
-                    top = Some(by_hash(highest));
-                }
+                // container (read before the scope changes, as the events go).
+                let placed =
+                    if steps || is_container { parent.map(|parent| place(links, scope, parent)) } else { None };
+                let inside = placed == Some(Climb::Inside);
                 if steps
-                    && !inside
-                    && let (Some(parent), Some(top)) = (parent, top)
+                    && let (Some(parent), Some(placed)) = (parent, placed)
+                    && placed != Climb::Inside
                     && concerns(&rule.relation, *ids, matches)
                 {
-                    if scope.was_dropped(parent) || scope.was_dropped(top) {
-                        scope.under_dropped += 1;
+                    match placed {
+                        Climb::Awaits(top) | Climb::Outside(top) => {
+                            if scope.was_dropped(parent) || scope.was_dropped(by_hash(top)) {
+                                scope.under_dropped += 1;
+                            }
+                            if let Climb::Awaits(top) = placed {
+                                let late = late_occurrence(&rule.relation, *ids, matches, location, order);
+                                scope.note_orphans(by_hash(top), late);
+                            }
+                        }
+                        Climb::TooDeep => scope.too_deep += 1,
+                        Climb::Inside => {}
                     }
-                    scope.note_orphans(top, late_occurrence(&rule.relation, *ids, matches, location, order));
                 }
                 if let Some(span) = span {
                     // An end that pairs with a start closes the span; a post-only end (no
@@ -2119,25 +2121,10 @@ impl SequenceEngine {
                         }
                     } else if (is_container || (counts && is_end)) && scope.awaits(span) {
                         // Calls that came before this span wait for it: they are inside when
-                        // it is, else they wait for its parent (outside for good when it has
-                        // none).
-                        match parent {
-                            Some(parent) => {
-                                let (found, highest) = if scope.open.contains(parent) {
-                                    (true, parent.hash)
-                                } else {
-                                    climb(links, scope, parent)
-                                };
-                                if found {
-                                    if let Some(late) = scope.note_opened(span) {
-                                        attribute_late(&rule.relation, state, scope, &late);
-                                    }
-                                } else {
-                                    scope.pass_orphans_up(span, by_hash(highest));
-                                }
-                            }
-                            None => scope.release(span),
-                        }
+                        // it is, else they wait for its ancestor still to come (outside for
+                        // good when there is none).
+                        let placed = placed.or_else(|| parent.map(|parent| place(links, scope, parent)));
+                        hand_on_orphans(&rule.relation, state, scope, span, placed);
                         if !is_end {
                             scope.open.remove(span);
                         }
@@ -2197,25 +2184,15 @@ impl SequenceEngine {
             }
             // A step or model call nests like a call: see `step`. Calls that came before it
             // (an OTLP batch exported ahead of the one holding their step) wait for it.
-            let (inside, highest) = match parent {
-                Some(parent) if scope.open.contains(parent) => (true, parent.hash),
-                Some(parent) => climb(links, scope, parent),
-                None => (false, 0),
-            };
-            if inside {
+            let placed = parent.map(|parent| place(links, scope, parent));
+            if placed == Some(Climb::Inside) {
                 scope.open(span, false);
-                if let Some(late) = scope.note_opened(span) {
-                    attribute_late(&rule.relation, state, scope, &late);
-                }
             } else {
                 // Started again outside: see `step`.
                 scope.open.remove(span);
-                if scope.awaits(span) {
-                    match parent {
-                        Some(_) => scope.pass_orphans_up(span, by_hash(highest)),
-                        None => scope.release(span),
-                    }
-                }
+            }
+            if scope.awaits(span) {
+                hand_on_orphans(&rule.relation, state, scope, span, placed);
             }
         }
     }
@@ -2250,6 +2227,15 @@ impl SequenceEngine {
                         &format!(
                             "Warning: {lost} call(s) under spans recorded after them were not placed: more than \
                              {POST_ONLY_SCOPE_WINDOW} such spans were awaited at once."
+                        ),
+                    );
+                }
+                if let Some(lost) = scope.as_ref().map(|s| s.too_deep).filter(|&lost| lost > 0) {
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {lost} call(s) were nested more than {MAX_LINK_DEPTH} spans deep (or under a loop \
+                             of parent ids) and counted as outside the scope."
                         ),
                     );
                 }
@@ -2944,7 +2930,7 @@ mod tests {
     ) {
         let locate = |k: u32| (run[k as usize].line, run[k as usize].seq);
         if engine.apply_summary(summary, locate) {
-            for call in summary.links().iter().chain(summary.tops()) {
+            for call in summary.links() {
                 assert!(!needs[call.index as usize], "a call is among the links or the needed, not both");
             }
             let wanted = (0..run.len()).filter(|&k| needs[k]).map(|k| (k, k));
@@ -3055,6 +3041,110 @@ mod tests {
             let outcome = both_ways(&outer_rules(), &events, &[1, 2]);
             assert!(!outcome.outcomes[0].passed, "{outer}: {:?}", outcome.outcomes[0]);
             assert_eq!(counted(&outcome.outcomes[1]), 1, "{outer}");
+        }
+    }
+
+    /// Ids whose FxHash collides (`call_1119` and `call_1192`, found by a black-box test) are
+    /// told apart: a call under a top-level `Read` is not in the scope of a `Task` whose
+    /// nested step has the colliding id.
+    #[test]
+    fn ids_with_colliding_weak_hashes_stay_apart() {
+        for (task, step, read, bash) in
+            [("call_1", "call_1119", "call_1192", "call_1193"), ("span-1", "span-1419", "span-1492", "span-1493")]
+        {
+            let events = [
+                line_event("Task", OUTER, task, None, true, 1),
+                line_event("Step", "{}", step, Some(task), false, 2),
+                line_event("Read", "{}", read, None, true, 3),
+                line_event("Write", "{}", bash, Some(read), false, 4),
+            ];
+            let outcome = both_ways(&outer_rules(), &events, &[1, 3]);
+            assert!(outcome.outcomes[0].passed, "{task}: {:?}", outcome.outcomes[0]);
+        }
+    }
+
+    /// Parents first (the seed's order): thousands of top-level tasks outside the scope, each
+    /// with a call under it, then one scope written after its call. The calls under the
+    /// other tasks are outside for good (their task was seen without a parent), so they do
+    /// not wait, crowd out the scope, or make the verdict warn.
+    #[test]
+    fn calls_under_top_level_spans_already_seen_do_not_wait() {
+        let ids: Vec<(String, String)> =
+            (0..2 * POST_ONLY_SCOPE_WINDOW).map(|n| (format!("task-{n}"), format!("write-{n}"))).collect();
+        let mut events = vec![line_event("Write", "{}", "w", Some("scope"), false, 1)];
+        for (n, (task, write)) in ids.iter().enumerate() {
+            events.push(line_event("Task", r#"{"d":"other"}"#, task, None, true, 2 + 2 * n as u64));
+            events.push(line_event("Write", "{}", write, Some(task), false, 3 + 2 * n as u64));
+        }
+        events.push(line_event("Task", OUTER, "scope", None, true, 1_000_000));
+        let outcome = both_ways(&outer_rules(), &events, &[1, 64, 5]);
+        assert!(!outcome.outcomes[0].passed, "{:?}", outcome.outcomes[0]);
+        assert_eq!(counted(&outcome.outcomes[1]), 1);
+        for outcome in &outcome.outcomes {
+            assert!(!outcome.notes.contains("Warning"), "{}", outcome.notes);
+        }
+    }
+
+    /// A chain of nested `child` lines deeper than the old limit of 64 still reaches its
+    /// scope; a loop of parent ids is counted outside with a warning, not followed forever.
+    #[test]
+    fn deep_chains_reach_their_scope_and_loops_are_said() {
+        let ids: Vec<String> = (0..300).map(|n| format!("t-{n:06}")).collect();
+        let mut events = vec![line_event("Task", OUTER, &ids[0], None, true, 1)];
+        for n in 1..299 {
+            events.push(line_event("Step", "{}", &ids[n], Some(&ids[n - 1]), false, n as u64 + 1));
+        }
+        events.push(line_event("Write", "{}", &ids[299], Some(&ids[298]), false, 300));
+        let outcome = both_ways(&outer_rules(), &events, &[7]);
+        assert!(!outcome.outcomes[0].passed, "{:?}", outcome.outcomes[0]);
+
+        let looped = [
+            line_event("Task", OUTER, "root", None, true, 1),
+            line_event("Step", "{}", "a", Some("b"), false, 2),
+            line_event("Step", "{}", "b", Some("a"), false, 3),
+            line_event("Write", "{}", "w", Some("a"), false, 4),
+        ];
+        let outcome = both_ways(&outer_rules(), &looped, &[1]);
+        assert!(outcome.outcomes[0].passed, "{:?}", outcome.outcomes[0]);
+        assert!(
+            outcome.outcomes[0].notes.contains("nested more than 1024 spans deep"),
+            "{}",
+            outcome.outcomes[0].notes
+        );
+    }
+
+    /// OTLP batches exported as spans end: an agent and the tool call under it in one batch,
+    /// their parent agent (the scope) in the next; with a workflow step between them too.
+    #[test]
+    fn a_late_scope_reaches_calls_under_containers_seen_before_it() {
+        let rules = || {
+            vec![
+                rule(json!({"never": {"tool": "Bash"}, "within": {"agent": "main"}})),
+                rule(json!({"count": {"of": {"agent": "*"}, "at_least": 0}, "within": {"agent": "main"}})),
+            ]
+        };
+        let direct = vec![
+            span(EventType::AgentInvokeStart, "reviewer", "b2", Some("a1"), 1),
+            span(EventType::ToolCallStart, "Bash", "c3", Some("b2"), 1),
+            span(EventType::ToolCallEnd, "Bash", "c3", Some("b2"), 1),
+            span(EventType::AgentInvokeEnd, "reviewer", "b2", Some("a1"), 1),
+            span(EventType::AgentInvokeStart, "main", "a1", None, 2),
+            span(EventType::AgentInvokeEnd, "main", "a1", None, 2),
+        ];
+        let stepped = vec![
+            span(EventType::ToolCallStart, "Bash", "c3", Some("b2"), 1),
+            span(EventType::ToolCallEnd, "Bash", "c3", Some("b2"), 1),
+            span(EventType::StepStart, "workflow", "w1", Some("a1"), 2),
+            span(EventType::AgentInvokeStart, "reviewer", "b2", Some("w1"), 2),
+            span(EventType::AgentInvokeEnd, "reviewer", "b2", Some("w1"), 2),
+            span(EventType::StepEnd, "workflow", "w1", Some("a1"), 2),
+            span(EventType::AgentInvokeStart, "main", "a1", None, 3),
+            span(EventType::AgentInvokeEnd, "main", "a1", None, 3),
+        ];
+        for events in [direct, stepped] {
+            let outcome = SequenceEngine::run(rules(), events, 0);
+            assert!(!outcome.outcomes[0].passed, "{}", outcome.outcomes[0].notes);
+            assert_eq!(counted(&outcome.outcomes[1]), 1, "{}", outcome.outcomes[1].notes);
         }
     }
 

@@ -412,6 +412,51 @@ fn gzip_traces_and_standard_input_read_like_the_plain_file() {
     }
 }
 
+/// A Claude Code subagent resumed under a later task (the same `agent_id` starts again): its
+/// earlier run's calls stay where they were, outside the new task's scope.
+#[test]
+fn a_resumed_subagent_does_not_bring_its_earlier_calls_along() {
+    let hook = |fields: &str| format!("{{\"session_id\":\"s1\",{fields}}}\n");
+    let mut trace = String::new();
+    for fields in [
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"review"},"tool_use_id":"toolu_A""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_W","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_W","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"SubagentStop","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"review"},"tool_use_id":"toolu_A""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"tester","prompt":"test"},"tool_use_id":"toolu_B""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"agent-6","agent_type":"tester""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"resume"},"tool_use_id":"toolu_C","agent_id":"agent-6","agent_type":"tester""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_R","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_R","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"SubagentStop","agent_id":"agent-2","agent_type":"reviewer""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"resume"},"tool_use_id":"toolu_C","agent_id":"agent-6","agent_type":"tester""#,
+        r#""hook_event_name":"SubagentStop","agent_id":"agent-6","agent_type":"tester""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"tester","prompt":"test"},"tool_use_id":"toolu_B""#,
+    ] {
+        trace.push_str(&hook(fields));
+    }
+    let run = check_rules(
+        &[
+            ("R-01", "{never: {tool: Write}, within: {agent: tester}}"),
+            (
+                "R-02",
+                "{count: {of: {tool: \"*\"}, at_least: 2, at_most: 2}, within: {tool: Task, args: {subagent_type: {equals: tester}}}}",
+            ),
+        ],
+        &trace,
+    );
+    assert_eq!(
+        run.results(),
+        owned(&[("R-01", "PASS", 1.0), ("R-02", "PASS", 1.0)]),
+        "{}\n{}",
+        run.stdout(),
+        run.stderr()
+    );
+}
+
 /// A damaged gzip trace (a flipped byte, so its checksum fails at the end; or cut short) is
 /// bad input (exit 2) even with `--malformed skip`: its garbage is not a few records to skip.
 #[test]
@@ -1606,6 +1651,31 @@ fn scopes_hold_for_similar_ids_many_late_tasks_and_late_steps() {
     let run = check_rules(&[("S-01", rule)], &late);
     assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0)]), "{}", run.stderr());
     assert!(!run.stdout().contains("Warning"), "{}", run.stdout());
+
+    // The same with every other task's line before its call (the seed's order).
+    let mut first = line("Bash", "b-scope", Some("scope"), r#"{"command":"rm -rf /"}"#, "child");
+    for n in 0..10_000 {
+        first.push_str(&line("Task", &format!("k-{n:06}"), None, r#"{"description":"other"}"#, "parent"));
+        first.push_str(&line(
+            "Bash",
+            &format!("r-{n:06}"),
+            Some(&format!("k-{n:06}")),
+            r#"{"command":"rm -rf x"}"#,
+            "child",
+        ));
+    }
+    first.push_str(&line("Task", "scope", None, r#"{"description":"outer"}"#, "parent"));
+    let run = check_rules(&[("S-01", rule)], &first);
+    assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0)]), "{}", run.stderr());
+    assert!(!run.stdout().contains("Warning"), "{}", run.stdout());
+
+    // Ids whose weak (FxHash) hashes collide: the call under the top-level Read is outside.
+    let mut colliding = line("Task", "call_1", None, r#"{"description":"outer"}"#, "parent");
+    colliding.push_str(&line("Task", "call_1119", Some("call_1"), r#"{"description":"inner"}"#, "child"));
+    colliding.push_str(&line("Read", "call_1192", None, r#"{"file_path":"x"}"#, "parent"));
+    colliding.push_str(&line("Bash", "call_1193", Some("call_1192"), r#"{"command":"rm -rf /"}"#, "child"));
+    let run = check_rules(&[("S-01", rule)], &colliding);
+    assert_eq!(run.results(), owned(&[("S-01", "PASS", 1.0)]), "{}", run.stderr());
 
     // OTLP: the tool span in one batch; its agent and the model call between them in the next.
     let attribute = |key: &str, value: &str| json!({"key": key, "value": {"stringValue": value}});

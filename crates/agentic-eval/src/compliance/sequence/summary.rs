@@ -63,12 +63,9 @@ pub struct Summary {
     /// Every event of the run was a call end, and the run is short enough for `u32` positions.
     mergeable: bool,
     partials: Vec<Partial>,
-    /// The post-only calls of the run with a span and a parent that no rule with a scope
-    /// concerns (see [`SequenceEngine::note_summary_link`]).
+    /// The post-only calls of the run with a span that no rule with a scope concerns (see
+    /// [`SequenceEngine::note_summary_link`]).
     links: Vec<SummaryLink>,
-    /// The same without a parent: they matter only to calls that wait for them (see
-    /// [`SequenceEngine::awaits_spans`]).
-    tops: Vec<SummaryLink>,
 }
 
 impl Summary {
@@ -81,17 +78,12 @@ impl Summary {
     pub fn links(&self) -> &[SummaryLink] {
         &self.links
     }
-
-    /// The run's top-level calls with a span that no rule with a scope needs, in order: calls
-    /// under them that came first may wait for them (see [`SequenceEngine::awaits_spans`]).
-    pub fn tops(&self) -> &[SummaryLink] {
-        &self.tops
-    }
 }
 
 /// A post-only call with a span, of a summarized run, that no rule with a scope otherwise
-/// needs: the engine records its parent (calls under it are inside a scope its parent is in),
-/// and calls under it that came first and wait for it learn where it is.
+/// needs: the engine records its parent or that it has none (calls under it are inside a
+/// scope its parent is in), and calls under it that came first and wait for it learn where
+/// it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SummaryLink {
     /// Its position in the run (among the events pushed).
@@ -138,7 +130,7 @@ impl SequenceEngine {
                 (None, Relation::Count(..)) => Partial::Count { count: 0 },
             })
             .collect();
-        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), links: Vec::new(), tops: Vec::new() };
+        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), links: Vec::new() };
         Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
     }
 
@@ -219,8 +211,8 @@ impl SequenceEngine {
         let location = Location { line: event.line, seq: event.seq };
         let matches = Matches::Bits(&prepared.bits);
         // Every event here is a post-only call end.
-        if let (Some(span), Some(parent)) = (span, parent) {
-            self.links.note(span.hash, parent.hash);
+        if let Some(span) = span {
+            self.links.note(span.hash, parent.map_or(0, |parent| parent.hash));
         }
         let mut todo = self.masks.scoped;
         while todo != 0 {
@@ -275,20 +267,12 @@ fn concerns_scopes(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> b
 }
 
 impl SequenceEngine {
-    /// Whether calls wait for a span that came after them (in some rule's scope): only then
-    /// do [`Summary::tops`] need [`SequenceEngine::note_summary_link`]. It turns true only
-    /// through [`SequenceEngine::feed_scoped`] (or events fed one by one).
-    pub fn awaits_spans(&self) -> bool {
-        self.scopes.iter().flatten().any(|scope| !scope.orphans.is_empty())
-    }
-
     /// After [`SequenceEngine::apply_summary`] took `summary` in: gives the rules with a scope
     /// what they still need of the run, in trace order. `wanted` are the positions
-    /// [`Summarizer::scoped_need`] marked (ascending); the run's links and tops go to
-    /// [`SequenceEngine::note_summary_link`] between them (tops only while calls wait for a
-    /// span), and those it refuses are fed too. `wanted` gives each position with what
-    /// `feed_wanted` needs to feed that event to [`SequenceEngine::feed_scoped`];
-    /// `feed(engine, k)` feeds the run's `k`-th event.
+    /// [`Summarizer::scoped_need`] marked (ascending), each with what `feed_wanted` needs to
+    /// feed that event to [`SequenceEngine::feed_scoped`]; the run's links go to
+    /// [`SequenceEngine::note_summary_link`] between them, and `feed(engine, k)` feeds the
+    /// run's `k`-th event when that refuses it.
     pub fn feed_summary_calls<W>(
         &mut self,
         summary: &Summary,
@@ -296,34 +280,12 @@ impl SequenceEngine {
         mut feed_wanted: impl FnMut(&mut SequenceEngine, W),
         mut feed: impl FnMut(&mut SequenceEngine, usize),
     ) {
-        let (links, tops) = (&summary.links[..], &summary.tops[..]);
-        let (mut next_link, mut next_top) = (0, 0);
+        let mut links = summary.links.iter().peekable();
         let mut take_until =
             |engine: &mut SequenceEngine, feed: &mut dyn FnMut(&mut SequenceEngine, usize), before: usize| {
-                // Nothing refused here makes calls wait, so tops can be skipped for the whole stretch.
-                if !engine.awaits_spans() {
-                    next_top += tops[next_top..].partition_point(|top| (top.index as usize) < before);
-                }
-                loop {
-                    let link = links.get(next_link).filter(|link| (link.index as usize) < before);
-                    let top = tops.get(next_top).filter(|top| (top.index as usize) < before);
-                    let call = match (link, top) {
-                        (Some(link), Some(top)) if top.index < link.index => {
-                            next_top += 1;
-                            top
-                        }
-                        (Some(link), _) => {
-                            next_link += 1;
-                            link
-                        }
-                        (None, Some(top)) => {
-                            next_top += 1;
-                            top
-                        }
-                        (None, None) => break,
-                    };
-                    if !engine.note_summary_link(call) {
-                        feed(engine, call.index as usize);
+                while let Some(link) = links.next_if(|link| (link.index as usize) < before) {
+                    if !engine.note_summary_link(link) {
+                        feed(engine, link.index as usize);
                     }
                 }
             };
@@ -334,18 +296,16 @@ impl SequenceEngine {
         take_until(self, &mut feed, usize::MAX);
     }
 
-    /// Takes in a call of [`Summary::links`] (or [`Summary::tops`]) of an applied summary, in
-    /// trace order among the calls of [`SequenceEngine::feed_scoped`]: records its parent, if
-    /// it has one. That is all [`SequenceEngine::feed_scoped`] would do with it unless calls
+    /// Takes in a call of [`Summary::links`] of an applied summary, in trace order among the
+    /// calls of [`SequenceEngine::feed_scoped`]: records its parent (or that it has none).
+    /// That is all [`SequenceEngine::feed_scoped`] would do with it unless calls
     /// under it came first and wait for it: then this answers false and the call must go
     /// through [`SequenceEngine::feed_scoped`] instead.
     pub fn note_summary_link(&mut self, link: &SummaryLink) -> bool {
         if self.scopes.iter().flatten().any(|scope| scope.awaits(by_hash(link.span))) {
             return false;
         }
-        if link.parent != 0 {
-            self.links.note(link.span, link.parent);
-        }
+        self.links.note(link.span, link.parent);
         true
     }
 }
@@ -374,14 +334,11 @@ impl Summarizer {
             }
         }
         // A post-only call with a span of its own may have calls under it: the engine records
-        // its parent, or (without one) lets go of calls that waited for it (those the scoped
-        // rules need anyway go to `feed_scoped`, which does both).
+        // its parent, or that it has none (those the scoped rules need anyway go to
+        // `feed_scoped`, which does the same).
         if self.masks.scoped != 0 && prepared.has_span() && !concerns_scopes(&self.masks, &self.ids, prepared) {
-            if prepared.has_parent() {
-                self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent: prepared.parent_hash });
-            } else {
-                self.run.tops.push(SummaryLink { index, span: prepared.span_hash, parent: 0 });
-            }
+            let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
+            self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent });
         }
     }
 
@@ -395,8 +352,7 @@ impl Summarizer {
 
     /// The summary of the run so far; the next event starts a new run.
     pub fn finish(&mut self) -> Summary {
-        let fresh =
-            Summary { events: 0, mergeable: true, partials: self.kinds.clone(), links: Vec::new(), tops: Vec::new() };
+        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone(), links: Vec::new() };
         std::mem::replace(&mut self.run, fresh)
     }
 }
