@@ -1703,47 +1703,86 @@ const LINKS: usize = 65_536;
 /// The most recorded parents climbed from one call.
 pub const MAX_LINK_DEPTH: usize = 1024;
 
-/// The parents of spans as they were seen (0 for none), by span hash: those of the latest
-/// [`LINKS`] spans at least (up to twice as many). Two generations: when the current
-/// one is full it becomes the previous one, and the previous one is dropped. So what a call
-/// keeps depends only on how many calls came after it, never on its hash (a table indexed
-/// by the hash alone lost a parent whenever two ids shared a slot).
-#[derive(Debug, Default)]
+/// The parents of the latest [`LINKS`] spans as they were seen (0 for none), by span hash,
+/// so what a span keeps depends only on how many came after it, never on its hash (a table
+/// indexed by the hash alone lost a parent whenever two ids shared a slot). Recording is an
+/// append to a ring; the index by hash is brought up to date only when a parent is looked up
+/// (most traces never climb: their calls sit right under their scope span).
+#[derive(Debug)]
 struct Links {
-    current: HashTable<(u64, u64)>,
-    previous: HashTable<(u64, u64)>,
+    /// How many entries the ring keeps ([`LINKS`]; fewer in tests).
+    capacity: usize,
+    /// `(span hash, parent hash)` in the order seen; `next` is where the next one goes (the
+    /// oldest once the ring is full).
+    ring: Vec<(u64, u64)>,
+    next: usize,
+    /// Positions in `ring` by span hash (the newest for a span seen twice), for all but the
+    /// newest `unindexed` entries.
+    table: HashTable<u32>,
+    unindexed: usize,
+}
+
+impl Default for Links {
+    fn default() -> Links {
+        Links::with_capacity(LINKS)
+    }
 }
 
 impl Links {
+    fn with_capacity(capacity: usize) -> Links {
+        Links { capacity: capacity.max(1), ring: Vec::new(), next: 0, table: HashTable::new(), unindexed: 0 }
+    }
+
     /// Records that the span whose id hashes to `span` is under `parent` (0: it has none).
     fn note(&mut self, span: u64, parent: u64) {
         if span == 0 {
             return;
         }
-        if self.current.len() >= LINKS {
-            std::mem::swap(&mut self.current, &mut self.previous);
-            self.current.clear();
-        }
-        if self.current.capacity() == 0 {
-            self.current.reserve(LINKS, |&(hash, _)| hash);
-        }
-        // Span hashes are well mixed already (see `span_hash`): they are the keys' hashes.
-        match self.current.entry(span, |&(hash, _)| hash == span, |&(hash, _)| hash) {
-            hashbrown::hash_table::Entry::Occupied(mut entry) => entry.get_mut().1 = parent,
-            hashbrown::hash_table::Entry::Vacant(entry) => {
-                entry.insert((span, parent));
+        let at = self.next;
+        if self.ring.len() < self.capacity {
+            self.ring.push((span, parent));
+        } else {
+            // The oldest entry goes, and with it its place in the index, if it has one.
+            if self.unindexed < self.capacity {
+                let oldest = self.ring[at].0;
+                if let Ok(entry) = self.table.find_entry(oldest, |&member| member as usize == at) {
+                    entry.remove();
+                }
             }
+            self.ring[at] = (span, parent);
         }
+        self.next = (at + 1) % self.capacity;
+        self.unindexed = (self.unindexed + 1).min(self.capacity);
     }
 
     /// The recorded parent of the span whose id hashes to `span` (`Some(0)`: seen without one).
-    fn parent_of(&self, span: u64) -> Option<u64> {
+    fn parent_of(&mut self, span: u64) -> Option<u64> {
         if span == 0 {
             return None;
         }
-        let found =
-            |table: &HashTable<(u64, u64)>| table.find(span, |&(hash, _)| hash == span).map(|&(_, parent)| parent);
-        found(&self.current).or_else(|| found(&self.previous))
+        self.index();
+        let ring = &self.ring;
+        let at = *self.table.find(span, |&at| ring[at as usize].0 == span)?;
+        Some(ring[at as usize].1)
+    }
+
+    /// Brings the index up to date.
+    fn index(&mut self) {
+        let (ring, table) = (&self.ring, &mut self.table);
+        let len = ring.len();
+        while self.unindexed > 0 {
+            // The oldest entry not indexed yet (entries run in order up to `next - 1`).
+            let at = (self.next + len - self.unindexed) % len;
+            let span = ring[at].0;
+            // Span hashes are well mixed already (see `span_hash`): they are the keys' hashes.
+            match table.entry(span, |&member| ring[member as usize].0 == span, |&member| ring[member as usize].0) {
+                hashbrown::hash_table::Entry::Occupied(mut entry) => *entry.get_mut() = at as u32,
+                hashbrown::hash_table::Entry::Vacant(entry) => {
+                    entry.insert(at as u32);
+                }
+            }
+            self.unindexed -= 1;
+        }
     }
 }
 
@@ -1764,7 +1803,7 @@ enum Climb {
 /// Where a call under `parent` stands in `scope`: inside when `parent` is in it or one of
 /// its recorded ancestors is (a parent that is a post-only call is inside when its own
 /// recorded parents are), else outside for good or waiting for a span still to come.
-fn place(links: &Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
+fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
     if scope.open.contains(parent) {
         return Climb::Inside;
     }
@@ -2080,7 +2119,7 @@ impl SequenceEngine {
             return;
         };
         let order = self.order;
-        let links = &self.links;
+        let links = &mut self.links;
         let steps = counts && matches.may_step(ids);
         let in_scope = match (&rule.within, scope.as_mut()) {
             (Some(root), Some(scope)) => {
@@ -2172,7 +2211,7 @@ impl SequenceEngine {
         is_end: bool,
     ) {
         let Some(span) = span else { return };
-        let links = &self.links;
+        let links = &mut self.links;
         for ((rule, state), scope) in self.rules.iter().zip(&mut self.states).zip(&mut self.scopes) {
             let Some(scope) = scope else { continue };
             if is_end {
@@ -3041,6 +3080,31 @@ mod tests {
             let outcome = both_ways(&outer_rules(), &events, &[1, 2]);
             assert!(!outcome.outcomes[0].passed, "{outer}: {:?}", outcome.outcomes[0]);
             assert_eq!(counted(&outcome.outcomes[1]), 1, "{outer}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The ring of recorded parents answers like a plain list of the latest entries
+        /// (the newest entry of a span wins), whatever the mix of records and lookups.
+        #[test]
+        fn recorded_parents_are_the_latest_entries(
+            capacity in 1usize..6,
+            steps in proptest::collection::vec((proptest::bool::ANY, 1u64..6, 0u64..6), 0..60),
+        ) {
+            let mut links = Links::with_capacity(capacity);
+            let mut model: std::collections::VecDeque<(u64, u64)> = std::collections::VecDeque::new();
+            for (record, span, parent) in steps {
+                if record {
+                    links.note(span, parent);
+                    model.push_back((span, parent));
+                    if model.len() > capacity {
+                        model.pop_front();
+                    }
+                } else {
+                    let expected = model.iter().rev().find(|(s, _)| *s == span).map(|&(_, parent)| parent);
+                    proptest::prop_assert_eq!(links.parent_of(span), expected);
+                }
+            }
         }
     }
 
