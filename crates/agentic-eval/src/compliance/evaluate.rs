@@ -66,6 +66,9 @@ struct Tier3Record {
     cited: bool,
     documented: bool,
     result: VerdictResult,
+    /// The evaluator judges this checkpoint apart in every run (see
+    /// [`Tier3Evaluator::judges_runs_apart`]).
+    apart: bool,
 }
 
 /// Evaluates every checkpoint and builds the report.
@@ -119,9 +122,10 @@ pub fn evaluate(
     }
     let (results, records) = first_run.unwrap_or_default();
     let mut confidence = Tier3Confidence::from_runs(&run_scores);
-    if runs > 1 && records.is_empty() {
-        // No tier-3 checkpoint was judged: the runs are one run repeated, and their agreement
-        // says nothing about the judge.
+    if runs > 1 && !records.iter().any(|record| record.apart) {
+        // No tier-3 checkpoint was judged, or each only once for all runs (one recorded
+        // verdict): the runs are one run repeated, and their agreement says nothing about the
+        // judge.
         confidence.status = ConfidenceStatus::InsufficientData;
     }
     let (scores, summary, dropout) = score(&results);
@@ -216,7 +220,12 @@ fn resolve(
             let scored = validate_verdict(&checkpoint.checkpoint, verdict)?;
             let citation = scored.verdict.evidence_citation.as_deref().map(str::trim).filter(|c| !c.is_empty());
             let documented = scored.verdict.notes.as_deref().is_some_and(|n| !n.trim().is_empty());
-            records.push(Tier3Record { cited: citation.is_some(), documented, result: scored.verdict.result });
+            records.push(Tier3Record {
+                cited: citation.is_some(),
+                documented,
+                result: scored.verdict.result,
+                apart: evaluator.judges_runs_apart(&checkpoint.checkpoint.id),
+            });
             let state = match scored.verdict.result {
                 VerdictResult::Pass => ResultState::Pass,
                 VerdictResult::Partial => ResultState::Partial,

@@ -171,6 +171,13 @@ pub enum Tier3Error {
 pub trait Tier3Evaluator {
     /// Judges `request.checkpoint`.
     fn evaluate(&mut self, request: &Tier3Request<'_>) -> Result<Tier3Verdict, Tier3Error>;
+
+    /// Whether the verdicts on `checkpoint` in different runs are reached apart (a judge
+    /// called per run, a verdict recorded per run), so that their spread measures something;
+    /// false for one verdict that answers every run.
+    fn judges_runs_apart(&self, _checkpoint: &str) -> bool {
+        true
+    }
 }
 
 /// A verdict checked against the Mode A / Mode B rules, with its weight.
@@ -314,6 +321,10 @@ impl ReplayEvaluator {
 }
 
 impl Tier3Evaluator for ReplayEvaluator {
+    fn judges_runs_apart(&self, checkpoint: &str) -> bool {
+        matches!(self.verdicts.get(checkpoint), Some(Recorded::Runs(_)))
+    }
+
     fn evaluate(&mut self, request: &Tier3Request<'_>) -> Result<Tier3Verdict, Tier3Error> {
         let id = &request.checkpoint.id;
         match self.verdicts.get(id) {

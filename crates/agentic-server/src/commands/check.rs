@@ -163,6 +163,12 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     eprintln!(
                         "warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`; fix the id or remove the verdict"
                     );
+                } else if replay.recorded_runs(id).is_none() && args.eval_runs > 1 {
+                    eprintln!(
+                        "warning: {path}: `{id}` has one verdict for all {} runs, so it adds nothing to their spread; \
+                         record a list of {} verdicts (one per run) to measure it",
+                        args.eval_runs, args.eval_runs
+                    );
                 } else if let Some(recorded) = replay.recorded_runs(id)
                     && recorded > args.eval_runs as usize
                 {

@@ -1570,6 +1570,17 @@ fn verdicts_and_eval_runs_that_do_not_fit_are_said() {
     let run = check_rules_with(rules, trace, &["--eval-runs", "3"]);
     assert_eq!(run.report["tier_3_confidence"]["status"], json!("INSUFFICIENT_DATA"));
     assert!(run.stderr().contains("--eval-runs 3: no tier-3 checkpoint was judged"), "{}", run.stderr());
+
+    // One recorded verdict for every run is one judgement repeated: no spread to report.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("verdicts.json");
+    std::fs::write(&path, r#"{"P3-01": {"result": "PASS", "notes": "n", "evidence_citation": "c"}}"#).unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args.truncate(5);
+    args.extend(["--tier3-verdicts", path.to_str().unwrap(), "--eval-runs", "3"].map(str::to_owned));
+    let run = check(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run.report["tier_3_confidence"]["status"], json!("INSUFFICIENT_DATA"), "{}", run.stderr());
+    assert!(run.stderr().contains("`P3-01` has one verdict for all 3 runs"), "{}", run.stderr());
 }
 
 /// A baseline that lists one checkpoint twice is no report `agentic check` wrote: refused.
