@@ -12,6 +12,7 @@ pub mod document;
 pub mod event;
 pub mod expr;
 pub mod json_scan;
+pub mod json_strict;
 pub mod result;
 pub mod validate;
 pub mod workflow;

@@ -275,8 +275,8 @@ pub struct ReplayEvaluator {
 impl ReplayEvaluator {
     /// Parses a verdicts file (see the module docs).
     pub fn from_json(text: &str) -> Result<ReplayEvaluator, Tier3Error> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|error| Tier3Error::InvalidFile { reason: error.to_string() })?;
+        let value: Value = agentic_core::json_strict::from_str(text)
+            .map_err(|error| Tier3Error::InvalidFile { reason: error.to_string() })?;
         let Value::Object(map) = value else {
             return Err(Tier3Error::InvalidFile { reason: "the top level is not an object".to_owned() });
         };

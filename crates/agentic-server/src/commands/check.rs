@@ -449,12 +449,18 @@ fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Map::new();
     for path in paths {
         let text = read_text(path)?;
-        let value: Value =
-            serde_json::from_str(&text).with_context(|| format!("evidence file `{path}` is not valid JSON"))?;
+        let value: Value = agentic_core::json_strict::from_str(&text)
+            .with_context(|| format!("evidence file `{path}` is not valid JSON"))?;
         let Value::Object(object) = value else {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
         };
         for (key, value) in object {
+            if merged.contains_key(&key) {
+                bail!(
+                    "evidence source `{key}` is in `{path}` and in an earlier evidence file; keep it in one file, \
+                     since only one can be true"
+                );
+            }
             merged.insert(key, value);
         }
     }

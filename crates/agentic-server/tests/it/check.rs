@@ -1739,3 +1739,44 @@ fn scopes_hold_for_similar_ids_many_late_tasks_and_late_steps() {
     );
     assert_eq!(run.results(), owned(&[("S-02", "PASS", 1.0)]), "{}\n{}", run.stdout(), run.stderr());
 }
+
+/// Conflicting ground truth is refused, not resolved silently: a key repeated in one object
+/// of the evidence or of the verdicts, and an evidence source in two evidence files.
+#[test]
+fn repeated_keys_in_evidence_and_verdicts_are_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let evidence = std::fs::read_to_string(project_root().join(example("feature-workflow.evidence.json"))).unwrap();
+    let repeated = evidence.replacen('{', "{\"git\": {},", 1);
+    let cases = [
+        (vec![write("repeated.json", &repeated)], None, "duplicate key `git`"),
+        (
+            vec![example("feature-workflow.evidence.json"), write("again.json", "{\"git\": {}}")],
+            None,
+            "evidence source `git` is in",
+        ),
+        (
+            vec![example("feature-workflow.evidence.json")],
+            Some(write("verdicts.json", r#"{"P3-01": {"result": "FAIL"}, "P3-01": {"result": "PASS"}}"#)),
+            "duplicate key `P3-01`",
+        ),
+    ];
+    for (evidence, verdicts, expected) in cases {
+        let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+        args.truncate(3);
+        for path in evidence {
+            args.extend(["--evidence".to_owned(), path]);
+        }
+        args.extend([
+            "--tier3-verdicts".to_owned(),
+            verdicts.unwrap_or_else(|| example("feature-workflow.tier3.json")),
+        ]);
+        let run = check(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(run.code(), 2, "{expected}: {}", run.stderr());
+        assert!(run.stderr().contains(expected), "{expected}: {}", run.stderr());
+    }
+}
