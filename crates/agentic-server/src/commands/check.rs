@@ -196,7 +196,14 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
     let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };
-    let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options)?;
+    let report =
+        evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options).map_err(|error| {
+            match &args.tier3_verdicts {
+                // A verdict the file holds is wrong: name the file to fix.
+                Some(path) => anyhow::Error::new(error).context(format!("in tier-3 verdicts file `{path}`")),
+                None => anyhow::Error::new(error),
+            }
+        })?;
     if args.eval_runs > 1 && report.checkpoints.iter().all(|c| c.tier != 3 || c.result == ResultState::NotApplicable) {
         eprintln!(
             "warning: --eval-runs {}: no tier-3 checkpoint was judged (the spec has none, or none applies), so the runs \
@@ -333,30 +340,32 @@ fn run_golden(
     let resolve = |relative: &str| base.join(relative).to_string_lossy().into_owned();
     let mut cases = Vec::new();
     for entry in golden.cases {
-        let evidence: Vec<String> = entry.evidence.iter().map(|e| resolve(e)).collect();
-        let values = read_evidence(&evidence)?;
-        let trace = match &entry.trace {
-            Some(trace) => Some(run_trace(spec, &resolve(trace), TraceFormatArg::Auto, Malformed::Fail)?),
-            None => None,
+        let name = entry.name.clone();
+        let mut run_case = || -> anyhow::Result<GoldenCase> {
+            let evidence: Vec<String> = entry.evidence.iter().map(|e| resolve(e)).collect();
+            let values = read_evidence(&evidence)?;
+            let trace = match &entry.trace {
+                Some(trace) => Some(run_trace(spec, &resolve(trace), TraceFormatArg::Auto, Malformed::Fail)?),
+                None => None,
+            };
+            let mut recorded;
+            let evaluator: &mut dyn Tier3Evaluator = match (judge.as_deref_mut(), &entry.tier3_verdicts) {
+                (Some(judge), _) => judge,
+                (None, Some(file)) => {
+                    let verdicts = read_text(&resolve(file))?;
+                    recorded = ReplayEvaluator::from_json(&verdicts).with_context(|| format!("reading `{file}`"))?;
+                    &mut recorded
+                }
+                (None, None) => {
+                    bail!("it has no `tier3_verdicts`; add the file, or pass `--judge` to let the judge evaluate it")
+                }
+            };
+            let single = CheckOptions { evaluated_at: options.evaluated_at.clone(), eval_runs: 1 };
+            let report = evaluate(spec, &EvidenceSet { values, trace }, evaluator, &single)?;
+            Ok(GoldenCase { name: entry.name.clone(), report, human: entry.human.clone() })
         };
-        let mut recorded;
-        let evaluator: &mut dyn Tier3Evaluator = match (judge.as_deref_mut(), &entry.tier3_verdicts) {
-            (Some(judge), _) => judge,
-            (None, Some(file)) => {
-                let verdicts = read_text(&resolve(file))?;
-                recorded = ReplayEvaluator::from_json(&verdicts)
-                    .with_context(|| format!("golden case `{}`: reading `{file}`", entry.name))?;
-                &mut recorded
-            }
-            (None, None) => bail!(
-                "golden case `{}` has no `tier3_verdicts`; add the file, or pass `--judge` to let the judge evaluate it",
-                entry.name
-            ),
-        };
-        let single = CheckOptions { evaluated_at: options.evaluated_at.clone(), eval_runs: 1 };
-        let report = evaluate(spec, &EvidenceSet { values, trace }, evaluator, &single)
-            .with_context(|| format!("golden case `{}`", entry.name))?;
-        cases.push(GoldenCase { name: entry.name, report, human: entry.human });
+        // Every error names the golden set and the case, whatever went wrong inside it.
+        cases.push(run_case().with_context(|| format!("golden set `{path}`, case `{name}`"))?);
     }
     Ok(calibrate(&cases))
 }
@@ -454,13 +463,9 @@ fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
         let Value::Object(object) = value else {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
         };
+        // In order: a later file's source replaces an earlier one (a golden case layers its
+        // own `pr_body` over the shared evidence).
         for (key, value) in object {
-            if merged.contains_key(&key) {
-                bail!(
-                    "evidence source `{key}` is in `{path}` and in an earlier evidence file; keep it in one file, \
-                     since only one can be true"
-                );
-            }
             merged.insert(key, value);
         }
     }
