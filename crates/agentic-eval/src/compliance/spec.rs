@@ -946,6 +946,19 @@ pub fn lint_against_previous(
     source_map: &SourceMap,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
+    if previous.workflow != current.workflow {
+        diagnostics.push(
+            Diagnostic::warning(
+                "previous-other-workflow",
+                format!(
+                    "the previous spec is for workflow `{}` and this one for `{}`; their ids are compared anyway",
+                    previous.workflow, current.workflow
+                ),
+            )
+            .at_pointer("/workflow")
+            .with_hint("pass the previous version of this workflow's spec, or ignore this if the workflow was renamed"),
+        );
+    }
     let current_ids: HashMap<&str, usize> =
         current.checkpoints.iter().enumerate().rev().map(|(idx, c)| (c.id.as_str(), idx)).collect();
     let previous_ids: HashMap<&str, &Checkpoint> =
@@ -995,7 +1008,7 @@ pub fn lint_against_previous(
                 Diagnostic::error("id-removed", format!("checkpoint `{}` was removed", old.id))
                     .at_pointer("/checkpoints")
                     .with_hint(
-                        "ids are append-only: keep the checkpoint (old reports reference it) or bump the spec's major version",
+                        "ids are immutable and append-only (old reports reference them): restore the checkpoint under its id; a new checkpoint takes the next free number",
                     ),
             ),
             None => {}
@@ -1013,7 +1026,7 @@ pub fn lint_against_previous(
                     )
                     .at_pointer(format!("/checkpoints/{idx}/id"))
                     .with_hint(
-                        "ids are append-only: keep the checkpoint (old reports reference it) or bump the spec's major version",
+                        "ids are immutable and append-only (old reports reference them): restore the checkpoint under its id; a new checkpoint takes the next free number",
                     ),
                 ),
                 None => diagnostics.push(
@@ -1251,6 +1264,11 @@ checkpoints:
             "checkpoints:\n  - id: P1-00\n    tier: 3\n    instruction: new\n    severity: low\n    verification:\n      method: content_analysis\n      evidence_sources: [pr_body]\n",
         );
         assert_eq!(check(&lower), vec!["id-not-appended"]);
+        // Another workflow's spec is compared too, with a warning that says so.
+        let workflow = &SPEC[SPEC.find("workflow:").unwrap()..];
+        let workflow = workflow.lines().next().unwrap();
+        let other = SPEC.replacen(workflow, "workflow: \"another\"", 1);
+        assert_eq!(check(&other), vec!["previous-other-workflow"]);
     }
 
     /// A spec of tier-2 checkpoints `P2-01`, `P2-02`, ... with these rules (flow YAML), each

@@ -289,7 +289,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
         Some(score) if score < args.threshold => {
-            say(&format!("FAIL: compliance {score:.2}% is below the threshold {:.2}%\n", args.threshold))?;
+            say(&format!("FAIL: compliance {score:.2}% is below the threshold {}%\n", percent_text(args.threshold)))?;
             ExitCode::from(1)
         }
         Some(_) if args.fail_on_regression && regressions > 0 => {
@@ -297,7 +297,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
         Some(score) => {
-            say(&format!("PASS: compliance {score:.2}% meets the threshold {:.2}%\n", args.threshold))?;
+            say(&format!("PASS: compliance {score:.2}% meets the threshold {}%\n", percent_text(args.threshold)))?;
             ExitCode::SUCCESS
         }
     };
@@ -452,6 +452,13 @@ fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {
             "checkpoint spec `{path}` has {errors} error(s); fix them (run `agentic lint {path}`) and check again"
         )),
     }
+}
+
+/// A percentage as given, with at least two decimals (`85.00`, `57.004`): a threshold is
+/// never shown rounded to what the score it failed on shows.
+fn percent_text(value: f64) -> String {
+    let two = format!("{value:.2}");
+    if two.parse::<f64>().is_ok_and(|rounded| rounded == value) { two } else { format!("{value}") }
 }
 
 fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {

@@ -122,11 +122,22 @@ fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
             unreadable: None,
         };
     }
-    if super::check::looks_like_checkpoint_spec(&text) {
+    // `--previous` is only for checkpoint specs: an empty or odd file is linted as one then.
+    if previous.is_some() || super::check::looks_like_checkpoint_spec(&text) {
         return match super::check::lint_spec_file(&text, file, previous) {
             Ok(diagnostics) => FileReport { file: file.to_owned(), diagnostics, unreadable: None },
             Err(reason) => FileReport { file: file.to_owned(), diagnostics: Vec::new(), unreadable: Some(reason) },
         };
+    }
+    if agentic_core::yaml::parse_yaml(&text).is_ok_and(|document| document.value.is_null()) {
+        // Nothing says what kind of file it was meant to be.
+        let empty = Diagnostic::error("empty-document", "the file is empty (or holds only comments)")
+            .at(agentic_core::Position { line: 1, column: 1 })
+            .in_file(file)
+            .with_hint(
+                "write a workflow (`name:`, `steps:`), a checkpoint spec (`workflow:`, `checkpoints:`) or a rubric as a YAML mapping",
+            );
+        return FileReport { file: file.to_owned(), diagnostics: vec![empty], unreadable: None };
     }
     let mut diagnostics = load_workflow(&text, file).diagnostics;
     // The scoring engine re-checks some of what core checks (weights, duplicate names); one

@@ -1790,3 +1790,14 @@ fn repeated_keys_in_evidence_and_verdicts_are_bad_input() {
         assert!(run.stderr().contains(expected), "{expected}: {}", run.stderr());
     }
 }
+
+/// A threshold between two printed scores is printed as given, so the failure does not read
+/// "61.67% is below the threshold 61.67%".
+#[test]
+fn a_threshold_is_printed_as_given() {
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "61.674"]);
+    assert_eq!(run.code(), 1);
+    assert!(run.stdout().contains("FAIL: compliance 61.67% is below the threshold 61.674%"), "{}", run.stdout());
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "60"]);
+    assert!(run.stdout().contains("PASS: compliance 61.67% meets the threshold 60.00%"), "{}", run.stdout());
+}

@@ -100,3 +100,20 @@ fn evaluation_problems_are_reported_once_where_they_were_written() {
     assert!(stdout.contains(&format!("{shown}:9:")), "{stdout}");
     assert!(stdout.contains(&format!("{shown}:10:7: error[invalid-params]: criterion `efficiency`")), "{stdout}");
 }
+
+/// An empty file says nothing of its kind: lint does not call it a workflow. With
+/// `--previous` it can only be a checkpoint spec.
+#[test]
+fn an_empty_file_is_not_assumed_to_be_a_workflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.yaml");
+    std::fs::write(&empty, "# nothing yet\n").unwrap();
+    let (code, stdout, _) = run(&[empty.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains(":1:1: error[empty-document]: the file is empty"), "{stdout}");
+    assert!(!stdout.contains("workflow file"), "{stdout}");
+    let previous = crate::project_root().join("examples/checkpoints/feature-workflow.yaml");
+    let (code, stdout, _) = run(&[empty.to_str().unwrap(), "--previous", previous.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("the checkpoint spec file is empty"), "{stdout}");
+}
