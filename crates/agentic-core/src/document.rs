@@ -84,17 +84,9 @@ impl DocumentLoader {
         let mut diagnostics = self.check(&document.value, &document.source_map);
         let mut repaired = None;
         let value = if diagnostics.is_empty() {
-            match serde_json::from_value::<T>(document.value.clone()) {
-                Ok(value) => Some(value),
-                Err(error) => {
-                    diagnostics.push(
-                        Diagnostic::error("invalid-value", format!("invalid {}: {error}", self.kind))
-                            .at(document.source_map.nearest(""))
-                            .with_hint(format!("compare the file with the {} schema in docs/schema/", self.kind)),
-                    );
-                    None
-                }
-            }
+            let (value, refused) = self.deserialize_located::<T>(&mut document.value, &document.source_map);
+            diagnostics.extend(refused);
+            value
         } else {
             let mut pruned = document.value.clone();
             for diagnostic in &diagnostics {
@@ -106,6 +98,61 @@ impl DocumentLoader {
             None
         };
         Loaded { value, document: Some(document), diagnostics, repaired }
+    }
+
+    /// Deserializes a value the schema accepted. What serde still refuses is reported at its
+    /// own field (`checkpoints[0].verification.rule.count.at_most`, with its line), and the
+    /// field is set aside to find the next one, so every such problem is reported at once. A
+    /// whole number written with a fraction (`tier: 1.0`), which JSON Schema counts as an
+    /// integer, is read as that integer in `value`.
+    fn deserialize_located<T: DeserializeOwned>(
+        &self,
+        value: &mut Value,
+        source_map: &SourceMap,
+    ) -> (Option<T>, Vec<Diagnostic>) {
+        let mut working = value.clone();
+        let mut diagnostics = Vec::new();
+        // Each round fixes or sets aside one field; a document has only so many.
+        for _ in 0..256 {
+            let error = match serde_path_to_error::deserialize::<_, T>(&working) {
+                Ok(parsed) => return (diagnostics.is_empty().then_some(parsed), diagnostics),
+                Err(error) => error,
+            };
+            let pointer = path_pointer(error.path());
+            let message = error.inner().to_string();
+            if message.contains("floating point")
+                && let Some(target) = working.pointer_mut(&pointer)
+                && let Some(whole) = whole_number(target)
+            {
+                *target = whole.clone();
+                if let Some(original) = value.pointer_mut(&pointer) {
+                    *original = whole;
+                }
+                continue;
+            }
+            let field = error.path().to_string();
+            let text = if field == "." {
+                format!("invalid {}: {message}", self.kind)
+            } else {
+                format!("`{field}`: {message}")
+            };
+            let hint = if message.contains("floating point") {
+                "write a whole number without a fraction, within the field's range".to_owned()
+            } else {
+                format!("compare the file with the {} schema in docs/schema/", self.kind)
+            };
+            diagnostics.push(
+                Diagnostic::error("invalid-value", text)
+                    .at(source_map.nearest(&pointer))
+                    .at_pointer(pointer.clone())
+                    .with_hint(hint),
+            );
+            if pointer.is_empty() || working.pointer(&pointer).is_none() {
+                break;
+            }
+            remove_pointer(&mut working, &pointer);
+        }
+        (None, diagnostics)
     }
 
     /// Checks a JSON value against the schema and returns every problem as a diagnostic.
@@ -311,6 +358,38 @@ fn strip_nullable(schema: &mut Value) {
 
 /// Removes the value at `pointer` from its parent object; for an array item, removes the
 /// whole array (so indices of other diagnostics stay right).
+/// The JSON pointer of a serde path (`checkpoints[0].tier` is `/checkpoints/0/tier`).
+fn path_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Segment::Unknown => {}
+        }
+    }
+    pointer
+}
+
+/// `value` as an integer when it is a float with no fraction that fits one.
+fn whole_number(value: &Value) -> Option<Value> {
+    let float = value.as_f64().filter(|_| value.is_f64())?;
+    if float.fract() != 0.0 {
+        return None;
+    }
+    if float >= 0.0 && float < 18_446_744_073_709_551_616.0 {
+        Some(Value::from(float as u64))
+    } else if float < 0.0 && float >= -9_223_372_036_854_775_808.0 {
+        Some(Value::from(float as i64))
+    } else {
+        None
+    }
+}
+
 fn remove_pointer(root: &mut Value, pointer: &str) {
     let Some((parent, last)) = pointer.rsplit_once('/') else { return };
     let key = last.replace("~1", "/").replace("~0", "~");

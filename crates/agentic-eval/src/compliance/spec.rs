@@ -1172,6 +1172,40 @@ checkpoints:
         assert_eq!(orphan.1, 7, "{found:?}");
     }
 
+    /// A whole number written with a fraction is a whole number (JSON Schema counts it as
+    /// one); a number out of its field's range is reported at its own line, and every such
+    /// field is, not only the first.
+    #[test]
+    fn whole_numbers_with_a_fraction_load_and_out_of_range_numbers_are_located() {
+        let spec = rules_spec(&[
+            ("{count: {of: {tool: Bash}, at_least: 2.0, at_most: 3}}", None),
+            ("{count: {of: {tool: Bash}, at_most: 18446744073709551616}}", None),
+            ("{count: {of: {tool: Read}, at_least: 18446744073709551617}}", None),
+        ])
+        .replacen("tier: 2", "tier: 2.0", 1);
+        let line_of = |needle: &str| spec.lines().position(|line| line.contains(needle)).unwrap() + 1;
+        let load = load_spec(&spec, "spec.yaml");
+        let errors: Vec<(String, usize, String)> = load
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| (d.code.clone(), d.position.map_or(0, |p| p.line), d.message.clone()))
+            .collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert_eq!((errors[0].0.as_str(), errors[0].1), ("invalid-value", line_of("at_most: 1844")), "{errors:?}");
+        assert!(errors[0].2.starts_with("`checkpoints[1].verification.rule.count.at_most`"), "{errors:?}");
+        assert_eq!(errors[1].1, line_of("at_least: 1844"), "{errors:?}");
+        assert!(errors[1].2.starts_with("`checkpoints[2].verification.rule.count.at_least`"), "{errors:?}");
+        let fixed = rules_spec(&[("{count: {of: {tool: Bash}, at_least: 2.0, at_most: 3}}", None)]).replacen(
+            "tier: 2",
+            "tier: 2.0",
+            1,
+        );
+        let load = load_spec(&fixed, "spec.yaml");
+        assert!(load.diagnostics.iter().all(|d| !d.is_error()), "{:?}", load.diagnostics);
+        assert!(load.spec.is_some());
+    }
+
     #[test]
     fn lint_finds_schema_and_routing_problems() {
         let found = codes(&SPEC.replace("severity: critical", "severity: critcal"));
