@@ -381,9 +381,9 @@ fn whole_number(value: &Value) -> Option<Value> {
     if float.fract() != 0.0 {
         return None;
     }
-    if float >= 0.0 && float < 18_446_744_073_709_551_616.0 {
+    if (0.0..18_446_744_073_709_551_616.0).contains(&float) {
         Some(Value::from(float as u64))
-    } else if float < 0.0 && float >= -9_223_372_036_854_775_808.0 {
+    } else if (-9_223_372_036_854_775_808.0..0.0).contains(&float) {
         Some(Value::from(float as i64))
     } else {
         None
