@@ -37,7 +37,7 @@ pub use sequence::{
 };
 pub use spec::{
     Checkpoint, CheckpointSpec, CompiledCheckpoint, CompiledSpec, EnvironmentConstraint, Method, SpecLoad, Tier,
-    lint_against_previous, load_spec,
+    lint_against_previous, load_spec, parse_spec,
 };
 pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, VerdictResult};
 

@@ -262,6 +262,17 @@ fn loader() -> &'static DocumentLoader {
     LOADER.get_or_init(|| DocumentLoader::new::<CheckpointSpec>("checkpoint spec"))
 }
 
+/// Reads a checkpoint spec as written (`x-` keys dropped, whole numbers with a fraction read
+/// as integers: as [`load_spec`] reads it) with its source map, for comparing versions; the
+/// structural problems when it does not read (semantic ones are [`load_spec`]'s).
+pub fn parse_spec(text: &str) -> Result<(CheckpointSpec, SourceMap), Vec<Diagnostic>> {
+    let loaded = loader().load::<CheckpointSpec>(text);
+    match (loaded.value, loaded.document) {
+        (Some(spec), Some(document)) => Ok((spec, document.source_map)),
+        _ => Err(loaded.diagnostics),
+    }
+}
+
 /// Parses, checks and compiles a checkpoint spec. `file` only labels diagnostics.
 pub fn load_spec(text: &str, file: &str) -> SpecLoad {
     let loaded = loader().load::<CheckpointSpec>(text);

@@ -29,11 +29,11 @@ use agentic_adapters::trace::{
 };
 use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
-use agentic_eval::compliance::spec::{CheckpointSpec, Tier};
+use agentic_eval::compliance::spec::Tier;
 use agentic_eval::compliance::{
     ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase, MatchPlan,
     Prepared, ReplayEvaluator, ResultState, SequenceEngine, Summarizer, Summary, Tier3Error, Tier3Evaluator,
-    Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec,
+    Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec, parse_spec,
     render_markdown, render_summary,
 };
 use agentic_judge::{Judge, JudgeConfig, JudgeTier3Evaluator};
@@ -775,14 +775,20 @@ pub(crate) fn lint_spec_file(text: &str, file: &str, previous: Option<&str>) -> 
     if let Some(previous_path) = previous {
         let old_text = std::fs::read_to_string(previous_path)
             .map_err(|error| format!("cannot read previous spec `{previous_path}`: {error}"))?;
-        let old: CheckpointSpec = parse_yaml(&old_text)
-            .ok()
-            .and_then(|document| serde_json::from_value(document.value).ok())
-            .ok_or_else(|| format!("previous spec `{previous_path}` is not a valid checkpoint spec; lint it first"))?;
-        if let Ok(document) = parse_yaml(text)
-            && let Ok(current) = serde_json::from_value::<CheckpointSpec>(document.value.clone())
-        {
-            diagnostics.extend(lint_against_previous(&old, &current, file, &document.source_map));
+        let old = match parse_spec(&old_text) {
+            Ok((old, _)) => old,
+            Err(problems) => {
+                let first = problems.first().map_or_else(String::new, |problem| {
+                    let at = problem.position.map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
+                    format!(": {at}{}", problem.message)
+                });
+                return Err(format!(
+                    "previous spec `{previous_path}` is not a valid checkpoint spec{first}; run `agentic lint {previous_path}`"
+                ));
+            }
+        };
+        if let Ok((current, source_map)) = parse_spec(text) {
+            diagnostics.extend(lint_against_previous(&old, &current, file, &source_map));
         }
     }
     Ok(diagnostics)

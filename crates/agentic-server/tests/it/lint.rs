@@ -117,3 +117,23 @@ fn an_empty_file_is_not_assumed_to_be_a_workflow() {
     assert_eq!(code, 1);
     assert!(stdout.contains("the checkpoint spec file is empty"), "{stdout}");
 }
+
+/// `--previous` reads the previous spec as `check` and `lint` read any spec: `x-` keys (a
+/// home for anchors) and whole numbers written with a fraction are fine there too.
+#[test]
+fn a_previous_spec_reads_like_any_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let example =
+        std::fs::read_to_string(crate::project_root().join("examples/checkpoints/feature-workflow.yaml")).unwrap();
+    let written = format!("x-notes: &note \"shared\"\n{}", example.replacen("tier: 1", "tier: 1.0", 1));
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, &written).unwrap();
+    let (code, stdout, stderr) = run(&[path.to_str().unwrap(), "--previous", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    // A previous spec that does not read says why.
+    let broken = dir.path().join("old.yaml");
+    std::fs::write(&broken, example.replacen("tier: 1", "tier: nine", 1)).unwrap();
+    let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", broken.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("is not a valid checkpoint spec: "), "{stderr}");
+}
