@@ -133,6 +133,25 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("`--json` and `--markdown` both name `{json}`; give each report its own file (`-` for standard output)");
     }
+    // A report must never overwrite what the check reads.
+    let inputs = std::iter::once(("the spec", &args.spec))
+        .chain(args.trace.iter().map(|path| ("the trace", path)))
+        .chain(args.evidence.iter().map(|path| ("an evidence file", path)))
+        .chain(args.tier3_verdicts.iter().map(|path| ("the tier-3 verdicts", path)))
+        .chain(args.baseline.iter().map(|path| ("the baseline", path)))
+        .chain(args.golden.iter().map(|path| ("the golden set", path)))
+        .chain(args.judge.iter().map(|path| ("the judge configuration", path)))
+        .chain(args.judge_cassette.iter().map(|path| ("the judge cassette", path)));
+    for (what, input) in inputs {
+        for (flag, output) in [("--json", &args.json), ("--markdown", &args.markdown)] {
+            if let Some(output) = output
+                && output != "-"
+                && same_file(output, input)
+            {
+                bail!("`{flag} {output}` would overwrite {what}, which the check reads; write the report elsewhere");
+            }
+        }
+    }
     // A report on standard output keeps it clean: the summary goes to standard error.
     let to_stdout = [&args.json, &args.markdown].iter().any(|path| path.as_deref() == Some("-"));
     // Output errors (a full disk, a closed descriptor) are errors, not panics.

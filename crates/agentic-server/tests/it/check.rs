@@ -1801,3 +1801,28 @@ fn a_threshold_is_printed_as_given() {
     let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "60"]);
     assert!(run.stdout().contains("PASS: compliance 61.67% meets the threshold 60.00%"), "{}", run.stdout());
 }
+
+/// A report path that names an input (the spec, the trace, evidence...) is refused before
+/// anything is written: the input stays as it was.
+#[test]
+fn a_report_never_overwrites_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::copy(project_root().join(example("feature-workflow.yaml")), &spec).unwrap();
+    let before = std::fs::read(&spec).unwrap();
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args[0] = spec.to_str().unwrap().to_owned();
+    for flag in ["--json", "--markdown"] {
+        let mut with = args.clone();
+        with.extend([flag.to_owned(), spec.to_str().unwrap().to_owned()]);
+        let run = agentic().arg("check").args(&with).output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("would overwrite the spec"), "{stderr}");
+        assert_eq!(std::fs::read(&spec).unwrap(), before);
+    }
+    let mut with = args.clone();
+    with.extend(["--json".to_owned(), example("feature-workflow.trace.tooltrace.jsonl")]);
+    let run = agentic().arg("check").args(&with).output().unwrap();
+    assert!(String::from_utf8_lossy(&run.stderr).contains("would overwrite the trace"));
+}
