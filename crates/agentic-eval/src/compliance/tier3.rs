@@ -79,6 +79,14 @@ impl<'de> Deserialize<'de> for MatchedCondition {
             fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<MatchedCondition, E> {
                 Ok(MatchedCondition::Text(value.to_owned()))
             }
+            // A judge may write a whole number as `0.0`.
+            fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<MatchedCondition, E> {
+                if value.fract() == 0.0 && (0.0..4_294_967_296.0).contains(&value) {
+                    Ok(MatchedCondition::Index(value as usize))
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Float(value), &self))
+                }
+            }
         }
         deserializer.deserialize_any(Visitor)
     }
@@ -383,6 +391,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(scored.earned_weight, 0.7);
+        // A whole number written as a float (as a judge may) is that index; a fraction is not.
+        let scored = validate_verdict(&cp, verdict(r#"{"result":"PARTIAL","matched_condition":1.0}"#)).unwrap();
+        assert_eq!(scored.earned_weight, 0.3);
+        assert!(serde_json::from_str::<Tier3Verdict>(r#"{"result":"PARTIAL","matched_condition":1.5}"#).is_err());
         for bad in [
             r#"{"result":"PARTIAL"}"#,
             r#"{"result":"PARTIAL","matched_condition":2}"#,

@@ -352,7 +352,11 @@ fn run_golden(
     mut judge: Option<&mut JudgeTier3Evaluator>,
 ) -> anyhow::Result<Calibration> {
     let text = read_text(path)?;
-    let golden: GoldenFile = serde_json::from_str(&text).with_context(|| {
+    // Strict JSON first: a label given twice is a conflict, not "the last one wins".
+    let golden: GoldenFile = agentic_core::json_strict::from_str(&text)
+        .map_err(anyhow::Error::from)
+        .and_then(|value| Ok(serde_json::from_value(value)?))
+        .with_context(|| {
         format!("golden set `{path}` is invalid; write {{\"cases\": [{{\"name\", \"trace\", \"evidence\": [...], \"tier3_verdicts\", \"human\": {{\"ID\": \"PASS\"}}}}]}}")
     })?;
     let base = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("."));
@@ -368,19 +372,29 @@ fn run_golden(
                 None => None,
             };
             let mut recorded;
-            let evaluator: &mut dyn Tier3Evaluator = match (judge.as_deref_mut(), &entry.tier3_verdicts) {
-                (Some(judge), _) => judge,
-                (None, Some(file)) => {
-                    let verdicts = read_text(&resolve(file))?;
-                    recorded = ReplayEvaluator::from_json(&verdicts).with_context(|| format!("reading `{file}`"))?;
-                    &mut recorded
-                }
-                (None, None) => {
-                    bail!("it has no `tier3_verdicts`; add the file, or pass `--judge` to let the judge evaluate it")
-                }
-            };
+            let (evaluator, verdicts_file): (&mut dyn Tier3Evaluator, _) =
+                match (judge.as_deref_mut(), &entry.tier3_verdicts) {
+                    (Some(judge), _) => (judge, None),
+                    (None, Some(file)) => {
+                        let verdicts = read_text(&resolve(file))?;
+                        recorded =
+                            ReplayEvaluator::from_json(&verdicts).with_context(|| format!("reading `{file}`"))?;
+                        (&mut recorded, Some(file))
+                    }
+                    (None, None) => {
+                        bail!(
+                            "it has no `tier3_verdicts`; add the file, or pass `--judge` to let the judge evaluate it"
+                        )
+                    }
+                };
             let single = CheckOptions { evaluated_at: options.evaluated_at.clone(), eval_runs: 1 };
-            let report = evaluate(spec, &EvidenceSet { values, trace }, evaluator, &single)?;
+            let report = evaluate(spec, &EvidenceSet { values, trace }, evaluator, &single).map_err(|error| {
+                let error = anyhow::Error::new(error);
+                match verdicts_file {
+                    Some(file) => error.context(format!("in tier-3 verdicts file `{file}`")),
+                    None => error,
+                }
+            })?;
             Ok(GoldenCase { name: entry.name.clone(), report, human: entry.human.clone() })
         };
         // Every error names the golden set and the case, whatever went wrong inside it.

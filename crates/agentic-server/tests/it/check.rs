@@ -534,6 +534,20 @@ fn golden_set_agreement_below_ninety_percent_warns() {
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("g.golden.json`, case `lost`"), "{}", run.stderr());
     assert!(run.stderr().contains("nope.jsonl"), "{}", run.stderr());
+    // A label given twice is a conflict to resolve, not "the last one wins".
+    let twice = dir.path().join("twice.golden.json");
+    std::fs::write(
+        &twice,
+        r#"{"cases": [{"name": "a", "evidence": [], "human": {"P3-01": "PASS", "P3-01": "FAIL"}}]}"#,
+    )
+    .unwrap();
+    let run = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--golden", twice.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("duplicate key `P3-01`"), "{}", run.stderr());
 }
 
 #[test]
