@@ -600,8 +600,13 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
 }
 
 fn escape_cell(text: &str) -> String {
-    // A line break of any kind (CR LF, CR, LF) ends a table row in some renderers.
-    text.replace('|', "\\|").replace("\r\n", " ").replace(['\r', '\n'], " ")
+    one_line(&text.replace('|', "\\|"))
+}
+
+/// `text` on one line: a line break of any kind (CR LF, CR, LF) would end a table row, a
+/// heading or a list item, and could start a Markdown block of its own.
+fn one_line(text: &str) -> String {
+    text.replace("\r\n", " ").replace(['\r', '\n'], " ")
 }
 
 /// The Markdown report for people.
@@ -609,8 +614,13 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
     let mut out = String::new();
     let scores = &report.scores;
     let summary = &report.summary;
-    let _ = writeln!(out, "# Compliance report: {}\n", report.workflow);
-    let _ = writeln!(out, "Spec version {}, evaluated at {}.\n", report.spec_version, report.evaluated_at);
+    let _ = writeln!(out, "# Compliance report: {}\n", one_line(&report.workflow));
+    let _ = writeln!(
+        out,
+        "Spec version {}, evaluated at {}.\n",
+        one_line(&report.spec_version),
+        one_line(&report.evaluated_at)
+    );
     let _ = writeln!(out, "| Metric | Value |\n|---|---|");
     let _ = writeln!(out, "| Compliance score (agent health) | {} |", percent(scores.compliance_percent));
     let _ = writeln!(out, "| Rating | {} |", rating_text(scores.rating));
@@ -627,7 +637,7 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             out,
             "| {} | {} | {} | {} | {} | {} | {} |",
             result.position_index,
-            result.id,
+            escape_cell(&result.id),
             result.tier,
             result.severity.as_str(),
             result.result.as_str(),
@@ -687,7 +697,7 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             let _ = writeln!(out, "No checkpoint changed.");
         } else {
             for change in &comparison.changes {
-                let _ = writeln!(out, "- {}", change_line(change));
+                let _ = writeln!(out, "- {}", one_line(&change_line(change)));
             }
         }
     }
@@ -701,6 +711,7 @@ mod tests {
     #[test]
     fn table_cells_hold_no_line_break_or_bare_pipe() {
         assert_eq!(escape_cell("a|b\r\nc\rd\ne"), "a\\|b c d e");
+        assert_eq!(one_line("w\n# injected"), "w # injected");
     }
 
     #[test]
