@@ -1511,6 +1511,9 @@ struct Scope {
     /// Occurrences more than [`MAX_LINK_DEPTH`] recorded spans below the nearest one that
     /// settles them, counted as outside.
     too_deep: u64,
+    /// Occurrences under a span whose recorded parent left the window of [`LINKS`] spans,
+    /// counted as outside.
+    under_expired: u64,
 }
 
 impl Scope {
@@ -1700,6 +1703,9 @@ pub struct SequenceEngine {
 /// How many of the latest recorded parents [`Links`] keeps at least.
 const LINKS: usize = 65_536;
 
+/// The links of a climb recorded again as the newest (see [`place`]).
+const REFRESHED_LINKS: usize = 16;
+
 /// The most recorded parents climbed from one call.
 pub const MAX_LINK_DEPTH: usize = 1024;
 
@@ -1720,7 +1726,14 @@ struct Links {
     /// newest `unindexed` entries.
     table: HashTable<u32>,
     unindexed: usize,
+    /// Spans with a parent that left the ring (by hash modulo its size, the latest wins),
+    /// made when the first leaves: a call under one is outside as far as the engine knows,
+    /// and its note says so.
+    expired: Option<Box<[u64]>>,
 }
+
+/// Slots of [`Links::expired`].
+const EXPIRED_LINKS: usize = 4_096;
 
 impl Default for Links {
     fn default() -> Links {
@@ -1730,7 +1743,14 @@ impl Default for Links {
 
 impl Links {
     fn with_capacity(capacity: usize) -> Links {
-        Links { capacity: capacity.max(1), ring: Vec::new(), next: 0, table: HashTable::new(), unindexed: 0 }
+        Links {
+            capacity: capacity.max(1),
+            ring: Vec::new(),
+            next: 0,
+            table: HashTable::new(),
+            unindexed: 0,
+            expired: None,
+        }
     }
 
     /// Records that the span whose id hashes to `span` is under `parent` (0: it has none).
@@ -1743,11 +1763,15 @@ impl Links {
             self.ring.push((span, parent));
         } else {
             // The oldest entry goes, and with it its place in the index, if it has one.
-            if self.unindexed < self.capacity {
-                let oldest = self.ring[at].0;
-                if let Ok(entry) = self.table.find_entry(oldest, |&member| member as usize == at) {
-                    entry.remove();
-                }
+            let (oldest, oldest_parent) = self.ring[at];
+            if self.unindexed < self.capacity
+                && let Ok(entry) = self.table.find_entry(oldest, |&member| member as usize == at)
+            {
+                entry.remove();
+            }
+            if oldest_parent != 0 {
+                let expired = self.expired.get_or_insert_with(|| vec![0; EXPIRED_LINKS].into_boxed_slice());
+                expired[(oldest % EXPIRED_LINKS as u64) as usize] = oldest;
             }
             self.ring[at] = (span, parent);
         }
@@ -1764,6 +1788,19 @@ impl Links {
         let ring = &self.ring;
         let at = *self.table.find(span, |&at| ring[at as usize].0 == span)?;
         Some(ring[at as usize].1)
+    }
+
+    /// Whether the span whose id hashes to `span` had a parent that left the ring (probably:
+    /// a later one may have taken its slot, so `false` does not mean it did not).
+    fn expired(&self, span: u64) -> bool {
+        span != 0
+            && self.expired.as_ref().is_some_and(|expired| expired[(span % EXPIRED_LINKS as u64) as usize] == span)
+            && self.parent_of_indexed(span).is_none()
+    }
+
+    fn parent_of_indexed(&self, span: u64) -> Option<u64> {
+        let ring = &self.ring;
+        self.table.find(span, |&at| ring[at as usize].0 == span).map(|&at| ring[at as usize].1)
     }
 
     /// Brings the index up to date.
@@ -1803,7 +1840,7 @@ enum Climb {
 /// Where a call under `parent` stands in `scope`: inside when `parent` is in it or one of
 /// its recorded ancestors is (a parent that is a post-only call is inside when its own
 /// recorded parents are), else outside for good or waiting for a span still to come.
-fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
+fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>, refresh: bool) -> Climb {
     if scope.open.contains(parent) {
         return Climb::Inside;
     }
@@ -1811,12 +1848,22 @@ fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
     // method: the mark moves up after 1, 2, 4, ... steps).
     let (mut hash, mut mark, mut lap) = (parent.hash, parent.hash, 1);
     for step in 1..=MAX_LINK_DEPTH {
-        match links.parent_of(hash) {
+        let up = match links.parent_of(hash) {
             None => return Climb::Awaits(hash),
             Some(0) => return Climb::Outside(hash),
-            Some(up) if scope.open.contains_hash(up) => return Climb::Inside,
-            Some(up) => hash = up,
+            Some(up) => up,
+        };
+        // A link in use (by a call a rule counts, or a container) is recorded again, as the
+        // newest: a container whose calls keep coming stays known however many other spans
+        // pass (the first few levels of a climb). Only such calls refresh, so that feeding
+        // one by one and through summaries keep the same links.
+        if refresh && step <= REFRESHED_LINKS {
+            links.note(hash, up);
         }
+        if scope.open.contains_hash(up) {
+            return Climb::Inside;
+        }
+        hash = up;
         if hash == mark {
             break;
         }
@@ -1844,7 +1891,13 @@ fn hand_on_orphans(
             }
         }
         Some(Climb::Awaits(top)) => scope.pass_orphans_up(span, by_hash(top)),
-        Some(Climb::Outside(_) | Climb::TooDeep) | None => scope.release(span),
+        Some(Climb::TooDeep) => {
+            // Said in the note, like calls placed too deep as they come.
+            if let Some(late) = scope.note_opened(span) {
+                scope.too_deep += late.calls;
+            }
+        }
+        Some(Climb::Outside(_)) | None => scope.release(span),
     }
 }
 
@@ -2125,18 +2178,23 @@ impl SequenceEngine {
             (Some(root), Some(scope)) => {
                 // Whether the parent is in scope matters only to step the rule or to open a
                 // container (read before the scope changes, as the events go).
-                let placed =
-                    if steps || is_container { parent.map(|parent| place(links, scope, parent)) } else { None };
+                let counted = steps && concerns(&rule.relation, *ids, matches);
+                let placed = if steps || is_container {
+                    parent.map(|parent| place(links, scope, parent, counted || is_container))
+                } else {
+                    None
+                };
                 let inside = placed == Some(Climb::Inside);
-                if steps
+                if counted
                     && let (Some(parent), Some(placed)) = (parent, placed)
                     && placed != Climb::Inside
-                    && concerns(&rule.relation, *ids, matches)
                 {
                     match placed {
                         Climb::Awaits(top) | Climb::Outside(top) => {
                             if scope.was_dropped(parent) || scope.was_dropped(by_hash(top)) {
                                 scope.under_dropped += 1;
+                            } else if matches!(placed, Climb::Awaits(_)) && links.expired(top) {
+                                scope.under_expired += 1;
                             }
                             if let Climb::Awaits(top) = placed {
                                 let late = late_occurrence(&rule.relation, *ids, matches, location, order);
@@ -2162,7 +2220,7 @@ impl SequenceEngine {
                         // Calls that came before this span wait for it: they are inside when
                         // it is, else they wait for its ancestor still to come (outside for
                         // good when there is none).
-                        let placed = placed.or_else(|| parent.map(|parent| place(links, scope, parent)));
+                        let placed = placed.or_else(|| parent.map(|parent| place(links, scope, parent, false)));
                         hand_on_orphans(&rule.relation, state, scope, span, placed);
                         if !is_end {
                             scope.open.remove(span);
@@ -2223,7 +2281,7 @@ impl SequenceEngine {
             }
             // A step or model call nests like a call: see `step`. Calls that came before it
             // (an OTLP batch exported ahead of the one holding their step) wait for it.
-            let placed = parent.map(|parent| place(links, scope, parent));
+            let placed = parent.map(|parent| place(links, scope, parent, true));
             if placed == Some(Climb::Inside) {
                 scope.open(span, false);
             } else {
@@ -2275,6 +2333,15 @@ impl SequenceEngine {
                         &format!(
                             "Warning: {lost} call(s) were nested more than {MAX_LINK_DEPTH} spans deep (or under a loop \
                              of parent ids) and counted as outside the scope."
+                        ),
+                    );
+                }
+                if let Some(lost) = scope.as_ref().map(|s| s.under_expired).filter(|&lost| lost > 0) {
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {lost} call(s) were under a span whose parent was recorded more than {LINKS} \
+                             spans back and is no longer known; they counted as outside the scope."
                         ),
                     );
                 }
@@ -3104,6 +3171,38 @@ mod tests {
                     let expected = model.iter().rev().find(|(s, _)| *s == span).map(|&(_, parent)| parent);
                     proptest::prop_assert_eq!(links.parent_of(span), expected);
                 }
+            }
+        }
+    }
+
+    /// A nested task whose calls keep coming stays known however many other spans pass (a
+    /// climb records the links it uses again); one that went quiet for more than [`LINKS`]
+    /// spans is forgotten, and the note says so instead of passing silently.
+    #[test]
+    fn a_busy_nested_task_stays_known_and_a_forgotten_one_is_said() {
+        let ids: Vec<String> = (0..70_000).map(|n| format!("r-{n:06}")).collect();
+        for busy in [true, false] {
+            let mut events = vec![
+                line_event("Task", OUTER, "outer", None, true, 1),
+                line_event("Task", r#"{"d":"inner"}"#, "inner", Some("outer"), false, 2),
+            ];
+            // Busy: a call the rules count under the inner task every 1,000 lines.
+            for (n, id) in ids.iter().enumerate() {
+                let event = match busy && n % 1000 == 0 {
+                    true => line_event("Write", "{}", id, Some("inner"), false, 3 + n as u64),
+                    false => line_event("Read", "{}", id, None, true, 3 + n as u64),
+                };
+                events.push(event);
+            }
+            events.push(line_event("Write", "{}", "w", Some("inner"), false, 100_000));
+            let outcome = both_ways(&outer_rules(), &events, &[1000, 7]);
+            let note = &outcome.outcomes[1].notes;
+            if busy {
+                assert_eq!(counted(&outcome.outcomes[1]), 71, "{note}");
+                assert!(!note.contains("Warning"), "{note}");
+            } else {
+                assert_eq!(counted(&outcome.outcomes[1]), 0, "{note}");
+                assert!(note.contains("whose parent was recorded more than 65536 spans back"), "{note}");
             }
         }
     }
