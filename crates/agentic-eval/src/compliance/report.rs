@@ -287,6 +287,49 @@ pub struct CheckpointResult {
     pub notes: String,
 }
 
+impl ComplianceReport {
+    /// The first thing in this report that `agentic check` could not have written (a read
+    /// report, a baseline: a hand-edited or foreign file must not produce bogus deltas).
+    pub fn inconsistency(&self) -> Option<String> {
+        let percent = |value: f64| (0.0..=100.0).contains(&value);
+        if let Some(compliance) = self.scores.compliance_percent
+            && !percent(compliance)
+        {
+            return Some(format!("`scores.compliance_percent` is {compliance}, not a percentage"));
+        }
+        if !percent(self.scores.spec_health_percent) {
+            return Some(format!(
+                "`scores.spec_health_percent` is {}, not a percentage",
+                self.scores.spec_health_percent
+            ));
+        }
+        for (idx, result) in self.checkpoints.iter().enumerate() {
+            let at = format!("`checkpoints[{idx}]`");
+            if result.id.trim().is_empty() {
+                return Some(format!("{at} has an empty id"));
+            }
+            if !(1..=3).contains(&result.tier) {
+                return Some(format!("{at} (`{}`) has tier {}; tiers are 1, 2 and 3", result.id, result.tier));
+            }
+            let weight = result.earned_weight;
+            let fits = match result.result {
+                ResultState::Pass => weight == 1.0,
+                ResultState::Fail | ResultState::Blocked | ResultState::NotApplicable => weight == 0.0,
+                ResultState::Partial => result.tier == 3 && weight > 0.0 && weight < 1.0,
+            };
+            if !fits {
+                return Some(format!(
+                    "{at} (`{}`) is {} with earned weight {weight} (PASS earns 1; FAIL, BLOCKED and N/A 0; only a tier-3 \
+                     PARTIAL earns a weight between 0 and 1)",
+                    result.id,
+                    result.result.as_str()
+                ));
+            }
+        }
+        None
+    }
+}
+
 pub(crate) fn round2(value: f64) -> f64 {
     (value * 100.0).round() / 100.0
 }

@@ -233,9 +233,18 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let baseline = match &args.baseline {
         Some(path) => {
             let text = read_text(path)?;
-            let baseline: ComplianceReport = serde_json::from_str(&text).with_context(|| {
-                format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
-            })?;
+            let baseline: ComplianceReport = agentic_core::json_strict::from_str(&text)
+                .map_err(anyhow::Error::from)
+                .and_then(|value| Ok(serde_json::from_value(value)?))
+                .with_context(|| {
+                    format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
+                })?;
+            if let Some(problem) = baseline.inconsistency() {
+                bail!(
+                    "baseline `{path}` is not a report `agentic check` wrote: {problem}; use a report written by \
+                     `agentic check --json`, not an edited one"
+                );
+            }
             let major = |version: &str| version.split('.').next().unwrap_or_default().to_owned();
             if major(&baseline.schema_version) != major(&report.schema_version) {
                 bail!(

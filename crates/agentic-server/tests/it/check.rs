@@ -1628,6 +1628,23 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     );
     assert_eq!(run.code(), 2);
     assert!(run.stderr().contains("lists checkpoint `P1-01` twice"), "{}", run.stderr());
+
+    // Weights and scores no check writes: refused, not turned into bogus regressions.
+    for (edit, expected) in [
+        ("/checkpoints/0/earned_weight", "is PASS with earned weight 7"),
+        ("/scores/compliance_percent", "`scores.compliance_percent` is 1000"),
+    ] {
+        let mut report = first.report.clone();
+        *report.pointer_mut(edit).unwrap() = json!(if edit.ends_with("weight") { 7.0 } else { 1000.0 });
+        std::fs::write(&baseline, report.to_string()).unwrap();
+        let run = run_example(
+            "feature-workflow",
+            "feature-workflow.trace.tooltrace.jsonl",
+            &["--baseline", baseline.to_str().unwrap()],
+        );
+        assert_eq!(run.code(), 2, "{}", run.stderr());
+        assert!(run.stderr().contains(expected), "{}", run.stderr());
+    }
 }
 
 /// A failed checkpoint under two active constraints names both; a checkpoint missing two
