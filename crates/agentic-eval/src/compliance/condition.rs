@@ -302,6 +302,11 @@ pub(crate) fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
     }
 }
 
+/// A number read as a float beyond 2^53, where floats skip whole numbers.
+fn imprecise(number: &Number) -> bool {
+    number.as_i128().is_none() && number.as_f64().is_some_and(|float| float.abs() >= 9_007_199_254_740_992.0)
+}
+
 fn whole_against_float(whole: i128, float: f64) -> Option<Ordering> {
     if float.is_nan() {
         return None;
@@ -792,7 +797,9 @@ fn interval_possible(comparisons: &[Comparison]) -> bool {
     match (low, high) {
         (Some((low, low_open)), Some((high, high_open))) => match compare_numbers(low, high) {
             Some(Ordering::Less) => true,
-            Some(Ordering::Equal) => !low_open && !high_open,
+            // Past 2^53 a written number may not be the float it was read as (`1e29` and
+            // `100000000000000000000000000002` read alike): no contradiction is claimed there.
+            Some(Ordering::Equal) => (!low_open && !high_open) || imprecise(low),
             _ => false,
         },
         _ => true,
@@ -965,6 +972,11 @@ mod tests {
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let (_, diagnostics) = compile(json!({"path": "build", "gt": 9007199254740993u64, "lt": 9007199254740993u64}));
         assert!(diagnostics.iter().any(|d| d.code == "condition-contradiction"), "{diagnostics:?}");
+        // Beyond 64 bits numbers are floats, and two bounds that read alike may differ as written.
+        let huge: Value =
+            serde_json::from_str(r#"{"path": "build", "gt": 1e29, "lt": 100000000000000000000000000002}"#).unwrap();
+        let (_, diagnostics) = compile(huge);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
     }
 
     #[test]
