@@ -1511,9 +1511,6 @@ struct Scope {
     /// Occurrences more than [`MAX_LINK_DEPTH`] recorded spans below the nearest one that
     /// settles them, counted as outside.
     too_deep: u64,
-    /// Occurrences under a span whose recorded parent left the window of [`LINKS`] spans,
-    /// counted as outside.
-    under_expired: u64,
 }
 
 impl Scope {
@@ -1726,14 +1723,7 @@ struct Links {
     /// newest `unindexed` entries.
     table: HashTable<u32>,
     unindexed: usize,
-    /// Spans with a parent that left the ring (by hash modulo its size, the latest wins),
-    /// made when the first leaves: a call under one is outside as far as the engine knows,
-    /// and its note says so.
-    expired: Option<Box<[u64]>>,
 }
-
-/// Slots of [`Links::expired`].
-const EXPIRED_LINKS: usize = 4_096;
 
 impl Default for Links {
     fn default() -> Links {
@@ -1749,7 +1739,6 @@ impl Links {
             next: 0,
             table: HashTable::new(),
             unindexed: 0,
-            expired: None,
         }
     }
 
@@ -1763,15 +1752,11 @@ impl Links {
             self.ring.push((span, parent));
         } else {
             // The oldest entry goes, and with it its place in the index, if it has one.
-            let (oldest, oldest_parent) = self.ring[at];
+            let oldest = self.ring[at].0;
             if self.unindexed < self.capacity
                 && let Ok(entry) = self.table.find_entry(oldest, |&member| member as usize == at)
             {
                 entry.remove();
-            }
-            if oldest_parent != 0 {
-                let expired = self.expired.get_or_insert_with(|| vec![0; EXPIRED_LINKS].into_boxed_slice());
-                expired[(oldest % EXPIRED_LINKS as u64) as usize] = oldest;
             }
             self.ring[at] = (span, parent);
         }
@@ -1788,19 +1773,6 @@ impl Links {
         let ring = &self.ring;
         let at = *self.table.find(span, |&at| ring[at as usize].0 == span)?;
         Some(ring[at as usize].1)
-    }
-
-    /// Whether the span whose id hashes to `span` had a parent that left the ring (probably:
-    /// a later one may have taken its slot, so `false` does not mean it did not).
-    fn expired(&self, span: u64) -> bool {
-        span != 0
-            && self.expired.as_ref().is_some_and(|expired| expired[(span % EXPIRED_LINKS as u64) as usize] == span)
-            && self.parent_of_indexed(span).is_none()
-    }
-
-    fn parent_of_indexed(&self, span: u64) -> Option<u64> {
-        let ring = &self.ring;
-        self.table.find(span, |&at| ring[at as usize].0 == span).map(|&at| ring[at as usize].1)
     }
 
     /// Brings the index up to date.
@@ -2193,8 +2165,6 @@ impl SequenceEngine {
                         Climb::Awaits(top) | Climb::Outside(top) => {
                             if scope.was_dropped(parent) || scope.was_dropped(by_hash(top)) {
                                 scope.under_dropped += 1;
-                            } else if matches!(placed, Climb::Awaits(_)) && links.expired(top) {
-                                scope.under_expired += 1;
                             }
                             if let Climb::Awaits(top) = placed {
                                 let late = late_occurrence(&rule.relation, *ids, matches, location, order);
@@ -2336,12 +2306,25 @@ impl SequenceEngine {
                         ),
                     );
                 }
-                if let Some(lost) = scope.as_ref().map(|s| s.under_expired).filter(|&lost| lost > 0) {
+                // Calls still waiting: their parent never came, or came so long before them
+                // (more than `LINKS` spans) that it was forgotten. Outside, but not silently.
+                // (Without any scope span, nothing could be inside: the note says so already.)
+                let waiting: u64 = scope.as_ref().filter(|scope| scope.rooted).map_or(0, |scope| {
+                    let orphans = &scope.orphans;
+                    scope
+                        .orphan_order
+                        .iter()
+                        .filter(|&&key| orphans.hash_of(key).is_some())
+                        .filter_map(|key| scope.orphan_calls.get(key.0 as usize))
+                        .map(|late| late.calls)
+                        .sum()
+                });
+                if waiting > 0 {
                     append_sentence(
                         &mut outcome.notes,
                         &format!(
-                            "Warning: {lost} call(s) were under a span whose parent was recorded more than {LINKS} \
-                             spans back and is no longer known; they counted as outside the scope."
+                            "Warning: {waiting} call(s) were under a span that never appeared in the trace, or appeared \
+                             more than {LINKS} spans before them and was forgotten; they counted as outside the scope."
                         ),
                     );
                 }
@@ -3202,7 +3185,7 @@ mod tests {
                 assert!(!note.contains("Warning"), "{note}");
             } else {
                 assert_eq!(counted(&outcome.outcomes[1]), 0, "{note}");
-                assert!(note.contains("whose parent was recorded more than 65536 spans back"), "{note}");
+                assert!(note.contains("more than 65536 spans before them and was forgotten"), "{note}");
             }
         }
     }
