@@ -1733,13 +1733,7 @@ impl Default for Links {
 
 impl Links {
     fn with_capacity(capacity: usize) -> Links {
-        Links {
-            capacity: capacity.max(1),
-            ring: Vec::new(),
-            next: 0,
-            table: HashTable::new(),
-            unindexed: 0,
-        }
+        Links { capacity: capacity.max(1), ring: Vec::new(), next: 0, table: HashTable::new(), unindexed: 0 }
     }
 
     /// Records that the span whose id hashes to `span` is under `parent` (0: it has none).

@@ -133,7 +133,17 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("`--json` and `--markdown` both name `{json}`; give each report its own file (`-` for standard output)");
     }
-    // A report must never overwrite what the check reads.
+    if let Some(record) = &args.judge_record {
+        for (flag, output) in [("--json", &args.json), ("--markdown", &args.markdown)] {
+            if let Some(output) = output
+                && same_file(output, record)
+            {
+                bail!("`{flag} {output}` and `--judge-record` name the same file; give each its own");
+            }
+        }
+    }
+    // A report must never overwrite what the check reads (the golden set's own files too).
+    let golden_files = args.golden.as_deref().map(golden_inputs).unwrap_or_default();
     let inputs = std::iter::once(("the spec", &args.spec))
         .chain(args.trace.iter().map(|path| ("the trace", path)))
         .chain(args.evidence.iter().map(|path| ("an evidence file", path)))
@@ -141,7 +151,8 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         .chain(args.baseline.iter().map(|path| ("the baseline", path)))
         .chain(args.golden.iter().map(|path| ("the golden set", path)))
         .chain(args.judge.iter().map(|path| ("the judge configuration", path)))
-        .chain(args.judge_cassette.iter().map(|path| ("the judge cassette", path)));
+        .chain(args.judge_cassette.iter().map(|path| ("the judge cassette", path)))
+        .chain(golden_files.iter().map(|path| ("a file of the golden set", path)));
     for (what, input) in inputs {
         for (flag, output) in [("--json", &args.json), ("--markdown", &args.markdown)] {
             if let Some(output) = output
@@ -304,9 +315,12 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.markdown {
         let mut markdown = render_markdown(&report, comparison.as_ref());
         if let Some(calibration) = &calibration {
-            markdown.push_str("\n## Golden-set calibration\n\n```text\n");
-            markdown.push_str(&calibration.render());
-            markdown.push_str("```\n");
+            // A fence longer than any run of backticks in the text (case names and ids are
+            // the user's), so nothing inside can close it.
+            let text = calibration.render();
+            let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+            let fence = "`".repeat(longest.max(2) + 1);
+            markdown.push_str(&format!("\n## Golden-set calibration\n\n{fence}text\n{text}{fence}\n"));
         }
         write(path, markdown)?;
     }
@@ -352,6 +366,22 @@ struct GoldenEntry {
     #[serde(default)]
     tier3_verdicts: Option<String>,
     human: std::collections::BTreeMap<String, agentic_eval::compliance::ResultState>,
+}
+
+/// The files a golden set's cases read, resolved like [`run_golden`] does (none when the
+/// set does not read: `run_golden` reports that).
+fn golden_inputs(path: &str) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    let Ok(golden) = serde_json::from_str::<GoldenFile>(&text) else { return Vec::new() };
+    let base = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("."));
+    let resolve = |relative: &String| base.join(relative).to_string_lossy().into_owned();
+    golden
+        .cases
+        .iter()
+        .flat_map(|case| {
+            case.trace.iter().chain(&case.evidence).chain(&case.tier3_verdicts).map(resolve).collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 fn run_golden(
@@ -456,6 +486,19 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
 fn same_file(a: &str, b: &str) -> bool {
     if a == b {
         return true;
+    }
+    // The same regular file under two names (a hard link, standard input redirected from
+    // it); devices such as /dev/null are shared harmlessly.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = |path: &str| std::fs::metadata(if path == "-" { "/dev/stdin" } else { path }).ok();
+        if let (Some(x), Some(y)) = (metadata(a), metadata(b))
+            && x.is_file()
+            && y.is_file()
+        {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
     }
     if a == "-" || b == "-" {
         return false;

@@ -548,6 +548,29 @@ fn golden_set_agreement_below_ninety_percent_warns() {
     );
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("duplicate key `P3-01`"), "{}", run.stderr());
+
+    // A case name that holds a fence and a heading stays inside the report's code block.
+    let golden_dir = project_root().join("examples/checkpoints/golden");
+    let mut golden: Value =
+        serde_json::from_str(&std::fs::read_to_string(golden_dir.join("feature-workflow.golden.json")).unwrap())
+            .unwrap();
+    let absolute = |path: &Value| json!(golden_dir.join(path.as_str().unwrap()).to_str().unwrap());
+    for case in golden["cases"].as_array_mut().unwrap() {
+        case["trace"] = absolute(&case["trace"]);
+        case["tier3_verdicts"] = absolute(&case["tier3_verdicts"]);
+        let evidence: Vec<Value> = case["evidence"].as_array().unwrap().iter().map(absolute).collect();
+        case["evidence"] = json!(evidence);
+    }
+    golden["cases"][3]["name"] = json!("run-4\n```\n# INJECTED\n```text");
+    let named = dir.path().join("named.golden.json");
+    std::fs::write(&named, golden.to_string()).unwrap();
+    let run = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--golden", named.to_str().unwrap()],
+    );
+    assert!(run.markdown.contains("# INJECTED"), "{}\n{}", run.markdown, run.stderr());
+    assert!(run.markdown.contains("````text"), "{}", run.markdown);
 }
 
 #[test]
@@ -1856,4 +1879,20 @@ fn a_report_never_overwrites_an_input() {
     with.extend(["--json".to_owned(), example("feature-workflow.trace.tooltrace.jsonl")]);
     let run = agentic().arg("check").args(&with).output().unwrap();
     assert!(String::from_utf8_lossy(&run.stderr).contains("would overwrite the trace"));
+    // The same file under another name (a hard link), and a file a golden case reads.
+    let linked = dir.path().join("linked.yaml");
+    std::fs::hard_link(&spec, &linked).unwrap();
+    let golden = "examples/checkpoints/golden/feature-workflow.golden.json".to_owned();
+    for extra in [
+        vec!["--json".to_owned(), linked.to_str().unwrap().to_owned()],
+        vec!["--golden".to_owned(), golden, "--markdown".to_owned(), example("golden/run-2.evidence.json")],
+    ] {
+        let mut with = args.clone();
+        with.extend(extra);
+        let run = agentic().arg("check").args(&with).output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("would overwrite"), "{stderr}");
+    }
+    assert_eq!(std::fs::read(&spec).unwrap(), before);
 }
