@@ -303,6 +303,44 @@ impl ComplianceReport {
                 self.scores.spec_health_percent
             ));
         }
+        let dropout = &self.position_dropout_analysis;
+        let confidence = &self.tier_3_confidence;
+        for (field, value) in [
+            ("position_dropout_analysis.quartile_1", dropout.quartile_1),
+            ("position_dropout_analysis.quartile_2", dropout.quartile_2),
+            ("position_dropout_analysis.quartile_3", dropout.quartile_3),
+            ("position_dropout_analysis.quartile_4", dropout.quartile_4),
+            ("tier_3_confidence.mean", confidence.mean),
+        ] {
+            if let Some(value) = value
+                && !percent(value)
+            {
+                return Some(format!("`{field}` is {value}, not a percentage"));
+            }
+        }
+        if let Some([low, high]) = confidence.score_range
+            && !(percent(low) && percent(high) && low <= high)
+        {
+            return Some(format!("`tier_3_confidence.score_range` is [{low}, {high}], not a range of percentages"));
+        }
+        if let Some(variance) = confidence.variance
+            && (variance.is_nan() || variance < 0.0)
+        {
+            return Some(format!("`tier_3_confidence.variance` is {variance}"));
+        }
+        let count = |state: ResultState| self.checkpoints.iter().filter(|c| c.result == state).count() as u64;
+        let summary = &self.summary;
+        let counted = [
+            summary.total_checkpoints == self.checkpoints.len() as u64,
+            summary.passed == count(ResultState::Pass),
+            summary.partial == count(ResultState::Partial),
+            summary.failed == count(ResultState::Fail),
+            summary.na == count(ResultState::NotApplicable),
+            summary.blocked == count(ResultState::Blocked),
+        ];
+        if counted.contains(&false) {
+            return Some("`summary` does not count the checkpoints' states".to_owned());
+        }
         for (idx, result) in self.checkpoints.iter().enumerate() {
             let at = format!("`checkpoints[{idx}]`");
             if result.id.trim().is_empty() {

@@ -250,12 +250,6 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| {
                     format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
                 })?;
-            if let Some(problem) = baseline.inconsistency() {
-                bail!(
-                    "baseline `{path}` is not a report `agentic check` wrote: {problem}; use a report written by \
-                     `agentic check --json`, not an edited one"
-                );
-            }
             let major = |version: &str| version.split('.').next().unwrap_or_default().to_owned();
             if major(&baseline.schema_version) != major(&report.schema_version) {
                 bail!(
@@ -272,6 +266,12 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                      by `agentic check --json`, not an edited or merged one",
                     path,
                     twice.id
+                );
+            }
+            if let Some(problem) = baseline.inconsistency() {
+                bail!(
+                    "baseline `{path}` is not a report `agentic check` wrote: {problem}; use a report written by \
+                     `agentic check --json`, not an edited one"
                 );
             }
             if baseline.workflow != report.workflow {

@@ -1653,12 +1653,14 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     assert!(run.stderr().contains("lists checkpoint `P1-01` twice"), "{}", run.stderr());
 
     // Weights and scores no check writes: refused, not turned into bogus regressions.
-    for (edit, expected) in [
-        ("/checkpoints/0/earned_weight", "is PASS with earned weight 7"),
-        ("/scores/compliance_percent", "`scores.compliance_percent` is 1000"),
+    for (edit, value, expected) in [
+        ("/checkpoints/0/earned_weight", json!(7.0), "is PASS with earned weight 7"),
+        ("/scores/compliance_percent", json!(1000.0), "`scores.compliance_percent` is 1000"),
+        ("/summary/passed", json!(99), "`summary` does not count"),
+        ("/position_dropout_analysis/quartile_1", json!(150.0), "`position_dropout_analysis.quartile_1` is 150"),
     ] {
         let mut report = first.report.clone();
-        *report.pointer_mut(edit).unwrap() = json!(if edit.ends_with("weight") { 7.0 } else { 1000.0 });
+        *report.pointer_mut(edit).unwrap() = value;
         std::fs::write(&baseline, report.to_string()).unwrap();
         let run = run_example(
             "feature-workflow",
