@@ -15,6 +15,10 @@ use std::ops::Range;
 /// The deepest nesting the scanner follows (`serde_json` allows 128).
 pub const MAX_DEPTH: usize = 100;
 
+/// The most keys of one object [`JsonScanner::value`] compares for repeats; wider objects
+/// are left to the full parse.
+pub const MAX_COMPARED_KEYS: usize = 32;
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
@@ -257,7 +261,8 @@ impl<'a> JsonScanner<'a> {
         Some(())
     }
 
-    /// Any value at nesting `depth` (the top level is 0).
+    /// Any value at nesting `depth` (the top level is 0). An object that repeats a key (or
+    /// has escaped keys, or more than [`MAX_COMPARED_KEYS`]) is refused.
     pub fn value(&mut self, depth: usize) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
@@ -269,7 +274,7 @@ impl<'a> JsonScanner<'a> {
             }
             b'{' => {
                 self.pos += 1;
-                self.members(depth, |_, _, _| true)
+                self.object(depth)
             }
             b'[' => {
                 self.pos += 1;
@@ -296,6 +301,26 @@ impl<'a> JsonScanner<'a> {
             b'n' => self.literal(b"null"),
             _ => self.number(),
         }
+    }
+
+    /// An object whose `{` was consumed, up to and including its `}`, at nesting `depth`. A
+    /// key repeated in it is left to the full parse, which refuses it (a record must not mean
+    /// two things); so are escaped keys, which could spell a repeat differently, and objects
+    /// with more than [`MAX_COMPARED_KEYS`] keys.
+    #[inline(always)]
+    pub fn object(&mut self, depth: usize) -> Option<()> {
+        let bytes = self.bytes;
+        let mut keys = [(0usize, 0usize); MAX_COMPARED_KEYS];
+        let mut count = 0;
+        self.members(depth, |key, escaped, _| {
+            let text = &bytes[key.clone()];
+            if escaped || count == MAX_COMPARED_KEYS || keys[..count].iter().any(|&(s, e)| &bytes[s..e] == text) {
+                return false;
+            }
+            keys[count] = (key.start, key.end);
+            count += 1;
+            true
+        })
     }
 
     /// The members of an object whose `{` was consumed, up to and including its `}`, at
@@ -373,6 +398,19 @@ pub fn find_member(text: &str, key: &str) -> Option<Option<Range<usize>>> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// An object that repeats a key is refused (the full parse rejects it as malformed), as
+    /// are escaped keys and objects too wide to compare; distinct keys are fine at any depth.
+    #[test]
+    fn objects_that_repeat_a_key_are_refused() {
+        assert!(accepts(r#"{"a":1,"b":{"a":2,"c":[{"a":3},{"a":4}]}}"#));
+        for text in [r#"{"a":1,"a":2}"#, r#"{"x":{"a":1,"b":2,"a":3}}"#, r#"[{"k":1,"k":1}]"#, r#"{"\u0061":1}"#] {
+            assert!(!accepts(text), "{text}");
+        }
+        let wide: Vec<String> = (0..=MAX_COMPARED_KEYS).map(|n| format!("\"k{n}\":{n}")).collect();
+        assert!(!accepts(&format!("{{{}}}", wide.join(","))));
+        assert!(accepts(&format!("{{{}}}", wide[..MAX_COMPARED_KEYS].join(","))));
+    }
 
     fn accepts(text: &str) -> bool {
         let mut scanner = JsonScanner::new(text.as_bytes(), 0);

@@ -112,7 +112,7 @@ impl Layouts {
             } else {
                 // An object's members are scanned in line (most `args` are objects).
                 if scanner.eat(b'{').is_some() {
-                    scanner.members(1, |_, _, _| true)?;
+                    scanner.object(1)?;
                 } else {
                     scanner.value(1)?;
                 }

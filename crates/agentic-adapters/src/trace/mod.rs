@@ -293,7 +293,8 @@ impl<R: BufRead> TraceReader<R> {
         if text.is_empty() {
             return None;
         }
-        match serde_json::from_str::<Value>(text) {
+        // Strict: a key repeated in one object makes the record mean two things.
+        match agentic_core::json_strict::from_str(text) {
             Ok(value) => Some(Ok((value, start))),
             Err(error) if error.is_eof() && text.ends_with(['{', '[', ',', ':']) => {
                 let first = text.to_owned();
@@ -426,7 +427,7 @@ impl<R: BufRead> TraceReader<R> {
                     if !nesting.may_be_complete() {
                         continue;
                     }
-                    match serde_json::from_str::<Value>(&document) {
+                    match agentic_core::json_strict::from_str(&document) {
                         Ok(value) => {
                             self.document = Some(document);
                             return Ok((value, start));

@@ -381,10 +381,25 @@ fn record(
     let start = scanner.pos();
     scanner.eat(b'{')?;
     scanner.ws();
+    // Other keys seen, to leave a record that repeats one to the full parse (known keys are
+    // checked through their fields).
+    let mut others = [(0usize, 0usize); 8];
+    let mut other_count = 0;
     if scanner.eat(b'}').is_none() {
         loop {
             scanner.eat(b'"')?;
+            let key_start = scanner.pos();
             let key = key(scanner)?;
+            if key == Key::Other {
+                let bytes = scanner.bytes();
+                // `key` consumed the closing quote.
+                let text = bytes.get(key_start..scanner.pos().checked_sub(1)?)?;
+                if other_count == others.len() || others[..other_count].iter().any(|&(s, e)| &bytes[s..e] == text) {
+                    return None;
+                }
+                others[other_count] = (key_start, scanner.pos() - 1);
+                other_count += 1;
+            }
             scanner.ws();
             scanner.eat(b':')?;
             scanner.ws();

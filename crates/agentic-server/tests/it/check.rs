@@ -1898,3 +1898,49 @@ fn a_report_never_overwrites_an_input() {
     }
     assert_eq!(std::fs::read(&spec).unwrap(), before);
 }
+
+/// A trace record that repeats a key (two `args`, a repeated key inside `args`, two
+/// `tool_input` in a hook record) means two things: it is malformed, never read as its last
+/// value, which could hide a forbidden call. Every reader path agrees.
+#[test]
+fn a_record_that_repeats_a_key_is_malformed() {
+    let rule = [("D-01", "{never: {tool: Bash, args: {command: {contains: rm -rf}}}}")];
+    let tooltrace = "{\"tool_name\":\"Read\",\"args\":{\"file_path\":\"a\"}}\n\
+        {\"tool_name\":\"Bash\",\"args\":{\"command\":\"rm -rf /\"},\"args\":{\"command\":\"ls\"}}\n\
+        {\"tool_name\":\"Bash\",\"args\":{\"command\":\"rm -rf /\",\"command\":\"ls\"}}\n";
+    let hook = "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Read\",\"tool_input\":{},\"tool_use_id\":\"a\"}\n\
+        {\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"rm -rf /\"},\"tool_input\":{\"command\":\"ls\"},\"tool_use_id\":\"b\"}\n";
+    for (trace, malformed) in [(tooltrace, 2), (hook, 1)] {
+        for workers in ["reference", "0", "1", "2"] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("trace.jsonl");
+            std::fs::write(&path, trace).unwrap();
+            let spec = dir.path().join("spec.yaml");
+            std::fs::write(
+                &spec,
+                format!(
+                    "workflow: \"w\"\nspec_version: \"1.0.0\"\ncheckpoints:\n  - {{id: {}, tier: 2, instruction: \"x\", severity: high, verification: {{method: tool_sequence, evidence_sources: [trace_file], rule: {}}}}}\n",
+                    rule[0].0, rule[0].1
+                ),
+            )
+            .unwrap();
+            let output = agentic()
+                .env("AGENTIC_CHECK_WORKERS", workers)
+                .args(["check", spec.to_str().unwrap(), "--trace", path.to_str().unwrap(), "--threshold", "0"])
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            assert!(stderr.contains("duplicate key"), "{workers}: {stderr}");
+            assert!(
+                stdout.contains(&format!("Warning: {malformed} malformed trace record(s) were skipped")),
+                "{workers}: {stdout}"
+            );
+            let failed = agentic()
+                .env("AGENTIC_CHECK_WORKERS", workers)
+                .args(["check", spec.to_str().unwrap(), "--trace", path.to_str().unwrap(), "--malformed", "fail"])
+                .output()
+                .unwrap();
+            assert_eq!(failed.status.code(), Some(2), "{workers}");
+        }
+    }
+}
