@@ -17,7 +17,7 @@ pub const MAX_DEPTH: usize = 100;
 
 /// The most keys of one object [`JsonScanner::value`] compares for repeats; wider objects
 /// are left to the full parse.
-pub const MAX_COMPARED_KEYS: usize = 32;
+pub const MAX_COMPARED_KEYS: usize = 16;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -310,14 +310,19 @@ impl<'a> JsonScanner<'a> {
     #[inline(always)]
     pub fn object(&mut self, depth: usize) -> Option<()> {
         let bytes = self.bytes;
-        let mut keys = [(0usize, 0usize); MAX_COMPARED_KEYS];
+        // Key ranges as `u32` pairs: the array is set up for every object, so it stays small.
+        let mut keys = [(0u32, 0u32); MAX_COMPARED_KEYS];
         let mut count = 0;
         self.members(depth, |key, escaped, _| {
             let text = &bytes[key.clone()];
-            if escaped || count == MAX_COMPARED_KEYS || keys[..count].iter().any(|&(s, e)| &bytes[s..e] == text) {
+            let (Ok(start), Ok(end)) = (u32::try_from(key.start), u32::try_from(key.end)) else { return false };
+            if escaped
+                || count == MAX_COMPARED_KEYS
+                || keys[..count].iter().any(|&(s, e)| bytes_eq(&bytes[s as usize..e as usize], text))
+            {
                 return false;
             }
-            keys[count] = (key.start, key.end);
+            keys[count] = (start, end);
             count += 1;
             true
         })
