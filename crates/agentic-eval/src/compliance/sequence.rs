@@ -1698,10 +1698,7 @@ pub struct SequenceEngine {
 }
 
 /// How many of the latest recorded parents [`Links`] keeps at least.
-const LINKS: usize = 65_536;
-
-/// The links of a climb recorded again as the newest (see [`place`]).
-const REFRESHED_LINKS: usize = 16;
+const LINKS: usize = 262_144;
 
 /// The most recorded parents climbed from one call.
 pub const MAX_LINK_DEPTH: usize = 1024;
@@ -1806,7 +1803,7 @@ enum Climb {
 /// Where a call under `parent` stands in `scope`: inside when `parent` is in it or one of
 /// its recorded ancestors is (a parent that is a post-only call is inside when its own
 /// recorded parents are), else outside for good or waiting for a span still to come.
-fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>, refresh: bool) -> Climb {
+fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
     if scope.open.contains(parent) {
         return Climb::Inside;
     }
@@ -1819,13 +1816,6 @@ fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>, refresh: bool) -
             Some(0) => return Climb::Outside(hash),
             Some(up) => up,
         };
-        // A link in use (by a call a rule counts, or a container) is recorded again, as the
-        // newest: a container whose calls keep coming stays known however many other spans
-        // pass (the first few levels of a climb). Only such calls refresh, so that feeding
-        // one by one and through summaries keep the same links.
-        if refresh && step <= REFRESHED_LINKS {
-            links.note(hash, up);
-        }
         if scope.open.contains_hash(up) {
             return Climb::Inside;
         }
@@ -2145,11 +2135,8 @@ impl SequenceEngine {
                 // Whether the parent is in scope matters only to step the rule or to open a
                 // container (read before the scope changes, as the events go).
                 let counted = steps && concerns(&rule.relation, *ids, matches);
-                let placed = if steps || is_container {
-                    parent.map(|parent| place(links, scope, parent, counted || is_container))
-                } else {
-                    None
-                };
+                let placed =
+                    if steps || is_container { parent.map(|parent| place(links, scope, parent)) } else { None };
                 let inside = placed == Some(Climb::Inside);
                 if counted
                     && let (Some(parent), Some(placed)) = (parent, placed)
@@ -2184,7 +2171,7 @@ impl SequenceEngine {
                         // Calls that came before this span wait for it: they are inside when
                         // it is, else they wait for its ancestor still to come (outside for
                         // good when there is none).
-                        let placed = placed.or_else(|| parent.map(|parent| place(links, scope, parent, false)));
+                        let placed = placed.or_else(|| parent.map(|parent| place(links, scope, parent)));
                         hand_on_orphans(&rule.relation, state, scope, span, placed);
                         if !is_end {
                             scope.open.remove(span);
@@ -2245,7 +2232,7 @@ impl SequenceEngine {
             }
             // A step or model call nests like a call: see `step`. Calls that came before it
             // (an OTLP batch exported ahead of the one holding their step) wait for it.
-            let placed = parent.map(|parent| place(links, scope, parent, true));
+            let placed = parent.map(|parent| place(links, scope, parent));
             if placed == Some(Climb::Inside) {
                 scope.open(span, false);
             } else {
@@ -3152,34 +3139,29 @@ mod tests {
         }
     }
 
-    /// A nested task whose calls keep coming stays known however many other spans pass (a
-    /// climb records the links it uses again); one that went quiet for more than [`LINKS`]
-    /// spans is forgotten, and the note says so instead of passing silently.
+    /// A nested task stays known for the latest [`LINKS`] spans, whatever their ids; a call
+    /// under it after that counts as outside, and the note says so instead of passing
+    /// silently.
     #[test]
-    fn a_busy_nested_task_stays_known_and_a_forgotten_one_is_said() {
-        let ids: Vec<String> = (0..70_000).map(|n| format!("r-{n:06}")).collect();
-        for busy in [true, false] {
+    fn a_nested_task_is_known_for_the_window_and_a_forgotten_one_is_said() {
+        let ids: Vec<String> = (0..LINKS + 10).map(|n| format!("r-{n:07}")).collect();
+        for filler in [LINKS - 10, LINKS + 10] {
             let mut events = vec![
                 line_event("Task", OUTER, "outer", None, true, 1),
                 line_event("Task", r#"{"d":"inner"}"#, "inner", Some("outer"), false, 2),
             ];
-            // Busy: a call the rules count under the inner task every 1,000 lines.
-            for (n, id) in ids.iter().enumerate() {
-                let event = match busy && n % 1000 == 0 {
-                    true => line_event("Write", "{}", id, Some("inner"), false, 3 + n as u64),
-                    false => line_event("Read", "{}", id, None, true, 3 + n as u64),
-                };
-                events.push(event);
+            for (n, id) in ids[..filler].iter().enumerate() {
+                events.push(line_event("Read", "{}", id, None, true, 3 + n as u64));
             }
-            events.push(line_event("Write", "{}", "w", Some("inner"), false, 100_000));
-            let outcome = both_ways(&outer_rules(), &events, &[1000, 7]);
+            events.push(line_event("Write", "{}", "w", Some("inner"), false, 1_000_000));
+            let outcome = both_ways(&outer_rules(), &events, &[4096, 7]);
             let note = &outcome.outcomes[1].notes;
-            if busy {
-                assert_eq!(counted(&outcome.outcomes[1]), 71, "{note}");
+            if filler < LINKS {
+                assert_eq!(counted(&outcome.outcomes[1]), 1, "{note}");
                 assert!(!note.contains("Warning"), "{note}");
             } else {
                 assert_eq!(counted(&outcome.outcomes[1]), 0, "{note}");
-                assert!(note.contains("more than 65536 spans before them and was forgotten"), "{note}");
+                assert!(note.contains(&format!("more than {LINKS} spans before them and was forgotten")), "{note}");
             }
         }
     }
