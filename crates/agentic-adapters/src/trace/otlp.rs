@@ -219,7 +219,14 @@ fn parse_span(
     let mut data = Map::new();
     if let Some(arguments) = attrs.get("gen_ai.tool.call.arguments") {
         let input = match arguments {
-            Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| arguments.clone()),
+            // JSON text is read strictly (a repeated key is refused); other text stays text.
+            Value::String(text) => match agentic_core::json_strict::from_str(text) {
+                Ok(value) => value,
+                Err(error) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => {
+                    return Err(named(format!("`gen_ai.tool.call.arguments`: {error}")));
+                }
+                Err(_) => arguments.clone(),
+            },
             other => other.clone(),
         };
         data.insert("input".to_owned(), input);
@@ -389,6 +396,10 @@ fn attributes(list: Option<&Value>) -> Result<Map<String, Value>, String> {
         let Some(key) = item.get("key").and_then(Value::as_str) else {
             return Err("every attribute needs a string `key`".to_owned());
         };
+        // The same attribute twice would mean two things (a tool name, then another).
+        if out.contains_key(key) {
+            return Err(format!("attribute `{key}` is given twice"));
+        }
         out.insert(key.to_owned(), any_value(item.get("value").unwrap_or(&Value::Null)));
     }
     Ok(out)

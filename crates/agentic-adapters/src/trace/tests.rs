@@ -1013,3 +1013,32 @@ fn claude_hook_repeated_tool_records_are_not_calls() {
     assert_eq!(got[1].data["repeated"], json!(true));
     assert_eq!(got[1].data["kind"], json!("PreToolUse"));
 }
+
+/// An OTLP span that gives an attribute twice, or whose tool arguments repeat a key, means
+/// two things: it is malformed (named, with the document's other spans read), never read as
+/// its last value.
+#[test]
+fn otlp_spans_with_repeated_attributes_or_argument_keys_are_malformed() {
+    let arguments = r#"{\"location\":\"Paris\"}"#;
+    for (bad, expected) in [
+        (
+            OTLP.replacen(arguments, r#"{\"location\":\"Paris\",\"location\":\"Rome\"}"#, 1),
+            "`gen_ai.tool.call.arguments`: duplicate key `location`",
+        ),
+        (
+            OTLP.replacen(
+                r#"{"key":"gen_ai.tool.call.arguments""#,
+                r#"{"key":"gen_ai.tool.name","value":{"stringValue":"noop"}},{"key":"gen_ai.tool.call.arguments""#,
+                1,
+            ),
+            "attribute `gen_ai.tool.name` is given twice",
+        ),
+    ] {
+        assert_ne!(bad, OTLP);
+        let got = read(&bad, None);
+        let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].message.contains(expected), "{}", errors[0].message);
+        assert!(got.iter().any(|r| r.is_ok()), "the other spans are read");
+    }
+}
