@@ -175,6 +175,9 @@ pub struct TraceReader<R> {
     buffer: Vec<u8>,
     /// The text of the multi-line document just read, for the lines of its spans.
     document: Option<String>,
+    /// For the list record just read: its elements that are not strict JSON (a key repeated
+    /// in one), by index, with why; they stand as `null` in the list.
+    bad_elements: Vec<(usize, String)>,
     done: bool,
 }
 
@@ -209,6 +212,7 @@ impl<R: BufRead> TraceReader<R> {
             scratch: Vec::new(),
             buffer: Vec::new(),
             document: None,
+            bad_elements: Vec::new(),
             done: false,
         }
     }
@@ -301,6 +305,24 @@ impl<R: BufRead> TraceReader<R> {
                 Some(self.read_document(first, start))
             }
             Err(error) => {
+                // A list (an exporter's batch) whose only fault is inside some elements: the
+                // others are read, as for any bad element.
+                if text.trim_start().starts_with('[')
+                    && let Ok(items) = serde_json::from_str::<Vec<Box<serde_json::value::RawValue>>>(text)
+                {
+                    self.bad_elements.clear();
+                    let mut values = Vec::with_capacity(items.len());
+                    for (index, item) in items.iter().enumerate() {
+                        match agentic_core::json_strict::from_str(item.get()) {
+                            Ok(value) => values.push(value),
+                            Err(error) => {
+                                self.bad_elements.push((index, format!("invalid JSON: {error}")));
+                                values.push(Value::Null);
+                            }
+                        }
+                    }
+                    return Some(Ok((Value::Array(values), start)));
+                }
                 Some(Err(TraceError { line: start, message: format!("invalid JSON: {error}"), unreadable: false }))
             }
         }
@@ -473,7 +495,12 @@ impl<R: BufRead> TraceReader<R> {
             // holds no record.
             Value::Array(items) => {
                 let mut bad = Vec::new();
+                let faults = std::mem::take(&mut self.bad_elements);
                 for (index, item) in items.into_iter().enumerate() {
+                    if let Some((_, message)) = faults.iter().find(|(at, _)| *at == index) {
+                        bad.push(format!("list element {index}: {message}"));
+                        continue;
+                    }
                     if let Err(message) = adapter.ingest(item, line, &mut self.scratch) {
                         bad.push(format!("list element {index}: {message}"));
                     }

@@ -823,6 +823,13 @@ fn a_line_with_a_list_of_records_reads_them_in_order() {
         "{}",
         errors[0].message
     );
+    // An element that repeats a key is a bad element too; the others are read.
+    let text = "[{\"tool_name\":\"D\"},{\"tool_name\":\"E\",\"args\":{\"a\":1,\"a\":2}},{\"tool_name\":\"F\"}]\n";
+    let got = read(text, None);
+    let names: Vec<String> = got.iter().filter_map(|r| r.as_ref().ok()).filter_map(|e| e.step_name.clone()).collect();
+    assert_eq!(names, ["D", "F"]);
+    let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(errors[0].message.contains("list element 1: invalid JSON: duplicate key `a`"), "{errors:?}");
 }
 
 /// A document spread over lines is parsed once its brackets close: brackets and escaped
