@@ -59,6 +59,9 @@ pub struct Calibration {
     pub disagreements: Vec<Disagreement>,
     /// Annotations naming ids that are not in the report.
     pub unknown_ids: Vec<(String, String)>,
+    /// Annotations of tier-1 and tier-2 checkpoints (case, id, tier): not compared, since
+    /// calibration measures the tier-3 evaluator.
+    pub not_semantic: Vec<(String, String, u8)>,
 }
 
 /// Compares evaluator and human states over the golden set.
@@ -67,13 +70,18 @@ pub fn calibrate(cases: &[GoldenCase]) -> Calibration {
     let mut agreed = 0;
     let mut disagreements = Vec::new();
     let mut unknown_ids = Vec::new();
+    let mut not_semantic = Vec::new();
     for case in cases {
         for (id, human) in &case.human {
             let Some(result) = case.report.checkpoints.iter().find(|c| &c.id == id) else {
                 unknown_ids.push((case.name.clone(), id.clone()));
                 continue;
             };
-            if result.tier != 3 || result.result == ResultState::NotApplicable {
+            if result.tier != 3 {
+                not_semantic.push((case.name.clone(), id.clone(), result.tier));
+                continue;
+            }
+            if result.result == ResultState::NotApplicable {
                 continue;
             }
             compared += 1;
@@ -99,6 +107,7 @@ pub fn calibrate(cases: &[GoldenCase]) -> Calibration {
         warning: agreement_percent.is_none_or(|agreement| agreement < CALIBRATION_THRESHOLD),
         disagreements,
         unknown_ids,
+        not_semantic,
     }
 }
 
@@ -131,6 +140,11 @@ impl Calibration {
         }
         for (case, id) in &self.unknown_ids {
             out.push_str(&format!("\n  {case}: annotation for unknown checkpoint `{id}` ignored"));
+        }
+        for (case, id, tier) in &self.not_semantic {
+            out.push_str(&format!(
+                "\n  {case}: annotation for tier-{tier} checkpoint `{id}` ignored (calibration compares tier-3 verdicts)"
+            ));
         }
         out.push('\n');
         out
@@ -198,6 +212,12 @@ mod tests {
         assert_eq!(calibration.agreement_percent, Some(80.0));
         assert!(calibration.warning);
         assert!(calibration.render().contains("CALIBRATION WARNING"));
+        // ... and said, not dropped silently.
+        assert!(
+            calibration.render().contains("run-0: annotation for tier-1 checkpoint `A-01` ignored"),
+            "{}",
+            calibration.render()
+        );
         cases[3].human.insert("B-01".into(), Fail);
         let calibration = calibrate(&cases);
         assert_eq!(calibration.agreement_percent, Some(100.0));

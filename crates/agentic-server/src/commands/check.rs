@@ -400,6 +400,10 @@ fn run_golden(
     })?;
     let base = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("."));
     let resolve = |relative: &str| base.join(relative).to_string_lossy().into_owned();
+    let mut names = std::collections::HashSet::new();
+    if let Some(twice) = golden.cases.iter().find(|case| !names.insert(case.name.as_str())) {
+        bail!("golden set `{path}` has two cases named `{}`; give each case its own name", twice.name);
+    }
     let mut cases = Vec::new();
     for entry in golden.cases {
         let name = entry.name.clone();
@@ -485,7 +489,8 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
 /// `-` is standard output.
 fn same_file(a: &str, b: &str) -> bool {
     if a == b {
-        return true;
+        // A device (`/dev/null`) can take both reports.
+        return std::fs::metadata(a).map_or(true, |metadata| metadata.is_file());
     }
     // The same regular file under two names (a hard link, standard input redirected from
     // it); devices such as /dev/null are shared harmlessly.

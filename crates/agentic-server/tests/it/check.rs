@@ -549,6 +549,21 @@ fn golden_set_agreement_below_ninety_percent_warns() {
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("duplicate key `P3-01`"), "{}", run.stderr());
 
+    // Two cases of one name would be told apart by nothing: refused.
+    let twice_named = dir.path().join("twice-named.golden.json");
+    std::fs::write(
+        &twice_named,
+        r#"{"cases": [{"name": "a", "evidence": [], "human": {}}, {"name": "a", "evidence": [], "human": {}}]}"#,
+    )
+    .unwrap();
+    let run = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--golden", twice_named.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("two cases named `a`"), "{}", run.stderr());
+
     // A case name that holds a fence and a heading stays inside the report's code block.
     let golden_dir = project_root().join("examples/checkpoints/golden");
     let mut golden: Value =
@@ -1877,6 +1892,11 @@ fn a_report_never_overwrites_an_input() {
         assert!(stderr.contains("would overwrite the spec"), "{stderr}");
         assert_eq!(std::fs::read(&spec).unwrap(), before);
     }
+    // A device takes both reports.
+    let mut with = args.clone();
+    with.extend(["--json", "/dev/null", "--markdown", "/dev/null"].map(str::to_owned));
+    let run = agentic().arg("check").args(&with).output().unwrap();
+    assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
     let mut with = args.clone();
     with.extend(["--json".to_owned(), example("feature-workflow.trace.tooltrace.jsonl")]);
     let run = agentic().arg("check").args(&with).output().unwrap();
