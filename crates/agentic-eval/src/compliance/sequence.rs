@@ -3017,6 +3017,17 @@ mod tests {
         }
     }
 
+    /// Pushes a run's prepared events to `summarizer`; which of them the scoped rules need.
+    fn push_all(summarizer: &mut Summarizer, prepared: &[Prepared]) -> Vec<bool> {
+        prepared
+            .iter()
+            .map(|p| {
+                summarizer.push(p);
+                summarizer.scoped_need(p)
+            })
+            .collect()
+    }
+
     /// Feeds `events` to `engine` in runs cut by `cuts` (cycled), each summarized apart and
     /// merged as the parallel reader does.
     fn feed_in_runs(engine: &mut SequenceEngine, events: &[EventRef<'_>], cuts: &[usize]) {
@@ -3027,13 +3038,7 @@ mod tests {
             let end = (start + cut.next().copied().unwrap_or(1)).min(events.len());
             let run = &events[start..end];
             let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
-            let needs: Vec<bool> = prepared
-                .iter()
-                .map(|p| {
-                    summarizer.push(p);
-                    summarizer.scoped_need(p)
-                })
-                .collect();
+            let needs = push_all(&mut summarizer, &prepared);
             let summary = summarizer.finish();
             feed_run(engine, run, &prepared, &needs, &summary);
             start = end;
@@ -3524,13 +3529,7 @@ mod tests {
         let plan = summed.match_plan();
         let mut summarizer = summed.summarizer().expect("one rule");
         let prepared: Vec<Prepared> = events.iter().map(|e| plan.prepare(e)).collect();
-        let needs: Vec<bool> = prepared
-            .iter()
-            .map(|p| {
-                summarizer.push(p);
-                summarizer.scoped_need(p)
-            })
-            .collect();
+        let needs = push_all(&mut summarizer, &prepared);
         // The root, a container with a parent, and calls with a parent that may be in scope.
         assert_eq!(needs, [true, true, true, true, false]);
         assert!(summed.apply_summary(&summarizer.finish(), |k| (Some(u64::from(k) + 1), u64::from(k) + 1)));
@@ -3780,13 +3779,7 @@ mod tests {
                     start = end;
                     continue;
                 };
-                let needs: Vec<bool> = prepared
-                    .iter()
-                    .map(|p| {
-                        summarizer.push(p);
-                        summarizer.scoped_need(p)
-                    })
-                    .collect();
+                let needs = push_all(summarizer, &prepared);
                 let summary = summarizer.finish();
                 proptest::prop_assert_eq!(summary.events() as usize, run.len());
                 feed_run(&mut summed, run, &prepared, &needs, &summary);

@@ -226,14 +226,8 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
     let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };
-    let report =
-        evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options).map_err(|error| {
-            match &args.tier3_verdicts {
-                // A verdict the file holds is wrong: name the file to fix.
-                Some(path) => anyhow::Error::new(error).context(format!("in tier-3 verdicts file `{path}`")),
-                None => anyhow::Error::new(error),
-            }
-        })?;
+    let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options)
+        .map_err(|error| naming_verdicts(error, args.tier3_verdicts.as_deref()))?;
     if args.eval_runs > 1 && report.checkpoints.iter().all(|c| c.tier != 3 || c.result == ResultState::NotApplicable) {
         eprintln!(
             "warning: --eval-runs {}: no tier-3 checkpoint was judged (the spec has none, or none applies), so the runs \
@@ -244,12 +238,9 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let baseline = match &args.baseline {
         Some(path) => {
             let text = read_text(path)?;
-            let baseline: ComplianceReport = agentic_core::json_strict::from_str(&text)
-                .map_err(anyhow::Error::from)
-                .and_then(|value| Ok(serde_json::from_value(value)?))
-                .with_context(|| {
-                    format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
-                })?;
+            let baseline: ComplianceReport = from_strict_json(&text).with_context(|| {
+                format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
+            })?;
             let major = |version: &str| version.split('.').next().unwrap_or_default().to_owned();
             if major(&baseline.schema_version) != major(&report.schema_version) {
                 bail!(
@@ -392,10 +383,7 @@ fn run_golden(
 ) -> anyhow::Result<Calibration> {
     let text = read_text(path)?;
     // Strict JSON first: a label given twice is a conflict, not "the last one wins".
-    let golden: GoldenFile = agentic_core::json_strict::from_str(&text)
-        .map_err(anyhow::Error::from)
-        .and_then(|value| Ok(serde_json::from_value(value)?))
-        .with_context(|| {
+    let golden: GoldenFile = from_strict_json(&text).with_context(|| {
         format!("golden set `{path}` is invalid; write {{\"cases\": [{{\"name\", \"trace\", \"evidence\": [...], \"tier3_verdicts\", \"human\": {{\"ID\": \"PASS\"}}}}]}}")
     })?;
     let base = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("."));
@@ -431,13 +419,8 @@ fn run_golden(
                     }
                 };
             let single = CheckOptions { evaluated_at: options.evaluated_at.clone(), eval_runs: 1 };
-            let report = evaluate(spec, &EvidenceSet { values, trace }, evaluator, &single).map_err(|error| {
-                let error = anyhow::Error::new(error);
-                match verdicts_file {
-                    Some(file) => error.context(format!("in tier-3 verdicts file `{file}`")),
-                    None => error,
-                }
-            })?;
+            let report = evaluate(spec, &EvidenceSet { values, trace }, evaluator, &single)
+                .map_err(|error| naming_verdicts(error, verdicts_file.map(String::as_str)))?;
             Ok(GoldenCase { name: entry.name.clone(), report, human: entry.human.clone() })
         };
         // Every error names the golden set and the case, whatever went wrong inside it.
@@ -549,6 +532,21 @@ fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {
 fn percent_text(value: f64) -> String {
     let two = format!("{value:.2}");
     if two.parse::<f64>().is_ok_and(|rounded| rounded == value) { two } else { format!("{value}") }
+}
+
+/// JSON that people write, read strictly (a key repeated in one object is an error with its
+/// line) into `T`.
+fn from_strict_json<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
+    Ok(serde_json::from_value(agentic_core::json_strict::from_str(text)?)?)
+}
+
+/// An evaluation error, naming the recorded verdicts file when there is one (a verdict it
+/// holds is what to fix).
+fn naming_verdicts(error: agentic_eval::compliance::ComplianceError, file: Option<&str>) -> anyhow::Error {
+    match file {
+        Some(file) => anyhow::Error::new(error).context(format!("in tier-3 verdicts file `{file}`")),
+        None => anyhow::Error::new(error),
+    }
 }
 
 fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
