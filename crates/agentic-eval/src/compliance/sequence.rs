@@ -1548,35 +1548,14 @@ impl Scope {
         }
     }
 
-    /// A container span that is not in scope (yet): the occurrences waiting for it wait for
-    /// its parent instead (nested spans recorded as they end: child, container, root).
-    fn pass_orphans_up(&mut self, span: SpanRef<'_>, parent: SpanRef<'_>) {
-        if self.orphans.is_empty() {
-            return;
-        }
-        let span = by_hash(span.hash);
-        let Some((slot, _)) = self.orphans.key_of(span) else { return };
-        self.orphans.remove(span);
-        if let Some(&late) = self.orphan_calls.get(slot as usize) {
-            self.note_orphans(parent, late);
-        }
-    }
-
-    /// A span that has no parent and is not a scope: the occurrences waiting for it stay
-    /// outside, and it is awaited no more.
-    fn release(&mut self, span: SpanRef<'_>) {
-        if !self.orphans.is_empty() {
-            self.orphans.remove(by_hash(span.hash));
-        }
-    }
-
     /// Whether occurrences wait for `span` (see [`Scope::note_orphans`]).
     fn awaits(&self, span: SpanRef<'_>) -> bool {
         !self.orphans.is_empty() && self.orphans.contains(by_hash(span.hash))
     }
 
-    /// A span opens a scope: the occurrences under it that came first, if any.
-    fn note_opened(&mut self, span: SpanRef<'_>) -> Option<Late> {
+    /// The occurrences that waited for `span`, which waits no more: the caller takes them in
+    /// (it opened a scope), hands them on (see [`hand_on_orphans`]) or drops them (outside).
+    fn take_waiting(&mut self, span: SpanRef<'_>) -> Option<Late> {
         if self.orphans.is_empty() {
             return None;
         }
@@ -1842,18 +1821,27 @@ fn hand_on_orphans(
 ) {
     match placed {
         Some(Climb::Inside) => {
-            if let Some(late) = scope.note_opened(span) {
+            if let Some(late) = scope.take_waiting(span) {
                 attribute_late(relation, state, scope, &late);
             }
         }
-        Some(Climb::Awaits(top)) => scope.pass_orphans_up(span, by_hash(top)),
+        // Not in scope yet: they wait for its parent instead (nested spans recorded as they
+        // end: child, container, root).
+        Some(Climb::Awaits(top)) => {
+            if let Some(late) = scope.take_waiting(span) {
+                scope.note_orphans(by_hash(top), late);
+            }
+        }
+        // Said in the note, like calls placed too deep as they come.
         Some(Climb::TooDeep) => {
-            // Said in the note, like calls placed too deep as they come.
-            if let Some(late) = scope.note_opened(span) {
+            if let Some(late) = scope.take_waiting(span) {
                 scope.too_deep += late.calls;
             }
         }
-        Some(Climb::Outside(_)) | None => scope.release(span),
+        // Outside for good.
+        Some(Climb::Outside(_)) | None => {
+            scope.take_waiting(span);
+        }
     }
 }
 
@@ -2164,7 +2152,7 @@ impl SequenceEngine {
                     } else if matches.check(root, ids.within) || (inside && is_container) {
                         scope.rooted |= !inside;
                         scope.open(span, is_end);
-                        if let Some(late) = scope.note_opened(span) {
+                        if let Some(late) = scope.take_waiting(span) {
                             attribute_late(&rule.relation, state, scope, &late);
                         }
                     } else if (is_container || (counts && is_end)) && scope.awaits(span) {
@@ -2283,7 +2271,8 @@ impl SequenceEngine {
                         &mut outcome.notes,
                         &format!(
                             "Warning: {lost} call(s) were nested more than {MAX_LINK_DEPTH} spans deep (or under a loop \
-                             of parent ids) and counted as outside the scope."
+                             of parent ids) and counted as outside the scope; check the parent ids the trace \
+                             writer records."
                         ),
                     );
                 }
@@ -2305,7 +2294,9 @@ impl SequenceEngine {
                         &mut outcome.notes,
                         &format!(
                             "Warning: {waiting} call(s) were under a span that never appeared in the trace, or appeared \
-                             more than {LINKS} spans before them and was forgotten; they counted as outside the scope."
+                             more than {LINKS} spans before them and was forgotten; they counted as outside the scope \
+                             (a trace cut short, or an exporter that drops parent spans, does this: capture the \
+                             whole run)."
                         ),
                     );
                 }
