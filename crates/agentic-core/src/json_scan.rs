@@ -86,6 +86,32 @@ pub struct JsonScanner<'a> {
     pos: usize,
 }
 
+/// The keys of one object seen so far (at most [`MAX_COMPARED_KEYS`], as `u32` ranges: it is
+/// set up for every object scanned, so it stays small), to find a repeat.
+#[derive(Debug, Default)]
+pub struct KeySet {
+    keys: [(u32, u32); MAX_COMPARED_KEYS],
+    count: usize,
+}
+
+impl KeySet {
+    /// Adds the key at `key` in `bytes`; false when it was seen already, or when the set is
+    /// full (the caller leaves the object to the full parse then).
+    #[inline]
+    pub fn first_time(&mut self, bytes: &[u8], key: Range<usize>) -> bool {
+        let (Ok(start), Ok(end)) = (u32::try_from(key.start), u32::try_from(key.end)) else { return false };
+        let Some(text) = bytes.get(key) else { return false };
+        if self.count == MAX_COMPARED_KEYS
+            || self.keys[..self.count].iter().any(|&(s, e)| bytes_eq(&bytes[s as usize..e as usize], text))
+        {
+            return false;
+        }
+        self.keys[self.count] = (start, end);
+        self.count += 1;
+        true
+    }
+}
+
 impl<'a> JsonScanner<'a> {
     /// A scanner at `pos` of `bytes`.
     pub fn new(bytes: &'a [u8], pos: usize) -> JsonScanner<'a> {
@@ -310,22 +336,8 @@ impl<'a> JsonScanner<'a> {
     #[inline(always)]
     pub fn object(&mut self, depth: usize) -> Option<()> {
         let bytes = self.bytes;
-        // Key ranges as `u32` pairs: the array is set up for every object, so it stays small.
-        let mut keys = [(0u32, 0u32); MAX_COMPARED_KEYS];
-        let mut count = 0;
-        self.members(depth, |key, escaped, _| {
-            let text = &bytes[key.clone()];
-            let (Ok(start), Ok(end)) = (u32::try_from(key.start), u32::try_from(key.end)) else { return false };
-            if escaped
-                || count == MAX_COMPARED_KEYS
-                || keys[..count].iter().any(|&(s, e)| bytes_eq(&bytes[s as usize..e as usize], text))
-            {
-                return false;
-            }
-            keys[count] = (start, end);
-            count += 1;
-            true
-        })
+        let mut keys = KeySet::default();
+        self.members(depth, |key, escaped, _| !escaped && keys.first_time(bytes, key))
     }
 
     /// The members of an object whose `{` was consumed, up to and including its `}`, at

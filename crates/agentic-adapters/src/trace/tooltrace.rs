@@ -11,7 +11,7 @@ use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use std::ops::Range;
 
-use agentic_core::json_scan::JsonScanner;
+use agentic_core::json_scan::{JsonScanner, KeySet};
 
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
@@ -383,22 +383,15 @@ fn record(
     scanner.ws();
     // Other keys seen, to leave a record that repeats one to the full parse (known keys are
     // checked through their fields).
-    let mut others = [(0usize, 0usize); 8];
-    let mut other_count = 0;
+    let mut others = KeySet::default();
     if scanner.eat(b'}').is_none() {
         loop {
             scanner.eat(b'"')?;
             let key_start = scanner.pos();
             let key = key(scanner)?;
-            if key == Key::Other {
-                let bytes = scanner.bytes();
-                // `key` consumed the closing quote.
-                let text = bytes.get(key_start..scanner.pos().checked_sub(1)?)?;
-                if other_count == others.len() || others[..other_count].iter().any(|&(s, e)| &bytes[s..e] == text) {
-                    return None;
-                }
-                others[other_count] = (key_start, scanner.pos() - 1);
-                other_count += 1;
+            // `key` consumed the closing quote.
+            if key == Key::Other && !others.first_time(scanner.bytes(), key_start..scanner.pos().checked_sub(1)?) {
+                return None;
             }
             scanner.ws();
             scanner.eat(b':')?;
