@@ -143,7 +143,15 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // A report must never overwrite what the check reads (the golden set's own files too).
-    let golden_files = args.golden.as_deref().map(golden_inputs).unwrap_or_default();
+    let golden = match &args.golden {
+        Some(path) => Some((path, read_golden(path)?)),
+        None => None,
+    };
+    let golden_files: Vec<&String> = golden
+        .iter()
+        .flat_map(|(_, set)| set.cases.iter())
+        .flat_map(|case| case.trace.iter().chain(&case.evidence).chain(&case.tier3_verdicts))
+        .collect();
     let inputs = std::iter::once(("the spec", &args.spec))
         .chain(args.trace.iter().map(|path| ("the trace", path)))
         .chain(args.evidence.iter().map(|path| ("an evidence file", path)))
@@ -152,7 +160,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         .chain(args.golden.iter().map(|path| ("the golden set", path)))
         .chain(args.judge.iter().map(|path| ("the judge configuration", path)))
         .chain(args.judge_cassette.iter().map(|path| ("the judge cassette", path)))
-        .chain(golden_files.iter().map(|path| ("a file of the golden set", path)));
+        .chain(golden_files.into_iter().map(|path| ("a file of the golden set", path)));
     for (what, input) in inputs {
         for (flag, output) in [("--json", &args.json), ("--markdown", &args.markdown)] {
             if let Some(output) = output
@@ -277,8 +285,8 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let comparison = baseline.as_ref().map(|baseline| compare_reports(baseline, &report));
-    let calibration = match &args.golden {
-        Some(path) => Some(run_golden(&spec, path, &options, judge.as_mut())?),
+    let calibration = match golden {
+        Some((path, golden)) => Some(run_golden(&spec, path, golden, &options, judge.as_mut())?),
         None => None,
     };
     say(&render_summary(&report, comparison.as_ref()))?;
@@ -359,47 +367,39 @@ struct GoldenEntry {
     human: std::collections::BTreeMap<String, agentic_eval::compliance::ResultState>,
 }
 
-/// The files a golden set's cases read, resolved like [`run_golden`] does (none when the
-/// set does not read: `run_golden` reports that).
-fn golden_inputs(path: &str) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    let Ok(golden) = serde_json::from_str::<GoldenFile>(&text) else { return Vec::new() };
+/// Reads a golden set (strict JSON: a label given twice is a conflict, not "the last one
+/// wins"), with the paths of its cases resolved against the set's own directory.
+fn read_golden(path: &str) -> anyhow::Result<GoldenFile> {
+    let text = read_text(path)?;
+    let mut golden: GoldenFile = from_strict_json(&text).with_context(|| {
+        format!("golden set `{path}` is invalid; write {{\"cases\": [{{\"name\", \"trace\", \"evidence\": [...], \"tier3_verdicts\", \"human\": {{\"ID\": \"PASS\"}}}}]}}")
+    })?;
+    let mut names = std::collections::HashSet::new();
+    if let Some(twice) = golden.cases.iter().find(|case| !names.insert(case.name.as_str())) {
+        bail!("golden set `{path}` has two cases named `{}`; give each case its own name", twice.name);
+    }
     let base = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("."));
-    let resolve = |relative: &String| base.join(relative).to_string_lossy().into_owned();
-    golden
-        .cases
-        .iter()
-        .flat_map(|case| {
-            case.trace.iter().chain(&case.evidence).chain(&case.tier3_verdicts).map(resolve).collect::<Vec<_>>()
-        })
-        .collect()
+    let resolve = |relative: &mut String| *relative = base.join(&*relative).to_string_lossy().into_owned();
+    for case in &mut golden.cases {
+        case.trace.iter_mut().chain(&mut case.evidence).chain(&mut case.tier3_verdicts).for_each(resolve);
+    }
+    Ok(golden)
 }
 
 fn run_golden(
     spec: &CompiledSpec,
     path: &str,
+    golden: GoldenFile,
     options: &CheckOptions,
     mut judge: Option<&mut JudgeTier3Evaluator>,
 ) -> anyhow::Result<Calibration> {
-    let text = read_text(path)?;
-    // Strict JSON first: a label given twice is a conflict, not "the last one wins".
-    let golden: GoldenFile = from_strict_json(&text).with_context(|| {
-        format!("golden set `{path}` is invalid; write {{\"cases\": [{{\"name\", \"trace\", \"evidence\": [...], \"tier3_verdicts\", \"human\": {{\"ID\": \"PASS\"}}}}]}}")
-    })?;
-    let base = std::path::Path::new(path).parent().unwrap_or(std::path::Path::new("."));
-    let resolve = |relative: &str| base.join(relative).to_string_lossy().into_owned();
-    let mut names = std::collections::HashSet::new();
-    if let Some(twice) = golden.cases.iter().find(|case| !names.insert(case.name.as_str())) {
-        bail!("golden set `{path}` has two cases named `{}`; give each case its own name", twice.name);
-    }
     let mut cases = Vec::new();
     for entry in golden.cases {
         let name = entry.name.clone();
         let mut run_case = || -> anyhow::Result<GoldenCase> {
-            let evidence: Vec<String> = entry.evidence.iter().map(|e| resolve(e)).collect();
-            let values = read_evidence(&evidence)?;
+            let values = read_evidence(&entry.evidence)?;
             let trace = match &entry.trace {
-                Some(trace) => Some(run_trace(spec, &resolve(trace), TraceFormatArg::Auto, Malformed::Fail)?),
+                Some(trace) => Some(run_trace(spec, trace, TraceFormatArg::Auto, Malformed::Fail)?),
                 None => None,
             };
             let mut recorded;
@@ -407,7 +407,7 @@ fn run_golden(
                 match (judge.as_deref_mut(), &entry.tier3_verdicts) {
                     (Some(judge), _) => (judge, None),
                     (None, Some(file)) => {
-                        let verdicts = read_text(&resolve(file))?;
+                        let verdicts = read_text(file)?;
                         recorded =
                             ReplayEvaluator::from_json(&verdicts).with_context(|| format!("reading `{file}`"))?;
                         (&mut recorded, Some(file))

@@ -523,43 +523,33 @@ fn golden_set_agreement_below_ninety_percent_warns() {
 
     // Whatever goes wrong inside a case, the error names the golden set and the case.
     let dir = tempfile::tempdir().unwrap();
-    let golden = dir.path().join("g.golden.json");
-    std::fs::write(&golden, r#"{"cases": [{"name": "lost", "trace": "nope.jsonl", "evidence": [], "human": {}}]}"#)
-        .unwrap();
-    let run = run_example(
-        "feature-workflow",
-        "feature-workflow.trace.tooltrace.jsonl",
-        &["--golden", golden.to_str().unwrap()],
+    let with_golden = |name: &str, text: &str| {
+        let golden = dir.path().join(name);
+        std::fs::write(&golden, text).unwrap();
+        run_example(
+            "feature-workflow",
+            "feature-workflow.trace.tooltrace.jsonl",
+            &["--golden", golden.to_str().unwrap()],
+        )
+    };
+    let run = with_golden(
+        "g.golden.json",
+        r#"{"cases": [{"name": "lost", "trace": "nope.jsonl", "evidence": [], "human": {}}]}"#,
     );
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("g.golden.json`, case `lost`"), "{}", run.stderr());
     assert!(run.stderr().contains("nope.jsonl"), "{}", run.stderr());
     // A label given twice is a conflict to resolve, not "the last one wins".
-    let twice = dir.path().join("twice.golden.json");
-    std::fs::write(
-        &twice,
+    let run = with_golden(
+        "twice.golden.json",
         r#"{"cases": [{"name": "a", "evidence": [], "human": {"P3-01": "PASS", "P3-01": "FAIL"}}]}"#,
-    )
-    .unwrap();
-    let run = run_example(
-        "feature-workflow",
-        "feature-workflow.trace.tooltrace.jsonl",
-        &["--golden", twice.to_str().unwrap()],
     );
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("duplicate key `P3-01`"), "{}", run.stderr());
-
     // Two cases of one name would be told apart by nothing: refused.
-    let twice_named = dir.path().join("twice-named.golden.json");
-    std::fs::write(
-        &twice_named,
+    let run = with_golden(
+        "twice-named.golden.json",
         r#"{"cases": [{"name": "a", "evidence": [], "human": {}}, {"name": "a", "evidence": [], "human": {}}]}"#,
-    )
-    .unwrap();
-    let run = run_example(
-        "feature-workflow",
-        "feature-workflow.trace.tooltrace.jsonl",
-        &["--golden", twice_named.to_str().unwrap()],
     );
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("two cases named `a`"), "{}", run.stderr());
@@ -577,13 +567,7 @@ fn golden_set_agreement_below_ninety_percent_warns() {
         case["evidence"] = json!(evidence);
     }
     golden["cases"][3]["name"] = json!("run-4\n```\n# INJECTED\n```text");
-    let named = dir.path().join("named.golden.json");
-    std::fs::write(&named, golden.to_string()).unwrap();
-    let run = run_example(
-        "feature-workflow",
-        "feature-workflow.trace.tooltrace.jsonl",
-        &["--golden", named.to_str().unwrap()],
-    );
+    let run = with_golden("named.golden.json", &golden.to_string());
     assert!(run.markdown.contains("# INJECTED"), "{}\n{}", run.markdown, run.stderr());
     assert!(run.markdown.contains("````text"), "{}", run.markdown);
 }
