@@ -412,32 +412,36 @@ fn gzip_traces_and_standard_input_read_like_the_plain_file() {
     }
 }
 
+/// Claude Code hook records of one session, one line each (`fields` without the session).
+fn hook_trace(session: &str, records: &[&str]) -> String {
+    records.iter().map(|fields| format!("{{\"session_id\":\"{session}\",{fields}}}\n")).collect()
+}
+
 /// A Claude Code subagent resumed under a later task (the same `agent_id` starts again): its
 /// earlier run's calls stay where they were, outside the new task's scope.
 #[test]
 fn a_resumed_subagent_does_not_bring_its_earlier_calls_along() {
-    let hook = |fields: &str| format!("{{\"session_id\":\"s1\",{fields}}}\n");
-    let mut trace = String::new();
-    for fields in [
-        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"review"},"tool_use_id":"toolu_A""#,
-        r#""hook_event_name":"SubagentStart","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_W","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_W","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"SubagentStop","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"review"},"tool_use_id":"toolu_A""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"tester","prompt":"test"},"tool_use_id":"toolu_B""#,
-        r#""hook_event_name":"SubagentStart","agent_id":"agent-6","agent_type":"tester""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"resume"},"tool_use_id":"toolu_C","agent_id":"agent-6","agent_type":"tester""#,
-        r#""hook_event_name":"SubagentStart","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_R","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_R","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"SubagentStop","agent_id":"agent-2","agent_type":"reviewer""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"resume"},"tool_use_id":"toolu_C","agent_id":"agent-6","agent_type":"tester""#,
-        r#""hook_event_name":"SubagentStop","agent_id":"agent-6","agent_type":"tester""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"tester","prompt":"test"},"tool_use_id":"toolu_B""#,
-    ] {
-        trace.push_str(&hook(fields));
-    }
+    let trace = hook_trace(
+        "s1",
+        &[
+            r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"review"},"tool_use_id":"toolu_A""#,
+            r#""hook_event_name":"SubagentStart","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_W","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_W","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"review"},"tool_use_id":"toolu_A""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"tester","prompt":"test"},"tool_use_id":"toolu_B""#,
+            r#""hook_event_name":"SubagentStart","agent_id":"agent-6","agent_type":"tester""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"resume"},"tool_use_id":"toolu_C","agent_id":"agent-6","agent_type":"tester""#,
+            r#""hook_event_name":"SubagentStart","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_R","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"/r.md"},"tool_use_id":"toolu_R","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"agent-2","agent_type":"reviewer""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer","prompt":"resume"},"tool_use_id":"toolu_C","agent_id":"agent-6","agent_type":"tester""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"agent-6","agent_type":"tester""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"tester","prompt":"test"},"tool_use_id":"toolu_B""#,
+        ],
+    );
     let run = check_rules(
         &[
             ("R-01", "{never: {tool: Write}, within: {agent: tester}}"),
@@ -1517,26 +1521,25 @@ fn output_failures_and_aliased_report_paths_are_errors() {
 /// an OTLP span that took no time is one call.
 #[test]
 fn resumed_subagents_repeated_records_and_instant_spans_count_right() {
-    let hook = |fields: &str| format!("{{\"session_id\":\"s\",{fields}}}\n");
-    let mut trace = String::new();
-    for fields in [
-        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"first"},"tool_use_id":"k1""#,
-        r#""hook_event_name":"SubagentStart","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"r1","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"r1","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"SubagentStop","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"first"},"tool_use_id":"k1""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"continue"},"tool_use_id":"k2""#,
-        r#""hook_event_name":"SubagentStart","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"SubagentStop","agent_id":"g1","agent_type":"rev""#,
-        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"continue"},"tool_use_id":"k2""#,
-    ] {
-        trace.push_str(&hook(fields));
-    }
+    let trace = hook_trace(
+        "s",
+        &[
+            r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"first"},"tool_use_id":"k1""#,
+            r#""hook_event_name":"SubagentStart","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"r1","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"r1","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"first"},"tool_use_id":"k1""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"continue"},"tool_use_id":"k2""#,
+            r#""hook_event_name":"SubagentStart","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"g1","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"continue"},"tool_use_id":"k2""#,
+        ],
+    );
     let run = check_rules(
         &[
             ("H-01", "{never: {tool: Bash}, within: {tool: Task, args: {prompt: {equals: continue}}}}"),
