@@ -156,6 +156,11 @@ pub struct TraceError {
 }
 
 impl TraceError {
+    /// A record at `line` that cannot be read as one.
+    pub(crate) fn malformed(line: u64, message: impl Into<String>) -> TraceError {
+        TraceError { line, message: message.into(), unreadable: false }
+    }
+
     /// The input could not be read before `line`; it ends there.
     pub(crate) fn unreadable(line: u64, error: &std::io::Error) -> TraceError {
         TraceError { line, message: format!("cannot read the trace: {error}"), unreadable: true }
@@ -251,11 +256,7 @@ impl<R: BufRead> TraceReader<R> {
                     break;
                 }
             }
-            return Err(TraceError {
-                line: self.line,
-                message: format!("record is longer than {MAX_RECORD_BYTES} bytes"),
-                unreadable: false,
-            });
+            return Err(TraceError::malformed(self.line, format!("record is longer than {MAX_RECORD_BYTES} bytes")));
         }
         if self.buffer.ends_with(b"\n") {
             self.buffer.pop();
@@ -287,11 +288,7 @@ impl<R: BufRead> TraceReader<R> {
         let text = match std::str::from_utf8(&self.buffer) {
             Ok(text) => text.trim(),
             Err(error) => {
-                return Some(Err(TraceError {
-                    line: start,
-                    message: format!("line is not UTF-8 text ({error})"),
-                    unreadable: false,
-                }));
+                return Some(Err(TraceError::malformed(start, format!("line is not UTF-8 text ({error})"))));
             }
         };
         if text.is_empty() {
@@ -323,7 +320,7 @@ impl<R: BufRead> TraceReader<R> {
                     }
                     return Some(Ok((Value::Array(values), start)));
                 }
-                Some(Err(TraceError { line: start, message: format!("invalid JSON: {error}"), unreadable: false }))
+                Some(Err(TraceError::malformed(start, format!("invalid JSON: {error}"))))
             }
         }
     }
@@ -424,26 +421,22 @@ impl<R: BufRead> TraceReader<R> {
         loop {
             match self.read_line()? {
                 false => {
-                    return Err(TraceError {
-                        line: start,
-                        message: "the JSON document starting here is not closed before the end of the file".to_owned(),
-                        unreadable: false,
-                    });
+                    return Err(TraceError::malformed(
+                        start,
+                        "the JSON document starting here is not closed before the end of the file",
+                    ));
                 }
                 true => {
-                    let text = std::str::from_utf8(&self.buffer).map_err(|error| TraceError {
-                        line: self.line,
-                        message: format!("line is not UTF-8 text ({error})"),
-                        unreadable: false,
+                    let text = std::str::from_utf8(&self.buffer).map_err(|error| {
+                        TraceError::malformed(self.line, format!("line is not UTF-8 text ({error})"))
                     })?;
                     document.push('\n');
                     document.push_str(text);
                     if document.len() > MAX_RECORD_BYTES {
-                        return Err(TraceError {
-                            line: start,
-                            message: format!("record is longer than {MAX_RECORD_BYTES} bytes"),
-                            unreadable: false,
-                        });
+                        return Err(TraceError::malformed(
+                            start,
+                            format!("record is longer than {MAX_RECORD_BYTES} bytes"),
+                        ));
                     }
                     nesting.feed(text.as_bytes());
                     if !nesting.may_be_complete() {
@@ -461,14 +454,13 @@ impl<R: BufRead> TraceReader<R> {
                             let position = format!(" at line {} column {}", error.line(), error.column());
                             let what = text.strip_suffix(&position).unwrap_or(&text);
                             let line = start + error.line() as u64 - 1;
-                            return Err(TraceError {
-                                line: start,
-                                message: format!(
+                            return Err(TraceError::malformed(
+                                start,
+                                format!(
                                     "invalid JSON in the document starting here: {what} at line {line} column {}",
                                     error.column()
                                 ),
-                                unreadable: false,
-                            });
+                            ));
                         }
                     }
                 }
@@ -482,9 +474,7 @@ impl<R: BufRead> TraceReader<R> {
             if matches!(&record, Value::Array(items) if items.is_empty()) {
                 return Ok(());
             }
-            let format = TraceFormat::detect(&record).ok_or_else(|| TraceError {
-                line,
-                message: "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL)".to_owned(), unreadable: false })?;
+            let format = TraceFormat::detect(&record).ok_or_else(|| TraceError::malformed(line, "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL)"))?;
             self.adapter = Some(format.adapter());
         }
         let adapter = self.adapter.as_mut().expect("set above");
@@ -528,7 +518,7 @@ impl<R: BufRead> TraceReader<R> {
         result.map_err(|message| {
             // A bad span of a document spread over lines is cited at its `spanId`'s line.
             let line = otlp::cited_span_id(&message).and_then(|id| span_lines.get(id)).copied().unwrap_or(line);
-            TraceError { line, message: format!("{} record: {message}", adapter.format()), unreadable: false }
+            TraceError::malformed(line, format!("{} record: {message}", adapter.format()))
         })
     }
 }
