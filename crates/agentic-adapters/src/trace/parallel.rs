@@ -106,7 +106,8 @@ pub trait LineWork {
 
     /// Whether the visitor of a [`Batch::Records`] wants this line among
     /// [`Records::wanted`] (the lines it must see one by one even when the block's result
-    /// stands for the rest). Every line by default.
+    /// stands for the rest). Asked right after [`LineWork::line`] for the same line.
+    /// Every line by default.
     fn wanted(&self, _line: &Self::Line) -> bool {
         true
     }

@@ -588,6 +588,71 @@ fn fragment() -> impl Strategy<Value = String> {
     ]
 }
 
+/// The `args` of a line of a repeated shape: objects read member by member by a layout,
+/// wide ones, and values that must be refused (repeated keys, bad escapes, bad numbers).
+fn args_value() -> impl Strategy<Value = String> {
+    let text = prop_oneof![
+        Just(String::new()),
+        Just("/repo/src/a.rs".to_owned()),
+        Just("a \\\"b\\\" \\u00e9 \\n".to_owned()),
+        Just("\\x".to_owned()),
+        Just("\\ud83d\\ude00".to_owned()),
+        Just("tab\there".to_owned()),
+        Just("é✓😀".to_owned()),
+        "[ -!#-\\[\\]-~]{0,40}".prop_map(|s| s),
+    ];
+    let value = prop_oneof![
+        Just("1".to_owned()),
+        Just("-0.5".to_owned()),
+        Just("01".to_owned()),
+        Just("1e5".to_owned()),
+        Just("true".to_owned()),
+        Just("null".to_owned()),
+        Just("[1,{\"k\":\"v\"}]".to_owned()),
+        Just("{\"k\":{\"k\":1},\"j\":2}".to_owned()),
+        Just("{\"k\":1,\"k\":2}".to_owned()),
+        text.clone().prop_map(|t| format!("\"{t}\"")),
+    ];
+    prop_oneof![
+        text.clone().prop_map(|t| format!("{{\"file_path\":\"{t}\"}}")),
+        (text.clone(), value.clone()).prop_map(|(t, v)| format!("{{\"command\":\"{t}\",\"timeout\":{v}}}")),
+        (text.clone(), value.clone()).prop_map(|(t, v)| format!("{{ \"command\" : \"{t}\" , \"timeout\" : {v} }}")),
+        value.clone().prop_map(|v| format!("{{\"command\":{v}}}")),
+        text.clone().prop_map(|t| format!("{{\"command\":\"{t}\",\"command\":\"x\"}}")),
+        value.clone().prop_map(|v| format!("{{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":{v}}}")),
+        text.clone().prop_map(|t| format!("{{\"an_argument_name_longer_than_a_layout_keeps\":\"{t}\"}}")),
+        Just("{}".to_owned()),
+        value,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Layouts learn `args` objects member by member: lines of a few shapes with any values
+    /// read the same through them as through the adapter.
+    #[test]
+    fn the_parallel_reader_agrees_on_repeated_argument_shapes(
+        args in proptest::collection::vec(args_value(), 1..60),
+        tools in proptest::collection::vec(0usize..3, 60),
+        workers in 1usize..3,
+    ) {
+        let mut text = String::new();
+        for (n, (args, tool)) in args.iter().zip(&tools).enumerate() {
+            let tool = ["Read", "Bash", "Edit"][*tool];
+            text.push_str(&format!(
+                "{{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"{tool}\",\"trace_id\":\"t-{n}\",\"args\":{args}}}\n"
+            ));
+            if n % 3 == 0 {
+                text.push_str(&format!("{{\"tool_name\":\"{tool}\",\"args\":{args},\"span_type\":\"parent\"}}\n"));
+            }
+        }
+        let reference = reference_path(text.as_bytes(), None);
+        let (parallel, _) = parallel_path(text.as_bytes(), None, workers, 1 << 16);
+        prop_assert_eq!(reference, parallel);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

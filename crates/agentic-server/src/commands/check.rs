@@ -760,7 +760,7 @@ fn run_fast(
         }
     });
     // One copy per thread: compiled regexes then keep per-thread caches.
-    let make_work = || CheckWork { plan: plan.clone(), summarizer: summarizer.clone() };
+    let make_work = || CheckWork { plan: plan.clone(), summarizer: summarizer.clone(), needed: true };
     for_each_batch_parallel(&file, format, workers, make_work, |batch| match batch {
         Batch::Item(Ok(TraceItem::Event(event)), _) => {
             engine.feed(&event);
@@ -811,6 +811,8 @@ fn run_fast(
 struct CheckWork {
     plan: MatchPlan,
     summarizer: Option<Summarizer>,
+    /// Whether the scoped rules need the last line (see [`LineWork::wanted`]).
+    needed: bool,
 }
 
 impl LineWork for CheckWork {
@@ -820,15 +822,14 @@ impl LineWork for CheckWork {
 
     fn line(&mut self, view: &TooltraceView<'_>) -> Prepared {
         let prepared = self.plan.prepare(&view_ref(view));
-        if let Some(summarizer) = &mut self.summarizer {
-            summarizer.push(&prepared);
-        }
+        self.needed = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&prepared));
         prepared
     }
 
-    /// The scoped rules' lines are fed one by one even in a summarized block.
-    fn wanted(&self, line: &Prepared) -> bool {
-        self.summarizer.as_ref().is_none_or(|summarizer| summarizer.scoped_need(line))
+    /// The scoped rules' lines are fed one by one even in a summarized block (`push` told,
+    /// for the line just scanned).
+    fn wanted(&self, _line: &Prepared) -> bool {
+        self.needed
     }
 
     fn block(&mut self) -> Option<Summary> {

@@ -280,10 +280,21 @@ impl SequenceEngine {
         mut feed_wanted: impl FnMut(&mut SequenceEngine, W),
         mut feed: impl FnMut(&mut SequenceEngine, usize),
     ) {
-        let mut links = summary.links.iter().peekable();
+        let mut links = summary.links.as_slice();
         let mut take_until =
             |engine: &mut SequenceEngine, feed: &mut dyn FnMut(&mut SequenceEngine, usize), before: usize| {
-                while let Some(link) = links.next_if(|link| (link.index as usize) < before) {
+                let count = links.partition_point(|link| (link.index as usize) < before);
+                let (run, rest) = links.split_at(count);
+                links = rest;
+                if engine.scopes.iter().flatten().all(|scope| !scope.awaits_any()) {
+                    // Nothing waits for a span, and noting links makes nothing wait: the
+                    // whole run is recorded without asking each link.
+                    for link in run {
+                        engine.links.note(link.span, link.parent);
+                    }
+                    return;
+                }
+                for link in run {
                     if !engine.note_summary_link(link) {
                         feed(engine, link.index as usize);
                     }
@@ -312,9 +323,10 @@ impl SequenceEngine {
 
 impl Summarizer {
     /// Adds the next event of the run (prepared by [`MatchPlan::prepare`] of the same
-    /// engine). Whether the rules with a scope need it too is [`Summarizer::scoped_need`].
+    /// engine), and answers whether the rules with a scope need it too
+    /// ([`Summarizer::scoped_need`], worked out once here).
     #[inline]
-    pub fn push(&mut self, prepared: &Prepared) {
+    pub fn push(&mut self, prepared: &Prepared) -> bool {
         let index = self.run.events;
         match index.checked_add(1) {
             Some(events) => self.run.events = events,
@@ -336,10 +348,15 @@ impl Summarizer {
         // A post-only call with a span of its own may have calls under it: the engine records
         // its parent, or that it has none (those the scoped rules need anyway go to
         // `feed_scoped`, which does the same).
-        if self.masks.scoped != 0 && prepared.has_span() && !concerns_scopes(&self.masks, &self.ids, prepared) {
+        if self.masks.scoped == 0 {
+            return false;
+        }
+        let need = concerns_scopes(&self.masks, &self.ids, prepared);
+        if prepared.has_span() && !need {
             let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
             self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent });
         }
+        need
     }
 
     /// Whether a rule with a scope can change on this event, so that it goes to
