@@ -342,13 +342,9 @@ impl<'a> JsonScanner<'a> {
 
     /// The members of an object whose `{` was consumed, up to and including its `}`, at
     /// nesting `depth`. `member(key, escaped, value)` sees each member's key range, whether the
-    /// key has escapes, and its value's range; returning false stops the scan with `None`.
+    /// key has escapes, and its value; returning false stops the scan with `None`.
     #[inline(always)]
-    pub fn members(
-        &mut self,
-        depth: usize,
-        mut member: impl FnMut(Range<usize>, bool, Range<usize>) -> bool,
-    ) -> Option<()> {
+    pub fn members(&mut self, depth: usize, mut member: impl FnMut(Range<usize>, bool, Scanned) -> bool) -> Option<()> {
         self.ws();
         if self.peek() == b'}' {
             self.pos += 1;
@@ -360,13 +356,14 @@ impl<'a> JsonScanner<'a> {
             self.eat(b':')?;
             self.ws();
             let start = self.pos;
-            if self.peek() == b'"' {
+            let value_escaped = if self.peek() == b'"' {
                 self.pos += 1;
-                self.string_tail()?;
+                self.string_tail()?.1
             } else {
                 self.value(depth + 1)?;
-            }
-            if !member(key, escaped, start..self.pos) {
+                false
+            };
+            if !member(key, escaped, Scanned { range: start..self.pos, escaped: value_escaped }) {
                 return None;
             }
             self.ws();
@@ -385,11 +382,20 @@ impl<'a> JsonScanner<'a> {
     }
 }
 
-/// The raw text of the member `key` of the JSON object `text`: `Some(Some(range))` when the
+/// A value the scanner read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scanned {
+    /// Its raw text (a string with its quotes).
+    pub range: Range<usize>,
+    /// A string with escapes (false for a string without any, and for any other value).
+    pub escaped: bool,
+}
+
+/// The raw text of the member `key` of the JSON object `text`: `Some(Some(value))` when the
 /// object has exactly one member of that name, `Some(None)` when it has none, and `None`
 /// when only a full parse can tell (the text is outside the scanner's subset or not an
 /// object, a key has escapes, or the key occurs twice).
-pub fn find_member(text: &str, key: &str) -> Option<Option<Range<usize>>> {
+pub fn find_member(text: &str, key: &str) -> Option<Option<Scanned>> {
     let mut scanner = JsonScanner::new(text.as_bytes(), 0);
     scanner.ws();
     scanner.eat(b'{')?;
@@ -503,10 +509,11 @@ mod tests {
     #[test]
     fn find_member_is_certain_or_says_so() {
         let text = r#"{"file_path":"/repo/a.rs","n":{"x":[1,2]},"s":"a\"b"}"#;
-        let get = |key: &str| find_member(text, key).map(|found| found.map(|range| &text[range]));
-        assert_eq!(get("file_path"), Some(Some("\"/repo/a.rs\"")));
-        assert_eq!(get("n"), Some(Some("{\"x\":[1,2]}")));
-        assert_eq!(get("s"), Some(Some(r#""a\"b""#)));
+        let get =
+            |key: &str| find_member(text, key).map(|found| found.map(|value| (&text[value.range], value.escaped)));
+        assert_eq!(get("file_path"), Some(Some(("\"/repo/a.rs\"", false))));
+        assert_eq!(get("n"), Some(Some(("{\"x\":[1,2]}", false))));
+        assert_eq!(get("s"), Some(Some((r#""a\"b""#, true))));
         assert_eq!(get("missing"), Some(None));
         assert_eq!(find_member(r#"{"a":1,"a":2}"#, "a"), None);
         assert_eq!(find_member(r#"{"\u0061":1}"#, "a"), None);
@@ -525,13 +532,18 @@ mod tests {
         }
 
         #[test]
-        fn find_member_agrees_with_serde_json(keys in proptest::collection::vec("[ab]{1,2}", 0..5), values in proptest::collection::vec(r#"(1|"x"|\[\]|\{"a":2\}|null)"#, 5)) {
+        fn find_member_agrees_with_serde_json(keys in proptest::collection::vec("[ab]{1,2}", 0..5), values in proptest::collection::vec(r#"(1|"x"|"x\\ny"|"\\u0041"|\[\]|\{"a":"\\t"\}|null)"#, 5)) {
             let body: Vec<String> = keys.iter().zip(&values).map(|(k, v)| format!("\"{k}\":{v}")).collect();
             let text = format!("{{{}}}", body.join(","));
             let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
             if let Some(found) = find_member(&text, "a") {
                 let expected = parsed.get("a").cloned();
-                let got = found.map(|range| serde_json::from_str::<serde_json::Value>(&text[range]).unwrap());
+                if let Some(value) = &found {
+                    // Only a string with a backslash has escapes.
+                    let raw = &text[value.range.clone()];
+                    prop_assert_eq!(value.escaped, raw.starts_with('"') && raw.contains('\\'));
+                }
+                let got = found.map(|value| serde_json::from_str::<serde_json::Value>(&text[value.range]).unwrap());
                 prop_assert_eq!(got, expected);
             }
         }

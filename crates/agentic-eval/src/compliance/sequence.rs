@@ -781,6 +781,8 @@ fn any_string(value: &Value, holds: &impl Fn(&str) -> bool) -> bool {
 /// parse can tell (escapes, duplicates, invalid JSON, a top level that is not an object).
 fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow::Cow<'t, str>>> {
     let mut raw = text;
+    // Whether `raw`, a string, is known to have no escapes (the scanner saw it whole).
+    let mut plain = false;
     for (depth, segment) in path.iter().enumerate() {
         let opens_object = raw.trim_start().starts_with('{');
         if !opens_object {
@@ -789,8 +791,12 @@ fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow
             return if depth == 0 || raw.trim_start().starts_with('[') { None } else { Some(None) };
         }
         // The strict scanner answers the common case; serde_json whatever it leaves.
+        plain = false;
         let found = match agentic_core::json_scan::find_member(raw, segment) {
-            Some(found) => found.map(|range| &raw[range]),
+            Some(found) => found.map(|value| {
+                plain = !value.escaped;
+                &raw[value.range]
+            }),
             None => {
                 let seed = FindKey { key: segment };
                 let mut deserializer = serde_json::Deserializer::from_str(raw);
@@ -807,7 +813,7 @@ fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow
     if raw.starts_with('"') {
         // `raw` is a string token serde_json already checked (no control characters); without
         // a backslash its content is the value itself.
-        if !raw.contains('\\')
+        if (plain || memchr::memchr(b'\\', raw.as_bytes()).is_none())
             && let Some(inner) = raw.strip_prefix('"').and_then(|rest| rest.strip_suffix('"'))
         {
             return Some(Some(std::borrow::Cow::Borrowed(inner)));
@@ -1102,7 +1108,7 @@ pub struct MatchPlan {
     matchers: Vec<CompiledMatcher>,
     /// For every exact name some matcher mentions: by kind (tool, agent), the matchers whose
     /// kind and name checks pass for it, so only their argument checks are left.
-    by_name: Vec<(String, [Vec<usize>; 2])>,
+    by_name: Vec<(String, [NameMatchers; 2])>,
     /// For every entry of `by_name`, its [`name_key`] and length: a short name is found
     /// without a `memcmp` call.
     name_keys: Vec<(u64, usize)>,
@@ -1149,8 +1155,13 @@ impl MatchPlan {
         .map(|(_, lists)| lists);
         match found {
             Some(lists) => {
+                let lists = &lists[slot];
+                bits = lists.always.clone();
+                if lists.check.is_empty() {
+                    return bits;
+                }
                 let mut memo: [ArgMemo<'_>; 4] = Default::default();
-                for &id in &lists[slot] {
+                for &id in &lists.check {
                     let matched = match self.same_as[id] {
                         Some(earlier) => bits.get(earlier),
                         None => self.matchers[id].args_match_memo(&occurrence, &self.arg_slots[id], &mut memo),
@@ -1174,6 +1185,15 @@ impl MatchPlan {
         }
         bits
     }
+}
+
+/// The matchers whose kind and name checks pass for one name.
+#[derive(Debug, Clone, Default)]
+struct NameMatchers {
+    /// Those without argument checks: they match every call of the name.
+    always: MatchBits,
+    /// Those with argument checks, in order.
+    check: Vec<usize>,
 }
 
 /// What [`MatchPlan::prepare`] works out for one event apart from the engine: the matchers it
@@ -1948,15 +1968,30 @@ impl SequenceEngine {
                 matchers.push(within.clone());
             }
         }
-        let mut by_name: Vec<(String, [Vec<usize>; 2])> = Vec::new();
+        let same_as: Vec<Option<usize>> = (0..matchers.len())
+            .map(|id| (0..id).find(|&earlier| matchers[earlier].source == matchers[id].source))
+            .collect();
+        let mut by_name: Vec<(String, [NameMatchers; 2])> = Vec::new();
         for matcher in &matchers {
             for name in &matcher.names {
                 let NameMatch::Exact(name) = name else { continue };
                 if by_name.iter().any(|(known, _)| known == name) {
                     continue;
                 }
-                let lists = [CallKind::Tool, CallKind::Agent]
-                    .map(|kind| (0..matchers.len()).filter(|&id| matchers[id].name_matches(kind, name)).collect());
+                let lists = [CallKind::Tool, CallKind::Agent].map(|kind| {
+                    let mut lists = NameMatchers::default();
+                    for id in (0..matchers.len()).filter(|&id| matchers[id].name_matches(kind, name)) {
+                        // Without argument checks the name decides (and so for a copy of
+                        // such a matcher); the others are checked per event, in order, so
+                        // a copy finds the answer of the matcher it copies.
+                        if matchers[id].args.is_empty() && matchers[id].args_text.is_empty() {
+                            lists.always.set(id);
+                        } else {
+                            lists.check.push(id);
+                        }
+                    }
+                    lists
+                });
                 by_name.push((name.clone(), lists));
             }
         }
@@ -1987,9 +2022,6 @@ impl SequenceEngine {
                     })
                     .collect()
             })
-            .collect();
-        let same_as = (0..matchers.len())
-            .map(|id| (0..id).find(|&earlier| matchers[earlier].source == matchers[id].source))
             .collect();
         MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others, same_as }
     }
