@@ -37,7 +37,7 @@ use super::{Queued, TooltraceView, TraceError, TraceFormat, TraceItem, TraceRead
 pub const BLOCK_BYTES: usize = 256 * 1024;
 
 /// Blocks in flight per worker.
-pub const IN_FLIGHT_PER_WORKER: usize = 4;
+pub const IN_FLIGHT_PER_WORKER: usize = 2;
 
 /// How far a worker reads past its block to finish the last line that starts in it.
 pub const LINE_TAIL_BYTES: usize = 1024 * 1024;
