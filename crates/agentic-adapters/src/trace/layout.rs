@@ -18,7 +18,7 @@ use std::ops::Range;
 
 use agentic_core::json_scan::{JsonScanner, bytes_eq};
 
-use super::tooltrace::{Field, Fields, Key, field_slot};
+use super::tooltrace::{CheckedHour, Field, Fields, Key, field_slot};
 
 /// The longest run of bytes between two values a layout keeps.
 const MAX_LITERAL: usize = 32;
@@ -86,6 +86,8 @@ pub(crate) struct Layouts {
     nodes: Vec<Vec<Edge>>,
     /// The members of the line the full scanner reads, kept for the next such line.
     members: Vec<Member>,
+    /// The date and hour of the last timestamp checked on this thread.
+    pub(super) hour: CheckedHour,
 }
 
 impl Layouts {

@@ -450,12 +450,12 @@ fn line_end(scanner: &mut JsonScanner<'_>) -> Option<()> {
 
 /// The record of `fields` when the full adapter would read it the same way.
 #[inline(always)]
-fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>) -> Option<Record> {
+fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>, hour: &mut CheckedHour) -> Option<Record> {
     if fields.tool_name.text(bytes)?.is_empty() {
         return None;
     }
     if let Some(timestamp) = fields.timestamp.text(bytes)
-        && !plausible_rfc3339(timestamp)
+        && !hour.plausible(timestamp)
     {
         chrono::DateTime::parse_from_rfc3339(std::str::from_utf8(timestamp).ok()?).ok()?;
     }
@@ -494,7 +494,7 @@ pub(crate) fn scan_line(bytes: &[u8], start: usize, layouts: &mut Layouts) -> (L
     if let Some((raw, end)) = layouts.read(bytes, start, &mut fields) {
         let mut scanner = JsonScanner::new(bytes, end);
         if line_end(&mut scanner).is_some() {
-            return match accept(bytes, &fields, raw) {
+            return match accept(bytes, &fields, raw, &mut layouts.hour) {
                 Some(record) => (Line::Record(record), scanner.pos()),
                 None => (Line::Other, scanner.pos()),
             };
@@ -506,7 +506,7 @@ pub(crate) fn scan_line(bytes: &[u8], start: usize, layouts: &mut Layouts) -> (L
     let mut scanner = JsonScanner::new(bytes, start);
     let line = match record(&mut scanner, &mut fields, Some(&mut members)) {
         // The scanner is at the next line.
-        Some(raw) => match accept(bytes, &fields, raw.clone()) {
+        Some(raw) => match accept(bytes, &fields, raw.clone(), &mut layouts.hour) {
             Some(record) => {
                 layouts.learn(bytes, start, &members, raw);
                 (Line::Record(record), scanner.pos())
@@ -545,7 +545,37 @@ impl TooltraceAdapter {
         if !scanner.at_end() {
             return None;
         }
-        accept(text.as_bytes(), &fields, raw)?.view(text, line, 0)
+        accept(text.as_bytes(), &fields, raw, &mut CheckedHour::default())?.view(text, line, 0)
+    }
+}
+
+/// The date and hour (`YYYY-MM-DDTHH:`) of the last timestamp [`plausible_rfc3339`] passed:
+/// a trace's next timestamps mostly share them, so only their minutes and seconds are left
+/// to check.
+#[derive(Debug, Default)]
+pub(super) struct CheckedHour([u8; 14]);
+
+impl CheckedHour {
+    /// [`plausible_rfc3339`], remembering the date and hour of a timestamp that passes.
+    #[inline(always)]
+    fn plausible(&mut self, text: &[u8]) -> bool {
+        let Ok(b) = <&[u8; 20]>::try_from(text) else { return false };
+        if b[..14] == self.0 {
+            let digit = |idx: usize| b[idx].is_ascii_digit();
+            return digit(14)
+                && digit(15)
+                && b[16] == b':'
+                && digit(17)
+                && digit(18)
+                && b[19] == b'Z'
+                && b[14] < b'6'
+                && b[17] < b'6';
+        }
+        let plausible = plausible_rfc3339(text);
+        if plausible {
+            self.0.copy_from_slice(&b[..14]);
+        }
+        plausible
     }
 }
 
@@ -603,7 +633,7 @@ fn plausible_rfc3339(text: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::plausible_rfc3339;
+    use super::{CheckedHour, plausible_rfc3339};
     use proptest::prelude::*;
 
     #[test]
@@ -639,6 +669,19 @@ mod tests {
         fn never_accepts_what_chrono_rejects(text in "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z|[0-9:T Zz/-]{20}") {
             if plausible_rfc3339(text.as_bytes()) {
                 prop_assert!(chrono::DateTime::parse_from_rfc3339(&text).is_ok(), "{}", text);
+            }
+        }
+
+        /// Remembering the last date and hour changes no answer, whatever follows it.
+        #[test]
+        fn a_remembered_hour_answers_like_the_full_check(
+            hour in "2026-02-(28|29|30)T(0[0-9]|2[3-5]):",
+            tails in proptest::collection::vec("[0-9:Z ]{6}|[0-6][0-9]:[0-6][0-9]Z", 1..20),
+        ) {
+            let mut checked = CheckedHour::default();
+            for tail in &tails {
+                let text = format!("{hour}{tail}");
+                prop_assert_eq!(checked.plausible(text.as_bytes()), plausible_rfc3339(text.as_bytes()), "{}", text);
             }
         }
     }

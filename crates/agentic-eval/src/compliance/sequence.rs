@@ -1259,7 +1259,8 @@ fn name_key(name: &str) -> u64 {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MatchBits {
     low: u64,
-    more: Option<Box<[u64]>>,
+    /// Bits 64 and up (boxed once more: a thin pointer keeps every event's bits at 16 bytes).
+    more: Option<Box<Words>>,
 }
 
 impl MatchBits {
@@ -1275,11 +1276,9 @@ impl MatchBits {
     #[cold]
     fn set_wide(&mut self, id: usize) {
         let word = (id - 64) / 64;
-        let more = self.more.get_or_insert_with(Default::default);
+        let more = &mut self.more.get_or_insert_with(Default::default).0;
         if more.len() <= word {
-            let mut grown = more.to_vec();
-            grown.resize(word + 1, 0);
-            *more = grown.into_boxed_slice();
+            more.resize(word + 1, 0);
         }
         more[word] |= 1 << ((id - 64) % 64);
     }
@@ -1289,11 +1288,15 @@ impl MatchBits {
         if id < 64 {
             self.low & (1 << id) != 0
         } else {
-            let word = self.more.as_deref().and_then(|more| more.get((id - 64) / 64));
+            let word = self.more.as_deref().and_then(|more| more.0.get((id - 64) / 64));
             word.is_some_and(|word| word & (1 << ((id - 64) % 64)) != 0)
         }
     }
 }
+
+/// The words of [`MatchBits`] past the first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Words(Vec<u64>);
 
 /// A hash map for names, with a fast fixed-seed hasher (the same on every run).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
