@@ -549,43 +549,35 @@ impl TooltraceAdapter {
     }
 }
 
-/// The date and hour (`YYYY-MM-DDTHH:`) of the last timestamp [`plausible_rfc3339`] passed:
-/// a trace's next timestamps mostly share them, so only their minutes and seconds are left
-/// to check.
+/// Checks that a timestamp is `YYYY-MM-DDTHH:MM:SSZ` with valid ranges (the common case,
+/// without chrono; anything else, such as fractions or offsets, is left to chrono). It
+/// remembers the date and hour (`YYYY-MM-DDTHH:`) of the last timestamp whose date and hour
+/// were valid: a trace's next timestamps mostly share them, so only their minutes and
+/// seconds are left to check.
 #[derive(Debug, Default)]
 pub(super) struct CheckedHour([u8; 14]);
 
 impl CheckedHour {
-    /// [`plausible_rfc3339`], remembering the date and hour of a timestamp that passes.
+    /// Whether `text` is a plain valid timestamp (see [`CheckedHour`]).
     #[inline(always)]
     fn plausible(&mut self, text: &[u8]) -> bool {
         let Ok(b) = <&[u8; 20]>::try_from(text) else { return false };
-        if b[..14] == self.0 {
-            let digit = |idx: usize| b[idx].is_ascii_digit();
-            return digit(14)
-                && digit(15)
-                && b[16] == b':'
-                && digit(17)
-                && digit(18)
-                && b[19] == b'Z'
-                && b[14] < b'6'
-                && b[17] < b'6';
-        }
-        let plausible = plausible_rfc3339(text);
-        if plausible {
+        if b[..14] != self.0 {
+            if !plausible_date_hour(b) {
+                return false;
+            }
             self.0.copy_from_slice(&b[..14]);
         }
-        plausible
+        plausible_minutes(b)
     }
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` with valid ranges: the common case, checked without chrono.
-/// Anything else (fractions, offsets) is checked by chrono.
+/// Bytes 0..16 of a plain timestamp (see [`CheckedHour`]): a valid date and hour (`YYYY-MM-DDTHH:`)
+/// and two digits after them.
 #[inline(always)]
-fn plausible_rfc3339(text: &[u8]) -> bool {
-    let Ok(b) = <&[u8; 20]>::try_from(text) else { return false };
-    // Three overlapping words: bytes 0..8, 8..16 and 12..20. In each, `digits` marks the bytes
-    // that must be digits and `fixed` the separators, which must equal `expected`.
+fn plausible_date_hour(b: &[u8; 20]) -> bool {
+    // Two words: bytes 0..8 and 8..16. In each, `digits` marks the bytes that must be digits
+    // and the other bytes are separators, which must equal the expected ones.
     let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
     const fn mask(positions: &[usize]) -> u64 {
         let mut out = 0u64;
@@ -605,21 +597,18 @@ fn plausible_rfc3339(text: &[u8]) -> bool {
     let digits_ok = |word: u64, digits: u64| {
         (word & digits & HIGH) == (ZEROS & digits) && ((word + (SIXES & digits)) & digits & HIGH) == (ZEROS & digits)
     };
-    // "YYYY-MM-", "DDTHH:MM", "H:MM:SSZ" (the last from byte 12).
-    let (w0, w1, w2) = (word(0), word(8), word(12));
+    // "YYYY-MM-", "DDTHH:MM".
+    let (w0, w1) = (word(0), word(8));
     let ok = digits_ok(w0, mask(&[0, 1, 2, 3, 5, 6]))
         && w0 & mask(&[4, 7]) == bytes(b"\0\0\0\0-\0\0-")
         && digits_ok(w1, mask(&[0, 1, 3, 4, 6, 7]))
-        && w1 & mask(&[2, 5]) == bytes(b"\0\0T\0\0:\0\0")
-        && digits_ok(w2, mask(&[0, 2, 3, 5, 6]))
-        && w2 & mask(&[1, 4, 7]) == bytes(b"\0:\0\0:\0\0Z");
+        && w1 & mask(&[2, 5]) == bytes(b"\0\0T\0\0:\0\0");
     if !ok {
         return false;
     }
     let digit = |idx: usize| u32::from(b[idx] - b'0');
     let year = digit(0) * 1000 + digit(1) * 100 + digit(2) * 10 + digit(3);
-    let (month, day) = (digit(5) * 10 + digit(6), digit(8) * 10 + digit(9));
-    let (hour, minute, second) = (digit(11) * 10 + digit(12), digit(14) * 10 + digit(15), digit(17) * 10 + digit(18));
+    let (month, day, hour) = (digit(5) * 10 + digit(6), digit(8) * 10 + digit(9), digit(11) * 10 + digit(12));
     let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
@@ -628,12 +617,24 @@ fn plausible_rfc3339(text: &[u8]) -> bool {
         2 => 28,
         _ => return false,
     };
-    (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
+    (1..=days).contains(&day) && hour < 24
+}
+
+/// Bytes 14..20 of a plain timestamp (see [`CheckedHour`]): valid minutes and seconds (`MM:SSZ`).
+#[inline(always)]
+fn plausible_minutes(b: &[u8; 20]) -> bool {
+    let below_sixty = |at: usize| matches!(b[at], b'0'..=b'5') && b[at + 1].is_ascii_digit();
+    below_sixty(14) && b[16] == b':' && below_sixty(17) && b[19] == b'Z'
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{CheckedHour, plausible_rfc3339};
+    use super::CheckedHour;
+
+    /// The check of a timestamp with nothing remembered.
+    fn plausible_rfc3339(text: &[u8]) -> bool {
+        CheckedHour::default().plausible(text)
+    }
     use proptest::prelude::*;
 
     #[test]
