@@ -120,7 +120,9 @@ impl DocumentLoader {
             };
             let pointer = path_pointer(error.path());
             let message = error.inner().to_string();
-            if message.contains("floating point")
+            // serde_json's words for a float where the type wants an integer.
+            let fraction = message.contains("floating point");
+            if fraction
                 && let Some(target) = working.pointer_mut(&pointer)
                 && let Some(whole) = whole_number(target)
             {
@@ -136,7 +138,7 @@ impl DocumentLoader {
             } else {
                 format!("`{field}`: {message}")
             };
-            let hint = if message.contains("floating point") {
+            let hint = if fraction {
                 "write a whole number without a fraction, within the field's range".to_owned()
             } else {
                 format!("compare the file with the {} schema in docs/schema/", self.kind)

@@ -1578,7 +1578,7 @@ impl Scope {
 
     /// Whether occurrences wait for `span` (see [`Scope::note_orphans`]).
     fn awaits(&self, span: SpanRef<'_>) -> bool {
-        !self.orphans.is_empty() && self.orphans.contains(by_hash(span.hash))
+        self.awaits_any() && self.orphans.contains(by_hash(span.hash))
     }
 
     /// The occurrences that waited for `span`, which waits no more: the caller takes them in
@@ -1747,10 +1747,10 @@ impl Links {
         }
         let at = self.next;
         if self.ring.len() < self.capacity {
-            if self.ring.len() == self.ring.capacity() {
+            if self.ring.capacity() == 0 {
                 // The whole ring at once: growing it by doubling copied it over and over
                 // (only the pages written become resident).
-                self.ring.reserve_exact(self.capacity - self.ring.len());
+                self.ring.reserve_exact(self.capacity);
             }
             self.ring.push((span, parent));
         } else {

@@ -249,6 +249,13 @@ impl SequenceEngine {
     }
 }
 
+impl SequenceEngine {
+    /// Whether calls in some rule's scope wait for a span that has not come yet.
+    fn awaits_spans(&self) -> bool {
+        self.scopes.iter().flatten().any(|scope| scope.awaits_any())
+    }
+}
+
 /// Whether a rule with a scope may change on the event: it opens a scope (matches the root),
 /// may open a nested one (a container with a parent), or may step (a match of the relation,
 /// with a parent that may be in scope).
@@ -286,7 +293,7 @@ impl SequenceEngine {
                 let count = links.partition_point(|link| (link.index as usize) < before);
                 let (run, rest) = links.split_at(count);
                 links = rest;
-                if engine.scopes.iter().flatten().all(|scope| !scope.awaits_any()) {
+                if !engine.awaits_spans() {
                     // Nothing waits for a span, and noting links makes nothing wait: the
                     // whole run is recorded without asking each link.
                     for link in run {
