@@ -104,6 +104,12 @@ pub trait LineWork {
     /// One accepted line (its view has no line or `seq` yet: 0).
     fn line(&mut self, view: &TooltraceView<'_>) -> Self::Line;
 
+    /// One record the calling thread's one-thread reader read: a line no block accepted (a
+    /// record the scanner leaves to the full parse, or a line longer than a block reads on).
+    /// It belongs to no block, so it must not count toward the result of the next block
+    /// this thread scans: unlike [`LineWork::line`], it leaves the block's state alone.
+    fn item(&mut self, view: &TooltraceView<'_>) -> Self::Line;
+
     /// Whether the visitor of a [`Batch::Records`] wants this line among
     /// [`Records::wanted`] (the lines it must see one by one even when the block's result
     /// stands for the rest). Asked right after [`LineWork::line`] for the same line.
@@ -268,6 +274,10 @@ impl<S: Send, P: FnMut(&TooltraceView<'_>) -> S> LineWork for PerLine<P> {
         (self.0)(view)
     }
 
+    fn item(&mut self, view: &TooltraceView<'_>) -> S {
+        (self.0)(view)
+    }
+
     fn block(&mut self) {}
 }
 
@@ -368,7 +378,7 @@ pub(super) fn run_batches<F, W, M, V>(
         return;
     }
     if workers == 0 {
-        reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
+        reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.item(view), &mut visit_item);
         return;
     }
     let start = reader.consumed;
@@ -447,7 +457,7 @@ pub(super) fn run_batches<F, W, M, V>(
     }
     let mut visit_item =
         |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
-    reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.line(view), &mut visit_item);
+    reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.item(view), &mut visit_item);
 }
 
 /// Tells the calling thread that a worker stopped by panicking.
@@ -523,7 +533,7 @@ fn walk<R: BufRead + Seek, W: LineWork>(
     } else {
         let mut visit_item =
             |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
-        let mut prepare = |view: &TooltraceView<'_>| work.line(view);
+        let mut prepare = |view: &TooltraceView<'_>| work.item(view);
         for (idx, entry) in block.entries.iter().enumerate() {
             let offset = block.offset + u64::from(entry.start);
             if offset < *end {

@@ -826,6 +826,11 @@ impl LineWork for CheckWork {
         prepared
     }
 
+    /// The engine is fed this record on its own: it stays out of every block's summary.
+    fn item(&mut self, view: &TooltraceView<'_>) -> Prepared {
+        self.plan.prepare(&view_ref(view))
+    }
+
     /// The scoped rules' lines are fed one by one even in a summarized block (`push` told,
     /// for the line just scanned).
     fn wanted(&self, _line: &Prepared) -> bool {

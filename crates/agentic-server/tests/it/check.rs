@@ -870,7 +870,29 @@ fn the_fast_tier_two_pass_equals_the_reference_pass() {
     }
     std::fs::write(&late, text).unwrap();
     let late = late.to_str().unwrap().to_owned();
+    // A clean trace with a few records the scanner leaves to the full parse (escaped names,
+    // a line longer than a block reads on): read on the calling thread between the blocks it
+    // summarizes, and counted once.
+    let sparse = dir.path().join("sparse.jsonl");
+    let mut text = String::new();
+    for (n, line) in clean_trace(60_000).lines().enumerate() {
+        text.push_str(line);
+        text.push('\n');
+        if n % 7_001 == 3_000 {
+            text.push_str(&format!(
+                "{{\"tool_name\":\"B\\u0061sh\",\"trace_id\":\"esc-{n}\",\"args\":{{\"command\":\"cargo test\"}}}}\n"
+            ));
+        }
+        if n == 20_000 {
+            let pad = "x".repeat(1_500_000);
+            text.push_str(&format!("{{\"tool_name\":\"Write\",\"trace_id\":\"long\",\"args\":{{\"file_path\":\"/a\",\"pad\":\"{pad}\"}}}}\n"));
+        }
+    }
+    std::fs::write(&sparse, text).unwrap();
+    let sparse = sparse.to_str().unwrap().to_owned();
     let cases: Vec<Vec<String>> = vec![
+        vec![rules.clone(), "--trace".into(), sparse.clone()],
+        vec!["benches/compliance/bench.yaml".into(), "--trace".into(), sparse],
         vec![rules.clone(), "--trace".into(), late.clone()],
         vec!["benches/compliance/bench.yaml".into(), "--trace".into(), late.clone()],
         vec![rules.clone(), "--trace".into(), compressed],
@@ -1949,5 +1971,48 @@ fn a_record_that_repeats_a_key_is_malformed() {
                 .unwrap();
             assert_eq!(failed.status.code(), Some(2), "{workers}");
         }
+    }
+}
+
+/// A record longer than a block reads on is read by the calling thread between blocks: it is
+/// counted once, whatever the number of threads (it was once also counted in the summary of
+/// the next block that thread scanned).
+#[test]
+fn a_record_read_between_blocks_is_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |tool: &str, id: &str, args: &str| {
+        format!(
+            "{{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"{tool}\",\"span_type\":\"parent\",\"trace_id\":\"{id}\",\"args\":{args}}}\n"
+        )
+    };
+    let mut text = line("Read", "r0", "{\"file_path\":\"/skill.md\"}");
+    for n in 0..3_000 {
+        text.push_str(&line("Edit", &format!("e{n}"), "{\"file_path\":\"/x\"}"));
+    }
+    text.push_str(&line("Bash", "big", &format!("{{\"command\":\"rm -rf /\",\"pad\":\"{}\"}}", "A".repeat(3_000_000))));
+    for n in 0..3_000 {
+        text.push_str(&line("Edit", &format!("f{n}"), "{\"file_path\":\"/x\"}"));
+    }
+    text.push_str(&line("Write", "w", "{\"file_path\":\"/x\"}"));
+    let trace = dir.path().join("long-line.jsonl");
+    std::fs::write(&trace, text).unwrap();
+    let spec = dir.path().join("once.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: once\nspec_version: \"1.0.0\"\ncheckpoints:\n  - id: C-01\n    tier: 2\n    instruction: \"At most one Bash call\"\n    severity: high\n    verification:\n      method: tool_sequence\n      evidence_sources: [trace_file]\n      rule:\n        count: {of: {tool: Bash}, at_most: 1}\n",
+    )
+    .unwrap();
+    for workers in ["reference", "0", "1", "2", "3"] {
+        let output = agentic()
+            .env("AGENTIC_CHECK_WORKERS", workers)
+            .arg("check")
+            .arg(&spec)
+            .arg("--trace")
+            .arg(&trace)
+            .output()
+            .expect("agentic runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("Bash occurs 1 time(s)"), "{workers} worker(s): {stdout}");
+        assert_eq!(output.status.code(), Some(0), "{workers} worker(s): {stdout}");
     }
 }
