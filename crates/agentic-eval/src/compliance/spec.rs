@@ -30,6 +30,8 @@ pub const TRACE_SOURCE: &str = "trace_file";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Checkpoint spec", description = "A workflow's verifiable instructions; see docs/checkpoints.md")]
+// Top-level `x-` keys are extension fields (ignored; a home for YAML anchors).
+#[schemars(extend("patternProperties" = {"^x-": {}}))]
 pub struct CheckpointSpec {
     /// The workflow this spec measures, for example `feature-implementation`.
     pub workflow: String,
