@@ -56,7 +56,9 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
     let mut evidence = Map::new();
     for path in &args.merge {
         let text = super::check::read_text(path)?;
-        let value: Value = serde_json::from_str(&text).with_context(|| format!("`{path}` is not valid JSON"))?;
+        // Strict: a repeated key would silently keep only one of its values.
+        let value: Value =
+            agentic_core::json_strict::from_str(&text).with_context(|| format!("`{path}` is not valid JSON"))?;
         let Value::Object(object) = value else { bail!("`{path}` must hold a JSON object of evidence sources") };
         if object.contains_key("git") {
             eprintln!("warning: `{path}` has a `git` source; the one collected now replaces it");

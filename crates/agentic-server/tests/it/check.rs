@@ -691,6 +691,12 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert_eq!(subjects, vec!["feat: login form", "first"]);
     assert_eq!(git_facts["recent_commits"][0]["is_merge"], json!(false));
     assert_eq!(evidence["issue_tracker_state"]["status"], json!("In Progress"));
+    // A file to merge that repeats a key (even nested) is bad input, as for `check --evidence`.
+    std::fs::write(&extra, r#"{"pr": {"draft": true, "draft": false}}"#).unwrap();
+    let output = agentic().args(["evidence", "git"]).arg(&repo).arg("--merge").arg(&extra).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("issue.json") && stderr.contains("draft"), "{stderr}");
     // A clone lists the remote's branches, not its `HEAD` pointer (`origin/HEAD`).
     let clone = dir.path().join("clone");
     git(dir.path(), &["clone", "-q", repo.to_str().unwrap(), clone.to_str().unwrap()]);
