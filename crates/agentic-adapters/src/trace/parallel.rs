@@ -409,9 +409,12 @@ pub(super) fn run_batches<F, W, M, V>(
             });
         }
         drop(sender);
+        // The workers stop when this thread is done, also when the visitor panics (else
+        // they would wait for room forever and the scope would never end).
+        let _stop = StopOnDrop(&shared);
         let mut local = Local::default();
         let mut order = Reorder { blocks: Vec::new(), next: 0, aborted: false };
-        let flow = loop {
+        loop {
             let ready = order.ready(&done);
             if order.aborted {
                 break ControlFlow::Break(());
@@ -444,9 +447,7 @@ pub(super) fn run_batches<F, W, M, V>(
             if eof {
                 break flow;
             }
-        };
-        shared.stop();
-        flow
+        }
     });
     if finished.is_break() {
         return;
@@ -458,6 +459,15 @@ pub(super) fn run_batches<F, W, M, V>(
     let mut visit_item =
         |item: Result<TraceItem<'_>, TraceError>, data: Option<&W::Line>| visit(Batch::Item(item, data));
     reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.item(view), &mut visit_item);
+}
+
+/// Stops the workers when dropped.
+struct StopOnDrop<'a, S, B>(&'a Shared<S, B>);
+
+impl<S, B> Drop for StopOnDrop<'_, S, B> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 /// Tells the calling thread that a worker stopped by panicking.

@@ -821,7 +821,7 @@ impl LineWork for CheckWork {
     type Block = Option<Summary>;
 
     fn line(&mut self, view: &TooltraceView<'_>) -> Prepared {
-        let prepared = self.plan.prepare(&view_ref(view));
+        let prepared = self.item(view);
         self.needed = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&prepared));
         prepared
     }
