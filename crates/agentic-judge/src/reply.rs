@@ -200,7 +200,9 @@ pub fn check_reply_with(
     criteria: &[JudgeCriterion],
 ) -> CheckedReply {
     let mut checked = CheckedReply::default();
-    let value: Value = match serde_json::from_str(json_text(reply)) {
+    // A repeated key (`"score": 1, "score": 5`) is refused, not resolved by the last one
+    // winning: a judge that answers twice has not answered.
+    let value: Value = match agentic_core::json_strict::from_str(json_text(reply)) {
         Ok(value) => value,
         Err(error) => {
             checked.problems.push(format!("the reply is not valid JSON ({error})"));
@@ -310,5 +312,15 @@ mod tests {
         let schema = reply_schema(ReplyKind::Pairwise, &criteria());
         let checked = check_reply(ReplyKind::Pairwise, "I think response 1 is better.", &schema, &criteria());
         assert!(checked.problems[0].contains("not valid JSON"));
+    }
+
+    #[test]
+    fn a_reply_that_repeats_a_key_is_refused_not_resolved_by_the_last_value() {
+        let schema = reply_schema(ReplyKind::Pointwise, &criteria());
+        let reply = r#"{"criteria": [{"name": "clarity", "score": 1, "score": 5, "evidence": "e"},
+            {"name": "correctness", "score": 5, "evidence": "f"}]}"#;
+        let checked = check_reply(ReplyKind::Pointwise, reply, &schema, &criteria());
+        assert!(checked.answers.is_empty(), "{:?}", checked.answers);
+        assert!(checked.problems[0].contains("duplicate key `score`"), "{:?}", checked.problems);
     }
 }

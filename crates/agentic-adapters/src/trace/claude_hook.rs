@@ -39,7 +39,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
+use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
@@ -197,10 +197,10 @@ impl TraceAdapter for ClaudeHookAdapter {
             None => return Err("missing `hook_event_name`".to_owned()),
         };
         let timestamp = rfc3339(object, "timestamp")?;
-        let session_id = opt_str(object, "session_id")?;
-        let agent_id = opt_str(object, "agent_id")?;
+        let session_id = opt_id(object, "session_id")?;
+        let agent_id = opt_id(object, "agent_id")?;
         let agent_type = opt_str(object, "agent_type")?;
-        let tool_use_id = opt_str(object, "tool_use_id")?;
+        let tool_use_id = opt_id(object, "tool_use_id")?;
         // A subagent is known by its session and id (one id may recur in another session).
         let agent_key = agent_id.clone().map(|id| (session_id.clone(), id));
         let is_tool_event = matches!(hook.as_str(), "PreToolUse" | "PostToolUse" | "PostToolUseFailure");

@@ -605,8 +605,24 @@ pub(crate) fn opt_str(record: &serde_json::Map<String, Value>, key: &str) -> Res
     match record.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(Value::Number(number)) => Ok(Some(number.to_string())),
         Some(other) => Err(format!("`{key}` must be a string, found {}", kind_of(other))),
+    }
+}
+
+/// An optional id field: a string, or an integer taken as its decimal text (`7` and `"7"`
+/// are the same id). Any other number is an error, since `1`, `1.0` and `1e0` would
+/// otherwise be the same number but different ids, or the reverse, depending on how a
+/// writer formats it.
+pub(crate) fn opt_id(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match record.get(key) {
+        Some(Value::Number(number)) if number.is_i64() || number.is_u64() => Ok(Some(number.to_string())),
+        Some(Value::Number(number)) => {
+            Err(format!("`{key}` {number} is not an integer; write an id as a string (\"{number}\") or an integer"))
+        }
+        Some(other @ (Value::Bool(_) | Value::Array(_) | Value::Object(_))) => {
+            Err(format!("`{key}` must be a string or an integer, found {}", kind_of(other)))
+        }
+        _ => opt_str(record, key),
     }
 }
 

@@ -306,6 +306,35 @@ fn malformed_records_name_their_line_and_reading_continues() {
 }
 
 #[test]
+fn ids_are_strings_or_integers_and_other_numbers_are_malformed() {
+    let text = "{\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":7}\n\
+                {\"tool_name\":\"Read\",\"span_type\":\"child\",\"parent_trace_id\":\"7\"}\n\
+                {\"tool_name\":\"Read\",\"trace_id\":1.0}\n\
+                {\"tool_name\":\"Read\",\"parent_trace_id\":1e0}\n\
+                {\"tool_name\":\"Read\",\"trace_id\":true}\n\
+                {\"tool_name\":\"Read\",\"span_type\":1}\n\
+                {\"tool_name\":\"Read\",\"trace_id\":18446744073709551615}\n";
+    let got = read(text, None);
+    let task = got[0].as_ref().unwrap();
+    let child = got[1].as_ref().unwrap();
+    // `7` and `"7"` are one id: the child is under the task.
+    assert_eq!(task.span.as_ref().unwrap().span_id.as_deref(), Some("7"));
+    assert_eq!(child.span.as_ref().unwrap().parent_span_id.as_deref(), Some("7"));
+    let message = |idx: usize| got[idx].as_ref().unwrap_err().to_string();
+    assert!(message(2).contains("`trace_id` 1.0 is not an integer"), "{}", message(2));
+    assert!(message(3).contains("`parent_trace_id` 1.0 is not an integer"), "{}", message(3));
+    assert!(message(4).contains("`trace_id` must be a string or an integer, found a boolean"), "{}", message(4));
+    assert!(message(5).contains("`span_type` must be a string, found a number"), "{}", message(5));
+    assert_eq!(got[6].as_ref().unwrap().span.as_ref().unwrap().span_id.as_deref(), Some("18446744073709551615"));
+    // The fast reader leaves such records to the adapter: both read them alike.
+    assert_parallel_agrees(text.as_bytes(), None);
+    let hook =
+        r#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"Bash","tool_use_id":2.5,"tool_input":{}}"#;
+    let error = read(hook, None).remove(0).unwrap_err().to_string();
+    assert!(error.contains("`tool_use_id` 2.5 is not an integer"), "{error}");
+}
+
+#[test]
 fn a_byte_order_mark_before_the_first_record_is_skipped() {
     let tooltrace = "{\"tool_name\":\"Read\",\"trace_id\":\"a\"}\r\n{\"tool_name\":\"Edit\"}\n";
     let hooks = "{\"session_id\":\"s\",\"hook_event_name\":\"PostToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{},\"tool_response\":{},\"tool_use_id\":\"t\"}\n";

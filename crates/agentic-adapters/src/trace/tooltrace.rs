@@ -16,7 +16,7 @@ use agentic_core::json_scan::{JsonScanner, KeySet};
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
-use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_str, rfc3339};
+use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads tooltrace records.
 #[derive(Debug, Clone, Copy, Default)]
@@ -44,11 +44,11 @@ impl TraceAdapter for TooltraceAdapter {
         {
             return Err(format!("`span_type` must be \"parent\" or \"child\", found \"{kind}\""));
         }
-        let trace_id = opt_str(object, "trace_id")?;
-        let parent_trace_id = opt_str(object, "parent_trace_id")?;
-        let tool_use_id = opt_str(object, "tool_use_id")?;
-        let agent_id = opt_str(object, "agent_id")?;
-        let session_id = opt_str(object, "session_id")?;
+        let trace_id = opt_id(object, "trace_id")?;
+        let parent_trace_id = opt_id(object, "parent_trace_id")?;
+        let tool_use_id = opt_id(object, "tool_use_id")?;
+        let agent_id = opt_id(object, "agent_id")?;
+        let session_id = opt_id(object, "session_id")?;
         let phase = opt_str(object, "phase")?;
         let status_text = opt_str(object, "status")?;
         let (event_type, status) = match phase.as_deref() {

@@ -71,3 +71,20 @@ fn an_unusable_reply_is_an_evaluator_error_not_a_guess() {
     assert!(error.to_string().contains("after one repair"), "{error}");
     assert_eq!(requests.len(), 2, "one call and one repair");
 }
+
+#[test]
+fn a_reply_that_answers_twice_is_repaired_not_resolved_by_the_last_key() {
+    // `"result"` given twice (PASS then FAIL): serde's default would keep FAIL silently. The
+    // judge refuses the reply and asks once for a repair; the repaired answer is what counts.
+    let (verdict, requests) = evaluate(|request| {
+        if is_repair(request) {
+            Reply::chat(r#"{"result": "PASS", "notes": "all three parts", "evidence_citation": "Adds caching"}"#)
+        } else {
+            Reply::chat(r#"{"result": "PASS", "result": "FAIL", "evidence_citation": "Adds caching"}"#)
+        }
+    });
+    assert_eq!(requests.len(), 2, "one call and one repair");
+    let repair_prompt = requests[1].prompt_text();
+    assert!(repair_prompt.contains("duplicate key `result`"), "{repair_prompt}");
+    assert_eq!(verdict.unwrap().result, VerdictResult::Pass);
+}
