@@ -114,25 +114,34 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
     let mut commits = Vec::new();
     if head.is_some() {
         let limit = format!("-n{max_commits}");
-        let log = git(repo, &["log", &limit, "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1e"])?.unwrap_or_default();
-        for record in log.split('\x1e') {
-            let record = record.trim_start_matches('\n');
-            if record.is_empty() {
-                continue;
+        // NUL between fields and after each commit (`-z`): git refuses NUL in names and
+        // messages, while any other byte (a \x1e or \x1f too) may be in them.
+        let log =
+            git(repo, &["log", "-z", &limit, "--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%s"])?.unwrap_or_default();
+        let mut fields: Vec<&str> = log.split('\0').collect();
+        if fields.last() == Some(&"") {
+            fields.pop();
+        }
+        let is_sha = |text: &str| matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
+        for record in fields.chunks(6) {
+            let [sha, parents, author, email, date, subject] = record else {
+                bail!("`git log` in `{}` printed a commit that cannot be read (fields {record:?})", repo.display());
+            };
+            let parents: Vec<&str> = parents.split_whitespace().collect();
+            if !is_sha(sha) || !parents.iter().all(|p| is_sha(p)) {
+                bail!(
+                    "`git log` in `{}` printed a commit that cannot be read (`{sha}` is not a commit id)",
+                    repo.display()
+                );
             }
-            let fields: Vec<&str> = record.split('\x1f').collect();
-            if fields.len() < 6 {
-                continue;
-            }
-            let parents: Vec<&str> = fields[1].split_whitespace().collect();
             commits.push(json!({
-                "sha": fields[0],
+                "sha": sha,
                 "parents": parents,
                 "is_merge": parents.len() > 1,
-                "author": fields[2],
-                "email": fields[3],
-                "date": fields[4],
-                "subject": fields[5],
+                "author": author,
+                "email": email,
+                "date": date,
+                "subject": subject,
             }));
         }
     }
