@@ -29,6 +29,7 @@
 //! A repeated record (a capture hook registered twice writes each record twice: a second
 //! `PreToolUse` of a call in flight, an end of a call among the latest ended, a second
 //! `SubagentStop`) becomes a `custom` event with `data.repeated: true`, so a call counts once.
+//! A `PreToolUse` of an id whose call ended is a new call (as in tooltrace v2).
 //!
 //! Hook payloads carry no time: a `timestamp` field added by the capture script is used when
 //! present, otherwise the event gets the Unix epoch and `x.time.clock: absent` (order comes
@@ -51,9 +52,13 @@ pub struct ClaudeHookAdapter {
     /// Tool calls started and not ended, by session and `tool_use_id` (at most
     /// [`MAX_OPEN_TOOLS`]).
     open_tools: HashSet<(Option<String>, String)>,
-    /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first, and as a set.
-    ended_order: VecDeque<(Option<String>, String)>,
-    ended_tools: HashSet<(Option<String>, String)>,
+    /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first with the number
+    /// of their end, and by key with the number of the latest end (a call id that started
+    /// again is taken out until it ends again).
+    ended_order: VecDeque<((Option<String>, String), u64)>,
+    ended_tools: HashMap<(Option<String>, String), u64>,
+    /// How many ends were noted.
+    ends: u64,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
     /// (at most [`MAX_SPAWNERS`]).
     spawners: VecDeque<Spawner>,
@@ -82,7 +87,7 @@ const MAX_AGENTS: usize = 65_536;
 const MAX_OPEN_TOOLS: usize = 65_536;
 
 /// How many ended tool calls are remembered to tell a repeated end record.
-const ENDED_TOOLS_WINDOW: usize = 4_096;
+pub(super) const ENDED_TOOLS_WINDOW: usize = 4_096;
 
 /// The most spawning calls kept in flight; beyond it the oldest is forgotten (its subagent
 /// then has no parent span).
@@ -106,29 +111,34 @@ impl ClaudeHookAdapter {
     }
 
     /// True when a tool record repeats one already read (a capture hook registered twice
-    /// writes every record twice): a second start of a call, or an end of a call that ended.
+    /// writes every record twice): a second start of a call in flight, or an end of a call
+    /// that ended. A start of a call id that ended is a new call (ids are unique in Claude
+    /// Code, so this is a writer reusing them: counting it once would hide a call).
     /// Otherwise the record is noted.
     fn repeated_tool_record(&mut self, hook: &str, key: (Option<String>, String)) -> bool {
-        if self.ended_tools.contains(&key) {
-            return true;
-        }
         if hook == "PreToolUse" {
             if self.open_tools.contains(&key) {
                 return true;
             }
+            self.ended_tools.remove(&key);
             if self.open_tools.len() < MAX_OPEN_TOOLS {
                 self.open_tools.insert(key);
             }
             return false;
         }
+        if self.ended_tools.contains_key(&key) {
+            return true;
+        }
         self.open_tools.remove(&key);
         if self.ended_order.len() == ENDED_TOOLS_WINDOW
-            && let Some(oldest) = self.ended_order.pop_front()
+            && let Some((oldest, end)) = self.ended_order.pop_front()
+            && self.ended_tools.get(&oldest) == Some(&end)
         {
             self.ended_tools.remove(&oldest);
         }
-        self.ended_order.push_back(key.clone());
-        self.ended_tools.insert(key);
+        self.ends += 1;
+        self.ended_order.push_back((key.clone(), self.ends));
+        self.ended_tools.insert(key, self.ends);
         false
     }
 

@@ -1112,20 +1112,63 @@ fn claude_hook_resumed_subagents_start_again_under_their_new_call() {
     );
 }
 
-/// A capture hook registered twice writes every record twice: a second start of a call, or
-/// an end of a call that ended, is kept as a `custom` event (`data.repeated`), not a call.
+/// A capture hook registered twice writes every record twice (both hooks run for each event,
+/// so the copies come before the next event of the call): a second start of a call in
+/// flight, or an end of a call that ended, is kept as a `custom` event (`data.repeated`), not
+/// a call. A start of an id whose call ended is a new call: hiding it could hide a call a
+/// `never` rule is about.
 #[test]
 fn claude_hook_repeated_tool_records_are_not_calls() {
     let pre = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t2"}"#;
     let post = r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t2"}"#;
     let other_session = post.replace("\"s\"", "\"other\"");
-    let text = [pre, pre, post, post, pre, &other_session].join("\n");
+    let reused = pre.replace("\"ls\"", "\"rm -rf /\"");
+    let reused_end = post.replace("\"ls\"", "\"rm -rf /\"");
+    let text = [pre, pre, post, post, &other_session, &reused, &reused, &reused_end, &reused_end, post].join("\n");
     let got = events(&text);
     let types: Vec<EventType> = got.iter().map(|e| e.event_type).collect();
     use EventType::*;
-    assert_eq!(types, vec![ToolCallStart, Custom, ToolCallEnd, Custom, Custom, ToolCallEnd]);
+    assert_eq!(
+        types,
+        vec![
+            ToolCallStart,
+            Custom,
+            ToolCallEnd,
+            Custom,
+            ToolCallEnd,
+            ToolCallStart,
+            Custom,
+            ToolCallEnd,
+            Custom,
+            Custom
+        ]
+    );
     assert_eq!(got[1].data["repeated"], json!(true));
     assert_eq!(got[1].data["kind"], json!("PreToolUse"));
+    assert_eq!(got[5].data["input"]["command"], json!("rm -rf /"));
+}
+
+/// The window of ended calls forgets the oldest first, by the number of its end: a call id
+/// that ended, started again and ended again stays known as ended after its first end leaves.
+#[test]
+fn claude_hook_ended_calls_are_remembered_by_their_latest_end() {
+    let record = |hook: &str, id: &str| {
+        format!(
+            r#"{{"session_id":"s","hook_event_name":"{hook}","tool_name":"Read","tool_input":{{}},"tool_use_id":"{id}"}}"#
+        )
+    };
+    let mut lines = vec![record("PreToolUse", "a"), record("PostToolUse", "a")];
+    lines.push(record("PreToolUse", "a"));
+    lines.push(record("PostToolUse", "a"));
+    // Push the first end of `a` out of the window; its second end is still in it.
+    for idx in 0..super::claude_hook::ENDED_TOOLS_WINDOW - 1 {
+        lines.push(record("PostToolUse", &format!("x{idx}")));
+    }
+    lines.push(record("PostToolUse", "a"));
+    let got = events(&lines.join("\n"));
+    let last = got.last().unwrap();
+    assert_eq!(last.event_type, EventType::Custom, "{last:?}");
+    assert_eq!(last.data["repeated"], json!(true));
 }
 
 /// An OTLP span that gives an attribute twice, or whose tool arguments repeat a key, means
