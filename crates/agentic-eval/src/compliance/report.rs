@@ -364,6 +364,52 @@ impl ComplianceReport {
                 ));
             }
         }
+        if self.checkpoints.is_empty() {
+            return Some("`checkpoints` is empty (a spec has at least one checkpoint)".to_owned());
+        }
+        // Document order: the positions are 1, 2, ... once each.
+        let mut positions: Vec<usize> = self.checkpoints.iter().map(|c| c.position_index).collect();
+        positions.sort_unstable();
+        if let Some((expected, found)) = positions
+            .iter()
+            .enumerate()
+            .map(|(idx, &found)| (idx + 1, found))
+            .find(|(expected, found)| expected != found)
+        {
+            let (position, what) = if found > expected { (expected, "missing") } else { (found, "given twice") };
+            return Some(format!(
+                "`checkpoints[*].position_index` should be 1 to {} once each; position {position} is {what}",
+                self.checkpoints.len()
+            ));
+        }
+        // The scores and the dropout table follow from the checkpoints (to the 0.01 they are
+        // rounded to).
+        let (scores, _, dropout) = score(&self.checkpoints);
+        let differs = |written: Option<f64>, computed: Option<f64>| match (written, computed) {
+            (Some(written), Some(computed)) => (written - computed).abs() > 0.01,
+            (written, computed) => written.is_some() != computed.is_some(),
+        };
+        let show = |value: Option<f64>| value.map_or("null".to_owned(), |value| value.to_string());
+        for (field, written, computed) in [
+            ("scores.compliance_percent", self.scores.compliance_percent, scores.compliance_percent),
+            ("scores.spec_health_percent", Some(self.scores.spec_health_percent), Some(scores.spec_health_percent)),
+            ("position_dropout_analysis.quartile_1", self.position_dropout_analysis.quartile_1, dropout.quartile_1),
+            ("position_dropout_analysis.quartile_2", self.position_dropout_analysis.quartile_2, dropout.quartile_2),
+            ("position_dropout_analysis.quartile_3", self.position_dropout_analysis.quartile_3, dropout.quartile_3),
+            ("position_dropout_analysis.quartile_4", self.position_dropout_analysis.quartile_4, dropout.quartile_4),
+        ] {
+            if differs(written, computed) {
+                return Some(format!("`{field}` is {}, but its checkpoints give {}", show(written), show(computed)));
+            }
+        }
+        if self.scores.rating != rating_for(self.scores.compliance_percent) {
+            return Some(format!(
+                "`scores.rating` is \"{}\", but a compliance of {} rates \"{}\"",
+                rating_text(self.scores.rating),
+                show(self.scores.compliance_percent),
+                rating_text(rating_for(self.scores.compliance_percent))
+            ));
+        }
         None
     }
 }
