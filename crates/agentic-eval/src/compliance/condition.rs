@@ -18,7 +18,7 @@
 //!
 //! Paths start with an evidence source name (the top-level key of the evidence JSON), then
 //! `.key`, `[n]`, `["key.with.dots"]` or `[*]` (every element; the rest of the path is applied
-//! to each and the results form a list). A path that does not resolve, or resolves to
+//! to each and the results form a list, leaving out elements where it is missing or null). A path that does not resolve, or resolves to
 //! `null`, is *missing*: every operator is false on a missing value except `exists: false`.
 
 use agentic_core::{Diagnostic, Severity};
@@ -225,7 +225,10 @@ fn resolve_from(value: &Value, segments: &[PathSegment]) -> Option<Value> {
         PathSegment::Index(index) => resolve_from(value.as_array()?.get(*index)?, rest),
         PathSegment::Each => {
             let items = value.as_array()?;
-            Some(Value::Array(items.iter().filter_map(|item| resolve_from(item, rest)).collect()))
+            // An element where the rest is missing or null has nothing there: left out.
+            Some(Value::Array(
+                items.iter().filter_map(|item| resolve_from(item, rest)).filter(|value| !value.is_null()).collect(),
+            ))
         }
     }
 }
@@ -1007,6 +1010,12 @@ mod tests {
         assert!(holds(json!({"path": "git.recent_commits[1].sha", "equals": "b2"})));
         assert!(holds(json!({"path": "pr.meta[\"a.b\"]", "equals": "dotted"})));
         assert!(holds(json!({"path": "pr.labels[*].name", "contains": "ready"})));
+        // `[*]` leaves out elements where the rest of the path is missing or null.
+        let path = EvidencePath::parse("pr.labels[*].name").unwrap();
+        let labels = json!({"pr": {"labels": [{"name": "bug"}, {"name": null}, {"x": 1}, 3, null]}});
+        assert_eq!(path.resolve(labels.as_object().unwrap()), Some(json!(["bug"])));
+        let every = EvidencePath::parse("pr.labels[*]").unwrap();
+        assert_eq!(every.resolve(json!({"pr": {"labels": [1, null, 2]}}).as_object().unwrap()), Some(json!([1, 2])));
         // Missing and null values: only `exists: false` holds.
         assert!(holds(json!({"path": "pr.nothing", "exists": false})));
         assert!(holds(json!({"path": "pr.empty", "exists": false})));

@@ -691,6 +691,34 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert_eq!(subjects, vec!["feat: login form", "first"]);
     assert_eq!(git_facts["recent_commits"][0]["is_merge"], json!(false));
     assert_eq!(evidence["issue_tracker_state"]["status"], json!("In Progress"));
+    // Names and subjects may hold any byte but NUL: control characters (the separators an
+    // earlier format used) and an empty subject keep every commit and field in place.
+    let odd_repo = dir.path().join("odd");
+    std::fs::create_dir(&odd_repo).unwrap();
+    git(&odd_repo, &["init", "-q"]);
+    git(&odd_repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    git(&odd_repo, &["-c", "user.name=evil\x1ename", "commit", "-q", "--allow-empty", "-m", "rs\x1ein\x1fsubject"]);
+    git(
+        &odd_repo,
+        &["-c", "user.name=evil\x1fname", "commit", "-q", "--allow-empty", "--allow-empty-message", "-m", ""],
+    );
+    let output = agentic().args(["evidence", "git"]).arg(&odd_repo).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let odd: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let commits = odd["git"]["recent_commits"].as_array().unwrap();
+    let seen: Vec<(&str, &str, &str)> = commits
+        .iter()
+        .map(|c| (c["author"].as_str().unwrap(), c["email"].as_str().unwrap(), c["subject"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("evil\x1fname", "test@example.com", ""),
+            ("evil\x1ename", "test@example.com", "rs\x1ein\x1fsubject"),
+            ("Test", "test@example.com", "base")
+        ]
+    );
+    assert_eq!(commits[0]["sha"], odd["git"]["head"]);
     // A file to merge that repeats a key (even nested) is bad input, as for `check --evidence`.
     std::fs::write(&extra, r#"{"pr": {"draft": true, "draft": false}}"#).unwrap();
     let output = agentic().args(["evidence", "git"]).arg(&repo).arg("--merge").arg(&extra).output().unwrap();
@@ -1543,6 +1571,27 @@ fn output_failures_and_aliased_report_paths_are_errors() {
         agentic().arg("check").args(&args).arg("--json").arg(&plain).arg("--markdown").arg(&aliased).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("give each report its own file"));
+    // A symbolic link to a report that does not exist yet, and a chain of two, are the same
+    // file: writing the Markdown through it would replace the JSON report.
+    let json = dir.path().join("report.json");
+    let link = dir.path().join("report.md");
+    let chain = dir.path().join("chain.md");
+    std::os::unix::fs::symlink("report.json", &link).unwrap();
+    std::os::unix::fs::symlink(&link, &chain).unwrap();
+    for markdown in [&link, &chain] {
+        let output = agentic()
+            .arg("check")
+            .args(&args)
+            .arg("--json")
+            .arg(&json)
+            .arg("--markdown")
+            .arg(markdown)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(String::from_utf8_lossy(&output.stderr).contains("give each report its own file"));
+        assert!(!json.exists(), "nothing is written when the paths are refused");
+    }
 }
 
 /// A subagent resumed under a second `Task` (Claude Code reuses its `agent_id`) is inside the
@@ -1689,6 +1738,13 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         ("/scores/compliance_percent", json!(1000.0), "`scores.compliance_percent` is 1000"),
         ("/summary/passed", json!(99), "`summary` does not count"),
         ("/position_dropout_analysis/quartile_1", json!(150.0), "`position_dropout_analysis.quartile_1` is 150"),
+        // Within range but not what the checkpoints give: no check writes that either.
+        ("/scores/compliance_percent", json!(20.0), "`scores.compliance_percent` is 20, but its checkpoints give"),
+        ("/scores/spec_health_percent", json!(10.0), "`scores.spec_health_percent` is 10, but its checkpoints give"),
+        ("/scores/rating", json!("Not rated"), "`scores.rating` is \"Not rated\", but a compliance of"),
+        ("/position_dropout_analysis/quartile_4", json!(null), "`position_dropout_analysis.quartile_4` is null, but"),
+        ("/checkpoints/1/position_index", json!(1), "position 1 is given twice"),
+        ("/checkpoints/1/position_index", json!(99), "position 2 is missing"),
     ] {
         let mut report = first.report.clone();
         *report.pointer_mut(edit).unwrap() = value;
@@ -1701,6 +1757,28 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         assert_eq!(run.code(), 2, "{}", run.stderr());
         assert!(run.stderr().contains(expected), "{}", run.stderr());
     }
+    // No checkpoints at all (with a summary that counts them): a spec has at least one.
+    let mut report = first.report.clone();
+    report["checkpoints"] = json!([]);
+    for field in ["total_checkpoints", "passed", "partial", "failed", "na", "blocked"] {
+        report["summary"][field] = json!(0);
+    }
+    std::fs::write(&baseline, report.to_string()).unwrap();
+    let run = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--baseline", baseline.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("`checkpoints` is empty"), "{}", run.stderr());
+    // The unedited report is a good baseline.
+    std::fs::write(&baseline, first.report.to_string()).unwrap();
+    let run = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--baseline", baseline.to_str().unwrap()],
+    );
+    assert_ne!(run.code(), 2, "{}", run.stderr());
 }
 
 /// A failed checkpoint under two active constraints names both; a checkpoint missing two
