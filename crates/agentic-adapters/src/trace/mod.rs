@@ -183,6 +183,9 @@ pub struct TraceReader<R> {
     /// For the list record just read: its elements that are not strict JSON (a key repeated
     /// in one), by index, with why; they stand as `null` in the list.
     bad_elements: Vec<(usize, String)>,
+    /// The line in `buffer` was read (and counted) but belongs to the next record: a
+    /// document that did not close stopped before it (see [`TraceReader::read_document`]).
+    held: bool,
     done: bool,
 }
 
@@ -218,6 +221,7 @@ impl<R: BufRead> TraceReader<R> {
             buffer: Vec::new(),
             document: None,
             bad_elements: Vec::new(),
+            held: false,
             done: false,
         }
     }
@@ -229,6 +233,10 @@ impl<R: BufRead> TraceReader<R> {
 
     /// Reads one physical line into `buffer` (without the newline); false at end of input.
     fn read_line(&mut self) -> Result<bool, TraceError> {
+        if self.held {
+            self.held = false;
+            return Ok(true);
+        }
         self.buffer.clear();
         let at_start = self.consumed == 0;
         let limit = (MAX_RECORD_BYTES + 1) as u64;
@@ -414,9 +422,18 @@ impl<R: BufRead> TraceReader<R> {
     /// Accumulates lines until they form one JSON document. The text is parsed only once its
     /// brackets close (or it cannot be valid any more), so a pretty-printed document of many
     /// lines is parsed once, not once per line.
+    ///
+    /// A document that is an object (its first line starts with `{`) ends, unclosed, at a
+    /// line that starts with `{` or `[` in its first column: that is the next record (a line
+    /// cut after a `,` or `{`, a pretty-printed batch cut off by a crash, then more records),
+    /// since a pretty-printer indents everything inside the outer braces. The document is
+    /// malformed and the line is read again as the next record, so one cut record never
+    /// swallows the records after it. (A document that is a list may hold its elements in
+    /// the first column, so it reads on.)
     fn read_document(&mut self, first: String, start: u64) -> Result<(Value, u64), TraceError> {
         let mut nesting = Nesting::default();
         nesting.feed(first.as_bytes());
+        let object = first.starts_with('{');
         let mut document = first;
         loop {
             match self.read_line()? {
@@ -427,6 +444,17 @@ impl<R: BufRead> TraceReader<R> {
                     ));
                 }
                 true => {
+                    if object && matches!(self.buffer.first(), Some(b'{' | b'[')) {
+                        self.held = true;
+                        return Err(TraceError::malformed(
+                            start,
+                            format!(
+                                "the JSON document starting here is not closed before line {}, which starts \
+                                 the next record (is this line cut short?)",
+                                self.line
+                            ),
+                        ));
+                    }
                     let text = std::str::from_utf8(&self.buffer).map_err(|error| {
                         TraceError::malformed(self.line, format!("line is not UTF-8 text ({error})"))
                     })?;
@@ -524,12 +552,19 @@ impl<R: BufRead> TraceReader<R> {
 }
 
 impl<R: BufRead + std::io::Seek> TraceReader<R> {
+    /// Whether a line was read for the next record and waits in the buffer (see
+    /// [`TraceReader::read_document`]).
+    pub(super) fn holds_line(&self) -> bool {
+        self.held
+    }
+
     /// Goes on reading at `offset` of the underlying input (a line start), keeping the line
     /// and event numbering.
     pub(super) fn reposition(&mut self, offset: u64) -> std::io::Result<()> {
         self.reader.seek(std::io::SeekFrom::Start(offset))?;
         self.consumed = offset;
         self.done = false;
+        self.held = false;
         Ok(())
     }
 }

@@ -957,6 +957,76 @@ fn multi_line_documents_close_by_their_brackets() {
     assert!(got.iter().any(|r| r.as_ref().is_ok_and(|e| e.step_name.as_deref() == Some("Read"))), "{got:?}");
 }
 
+/// A record cut short after a `{`, `,`, `[` or `:` (an interrupted writer) would open a
+/// multi-line document that swallows every record after it: a line that starts with `{` or
+/// `[` in the first column ends such a document instead, which is reported as malformed at
+/// its first line, and that line is read as the next record. In every format, by the
+/// iterator and by the parallel reader.
+#[test]
+fn a_record_cut_short_does_not_swallow_the_records_after_it() {
+    let tooltrace = "{\"tool_name\":\"Read\",\"trace_id\":\"a\"}\n\
+                     {\"tool_name\":\"Bash\",\"args\":{\n\
+                     {\"tool_name\":\"Bash\",\"trace_id\":\"b\",\"args\":{\"command\":\"rm -rf /\"}}\n\
+                     {\"tool_name\":\"Edit\",\n\
+                     \n\
+                     [{\"tool_name\":\"Write\",\"trace_id\":\"c\"}]\n\
+                     {\"tool_name\":\"Grep\",\"args\":\n";
+    let got = read(tooltrace, None);
+    let shape: Vec<Result<(u64, String), u64>> = got
+        .iter()
+        .map(|r| match r {
+            Ok(e) => Ok((e.source.as_ref().unwrap().line.unwrap(), e.step_name.clone().unwrap())),
+            Err(e) => Err(e.line),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            Ok((1, "Read".to_owned())),
+            Err(2),
+            Ok((3, "Bash".to_owned())),
+            Err(4),
+            Ok((6, "Write".to_owned())),
+            Err(7)
+        ]
+    );
+    let error = got[1].as_ref().unwrap_err().to_string();
+    assert!(error.contains("not closed before line 3, which starts the next record"), "{error}");
+    assert_parallel_agrees(tooltrace.as_bytes(), None);
+    for workers in 0..3 {
+        for block in [1, 7, 64] {
+            assert_eq!(
+                parallel_path(tooltrace.as_bytes(), None, workers, block).0,
+                reference_path(tooltrace.as_bytes(), None)
+            );
+        }
+    }
+
+    let hook = |command: &str, id: &str| {
+        format!(
+            r#"{{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"{command}"}},"tool_use_id":"{id}"}}"#
+        )
+    };
+    let cut = hook("ls", "u1");
+    let hooks =
+        [&cut[..cut.find("\"tool_input\":").unwrap() + 14], &hook("rm -rf /", "u2"), &hook("pwd", "u3")].join("\n");
+    let got = read(&hooks, None);
+    assert!(got[0].is_err(), "{got:?}");
+    let commands: Vec<Value> =
+        got.iter().filter_map(|r| r.as_ref().ok()).map(|e| e.data["input"]["command"].clone()).collect();
+    assert_eq!(commands, vec![json!("rm -rf /"), json!("pwd")]);
+
+    // A pretty-printed OTLP batch cut off by a crash, then the batches appended after it.
+    let whole: Value = serde_json::from_str(&otlp_doc(&[("a1", None, "execute_tool", Some("1"), Some("2"))])).unwrap();
+    let pretty = serde_json::to_string_pretty(&whole).unwrap();
+    let cut_at = pretty.find("\"spans\"").unwrap();
+    let text = format!("{}\n{pretty}\n{}\n", &pretty[..cut_at], whole);
+    let got = read(&text, None);
+    let errors: Vec<u64> = got.iter().filter_map(|r| r.as_ref().err()).map(|e| e.line).collect();
+    assert_eq!(errors, vec![1], "{got:?}");
+    assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 4, "two spans of two events each: {got:?}");
+}
+
 /// The line of the first `spanId` in `text` holding the id of `source`'s raw span.
 fn span_line(text: &str, source: &agentic_core::event::EventSource) -> u64 {
     let id = source.raw.as_ref().and_then(|raw| raw["spanId"].as_str()).expect("a span id");
