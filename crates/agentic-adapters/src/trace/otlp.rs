@@ -11,7 +11,7 @@
 //! are normalised to lowercase hex (base64 from protobuf-JSON exporters is decoded).
 //! `status.code` 2 gives status `error` with `status.message`.
 //! Within one export, events are ordered by time (parents start before children and end
-//! after them). Span attributes are copied into `attributes`; resource attributes go under
+//! after them, also when the children's clock says otherwise). Span attributes are copied into `attributes`; resource attributes go under
 //! `x.otlp.resource.*`; the raw span is kept on both events.
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
@@ -126,19 +126,37 @@ impl TraceAdapter for OtlpJsonAdapter {
                 depth
             })
             .collect();
+        // The times events are ordered by: a span inside another in this export starts no
+        // earlier than it and ends no later (clocks of two processes disagree by a little; the
+        // parent id says which came first). The events keep their own times.
+        let index: std::collections::HashMap<&str, usize> =
+            parsed.iter().enumerate().filter_map(|(idx, p)| p.span_id.as_deref().map(|id| (id, idx))).collect();
+        let parent_of: Vec<Option<usize>> = parsed
+            .iter()
+            .enumerate()
+            .map(|(idx, p)| p.parent_span_id.as_deref().and_then(|id| index.get(id).copied()).filter(|&up| up != idx))
+            .collect();
+        let mut outer_first: Vec<usize> = (0..parsed.len()).collect();
+        outer_first.sort_by_key(|&idx| depths[idx]);
+        let mut starts: Vec<i128> = parsed.iter().map(|p| p.start_nanos).collect();
+        for &idx in &outer_first {
+            if let Some(up) = parent_of[idx] {
+                starts[idx] = starts[idx].max(starts[up]);
+            }
+        }
+        let mut ends: Vec<i128> = parsed.iter().zip(&starts).map(|(p, &start)| p.end_nanos.max(start)).collect();
+        for &idx in outer_first.iter().rev() {
+            if let Some(up) = parent_of[idx] {
+                ends[up] = ends[up].max(ends[idx]);
+            }
+        }
         let mut pending = Vec::with_capacity(parsed.len() * 2);
         for (idx, span) in parsed.into_iter().enumerate() {
             let depth = depths[idx];
-            // `parse_span` never puts an end before its start.
-            let end = if span.end_nanos == span.start_nanos { Moment::EndAtStart } else { Moment::EndAfterStart };
-            pending.push(Pending {
-                time: span.start_nanos,
-                moment: Moment::Start,
-                depth,
-                order: idx,
-                event: span.start,
-            });
-            pending.push(Pending { time: span.end_nanos, moment: end, depth, order: idx, event: span.end });
+            let (start, end) = (starts[idx], ends[idx]);
+            let moment = if end == start { Moment::EndAtStart } else { Moment::EndAfterStart };
+            pending.push(Pending { time: start, moment: Moment::Start, depth, order: idx, event: span.start });
+            pending.push(Pending { time: end, moment, depth, order: idx, event: span.end });
         }
         // Same time: ends of spans that lasted, then starts (outer first), then ends of spans
         // that took no time; ends inner first.

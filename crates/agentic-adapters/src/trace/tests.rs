@@ -1116,6 +1116,40 @@ fn otlp_spans_that_take_no_time_start_before_they_end() {
     assert_eq!(read[0].timestamp, read[1].timestamp);
 }
 
+/// Clocks of two processes disagree: a tool span that says it started 1 ms before its agent
+/// (or ended after it) is still ordered inside the agent, as its parent id says; events keep
+/// their own times, and a span whose start moves past its own end takes no time.
+#[test]
+fn otlp_children_whose_clock_is_off_stay_inside_their_parent() {
+    use EventType::*;
+    let text = otlp_doc(&[
+        ("00000000000000a1", None, "invoke_agent researcher", Some("2000000"), Some("9000000")),
+        ("00000000000000b1", Some("00000000000000a1"), "execute_tool search", Some("1000000"), Some("3000000")),
+        ("00000000000000b2", Some("00000000000000a1"), "execute_tool fetch", Some("4000000"), Some("9500000")),
+        ("00000000000000c1", Some("00000000000000b2"), "execute_tool inner", Some("100"), Some("200")),
+        ("00000000000000d1", None, "execute_tool later", Some("9200000"), Some("9300000")),
+    ]);
+    let got = events(&text);
+    let order: Vec<(EventType, String)> =
+        got.iter().map(|e| (e.event_type, e.step_name.clone().unwrap_or_default())).collect();
+    let expected = [
+        (AgentInvokeStart, "researcher"),
+        (ToolCallStart, "search"),
+        (ToolCallEnd, "search"),
+        (ToolCallStart, "fetch"),
+        (ToolCallStart, "inner"),
+        (ToolCallEnd, "inner"),
+        (ToolCallStart, "later"),
+        (ToolCallEnd, "later"),
+        (ToolCallEnd, "fetch"),
+        (AgentInvokeEnd, "researcher"),
+    ];
+    let expected: Vec<(EventType, String)> = expected.iter().map(|(t, n)| (*t, (*n).to_owned())).collect();
+    assert_eq!(order, expected);
+    let search = got.iter().find(|e| e.step_name.as_deref() == Some("search")).unwrap();
+    assert_eq!(search.timestamp.timestamp_nanos_opt(), Some(1_000_000), "events keep their own times");
+}
+
 /// A span without `traceId` or with a time outside OTLP's unsigned nanoseconds is malformed.
 #[test]
 fn otlp_spans_need_a_trace_id_and_unsigned_times() {
