@@ -726,8 +726,44 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
     out
 }
 
-fn escape_cell(text: &str) -> String {
-    one_line(&text.replace('|', "\\|"))
+/// `text` as Markdown shows it as written, on one line: every character Markdown (with
+/// GitHub's tables) would read as markup is escaped, so a glob `src/*/mod.rs`, a regex
+/// `\.env$|a\|b`, `<script>` or `_x_` in an id or a note reads the same in the report as in
+/// the spec and the JSON report. Text between a pair of backticks (the notes quote paths
+/// and values that way) stays a code span, whose content Markdown shows as it is; only its
+/// pipes are escaped, for the table. An unpaired or empty pair of backticks is escaped.
+fn markdown_text(text: &str) -> String {
+    let line = one_line(text);
+    let parts: Vec<&str> = line.split('`').collect();
+    let mut out = String::with_capacity(line.len() + 8);
+    let escape = |out: &mut String, part: &str| {
+        for c in part.chars() {
+            if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '|' | '~' | '#') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    };
+    escape(&mut out, parts[0]);
+    let mut rest = &parts[1..];
+    while !rest.is_empty() {
+        match rest {
+            [code, after, more @ ..] if !code.is_empty() => {
+                out.push('`');
+                out.push_str(&code.replace('|', "\\|"));
+                out.push('`');
+                escape(&mut out, after);
+                rest = more;
+            }
+            [part, more @ ..] => {
+                out.push_str("\\`");
+                escape(&mut out, part);
+                rest = more;
+            }
+            [] => break,
+        }
+    }
+    out
 }
 
 /// `text` on one line: a line break of any kind (CR LF, CR, LF) would end a table row, a
@@ -741,12 +777,12 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
     let mut out = String::new();
     let scores = &report.scores;
     let summary = &report.summary;
-    let _ = writeln!(out, "# Compliance report: {}\n", one_line(&report.workflow));
+    let _ = writeln!(out, "# Compliance report: {}\n", markdown_text(&report.workflow));
     let _ = writeln!(
         out,
         "Spec version {}, evaluated at {}.\n",
-        one_line(&report.spec_version),
-        one_line(&report.evaluated_at)
+        markdown_text(&report.spec_version),
+        markdown_text(&report.evaluated_at)
     );
     let _ = writeln!(out, "| Metric | Value |\n|---|---|");
     let _ = writeln!(out, "| Compliance score (agent health) | {} |", percent(scores.compliance_percent));
@@ -764,12 +800,12 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             out,
             "| {} | {} | {} | {} | {} | {} | {} |",
             result.position_index,
-            escape_cell(&result.id),
+            markdown_text(&result.id),
             result.tier,
             result.severity.as_str(),
             result.result.as_str(),
             result.earned_weight,
-            escape_cell(&result.notes)
+            markdown_text(&result.notes)
         );
     }
     let dropout = &report.position_dropout_analysis;
@@ -824,7 +860,7 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             let _ = writeln!(out, "No checkpoint changed.");
         } else {
             for change in &comparison.changes {
-                let _ = writeln!(out, "- {}", one_line(&change_line(change)));
+                let _ = writeln!(out, "- {}", markdown_text(&change_line(change)));
             }
         }
     }
@@ -837,8 +873,18 @@ mod tests {
 
     #[test]
     fn table_cells_hold_no_line_break_or_bare_pipe() {
-        assert_eq!(escape_cell("a|b\r\nc\rd\ne"), "a\\|b c d e");
+        assert_eq!(markdown_text("a|b\r\nc\rd\ne"), "a\\|b c d e");
         assert_eq!(one_line("w\n# injected"), "w # injected");
+        // Markup characters are shown as written.
+        assert_eq!(markdown_text("src/*/mod.rs or _x_"), "src/\\*/mod.rs or \\_x\\_");
+        assert_eq!(markdown_text(r"/\.env$|a\|b/"), r"/\\.env$\|a\\\|b/");
+        assert_eq!(markdown_text("<script> [l](u) &amp; ~~s~~ #"), r"\<script\> \[l\](u) \&amp; \~\~s\~\~ \#");
+        // Code spans stay code spans (pipes escaped for the table); a lone backtick, or an
+        // empty pair, is text.
+        assert_eq!(markdown_text("`pr.labels[*]` is [] and `a|b`"), r"`pr.labels[*]` is \[\] and `a\|b`");
+        assert_eq!(markdown_text("a ` b"), r"a \` b");
+        assert_eq!(markdown_text("`x` `` *"), r"`x` \`\` \*");
+        assert_eq!(markdown_text("`x` `y"), r"`x` \`y");
     }
 
     #[test]
