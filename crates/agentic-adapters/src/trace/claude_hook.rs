@@ -251,7 +251,13 @@ impl TraceAdapter for ClaudeHookAdapter {
                             data.insert("output".to_owned(), output.clone());
                         }
                     } else {
-                        let interrupted = object.get("is_interrupt").and_then(Value::as_bool).unwrap_or(false);
+                        let interrupted = match object.get("is_interrupt") {
+                            None | Some(Value::Null) => false,
+                            Some(Value::Bool(flag)) => *flag,
+                            Some(other) => {
+                                return Err(format!("`is_interrupt` must be true or false, found {}", kind_of(other)));
+                            }
+                        };
                         status = Some(if interrupted { EventStatus::Cancelled } else { EventStatus::Error });
                         let message = opt_str(object, "error")?.unwrap_or_else(|| "tool call failed".to_owned());
                         error = Some(EventError {

@@ -332,6 +332,9 @@ fn ids_are_strings_or_integers_and_other_numbers_are_malformed() {
         r#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"Bash","tool_use_id":2.5,"tool_input":{}}"#;
     let error = read(hook, None).remove(0).unwrap_err().to_string();
     assert!(error.contains("`tool_use_id` 2.5 is not an integer"), "{error}");
+    let failure = r#"{"hook_event_name":"PostToolUseFailure","session_id":"s","tool_name":"Bash","tool_use_id":"u","is_interrupt":"yes"}"#;
+    let error = read(failure, None).remove(0).unwrap_err().to_string();
+    assert!(error.contains("`is_interrupt` must be true or false, found a string"), "{error}");
 }
 
 #[test]
