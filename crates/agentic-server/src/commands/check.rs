@@ -193,7 +193,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let mut evaluator: Box<dyn Tier3Evaluator> = match &args.tier3_verdicts {
         Some(path) => {
-            let text = read_text(path)?;
+            let text = read_text(path, "the --tier3-verdicts file")?;
             let replay = ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?;
             // A verdict nobody asks for is most likely a typo in an id: say so.
             for id in replay.ids() {
@@ -245,7 +245,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     }
     let baseline = match &args.baseline {
         Some(path) => {
-            let text = read_text(path)?;
+            let text = read_text(path, "the --baseline report")?;
             let baseline: ComplianceReport = from_strict_json(&text).with_context(|| {
                 format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
             })?;
@@ -370,7 +370,7 @@ struct GoldenEntry {
 /// Reads a golden set (strict JSON: a label given twice is a conflict, not "the last one
 /// wins"), with the paths of its cases resolved against the set's own directory.
 fn read_golden(path: &str) -> anyhow::Result<GoldenFile> {
-    let text = read_text(path)?;
+    let text = read_text(path, "the golden set")?;
     let mut golden: GoldenFile = from_strict_json(&text).with_context(|| {
         format!("golden set `{path}` is invalid; write {{\"cases\": [{{\"name\", \"trace\", \"evidence\": [...], \"tier3_verdicts\", \"human\": {{\"ID\": \"PASS\"}}}}]}}")
     })?;
@@ -407,7 +407,7 @@ fn run_golden(
                 match (judge.as_deref_mut(), &entry.tier3_verdicts) {
                     (Some(judge), _) => (judge, None),
                     (None, Some(file)) => {
-                        let verdicts = read_text(file)?;
+                        let verdicts = read_text(file, "the tier-3 verdicts file of a golden case")?;
                         recorded =
                             ReplayEvaluator::from_json(&verdicts).with_context(|| format!("reading `{file}`"))?;
                         (&mut recorded, Some(file))
@@ -514,9 +514,11 @@ fn where_written(path: &Path) -> Option<PathBuf> {
 
 /// A text input of the check (spec, evidence, verdicts, baseline, golden set), without the
 /// byte-order mark some editors write.
-pub(crate) fn read_text(path: &str) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{path}`"))?;
-    let mut text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("`{path}` is not UTF-8 text"))?;
+/// `what` names the input in errors (`the --evidence file`), so a missing file says which
+/// option gave it.
+pub(crate) fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {what} `{path}`"))?;
+    let mut text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{what} `{path}` is not UTF-8 text"))?;
     if text.starts_with('\u{feff}') {
         text.drain(..'\u{feff}'.len_utf8());
     }
@@ -524,7 +526,7 @@ pub(crate) fn read_text(path: &str) -> anyhow::Result<String> {
 }
 
 fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {
-    let text = read_text(path)?;
+    let text = read_text(path, "the checkpoint spec")?;
     let load = load_spec(&text, path);
     let errors = load.diagnostics.iter().filter(|d| d.is_error()).count();
     for diagnostic in &load.diagnostics {
@@ -563,7 +565,7 @@ fn naming_verdicts(error: agentic_eval::compliance::ComplianceError, file: Optio
 fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Map::new();
     for path in paths {
-        let text = read_text(path)?;
+        let text = read_text(path, "evidence file")?;
         let value: Value = agentic_core::json_strict::from_str(&text)
             .with_context(|| format!("evidence file `{path}` is not valid JSON"))?;
         let Value::Object(object) = value else {

@@ -55,7 +55,7 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
     }
     let mut evidence = Map::new();
     for path in &args.merge {
-        let text = super::check::read_text(path)?;
+        let text = super::check::read_text(path, "the --merge file")?;
         // Strict: a repeated key would silently keep only one of its values.
         let value: Value =
             agentic_core::json_strict::from_str(&text).with_context(|| format!("`{path}` is not valid JSON"))?;

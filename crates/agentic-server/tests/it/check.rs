@@ -1594,6 +1594,23 @@ fn output_failures_and_aliased_report_paths_are_errors() {
     }
 }
 
+/// A file that cannot be read is named with the option that gave it.
+#[test]
+fn a_missing_input_file_names_its_option() {
+    for (flag, expected) in [
+        ("--evidence", "cannot read evidence file `/nonexistent/input.json`"),
+        ("--baseline", "cannot read the --baseline report `/nonexistent/input.json`"),
+    ] {
+        let run = run_example(
+            "feature-workflow",
+            "feature-workflow.trace.tooltrace.jsonl",
+            &[flag, "/nonexistent/input.json"],
+        );
+        assert_eq!(run.code(), 2, "{flag}: {}", run.stderr());
+        assert!(run.stderr().contains(expected), "{flag}: {}", run.stderr());
+    }
+}
+
 /// A subagent resumed under a second `Task` (Claude Code reuses its `agent_id`) is inside the
 /// second call's scope and no longer inside the first's; duplicated hook records count once;
 /// an OTLP span that took no time is one call.
