@@ -14,7 +14,7 @@ pub mod workflow;
 
 pub use provider::{
     AdaptiveLimiter, Anthropic, ChatMessage, ChatRequest, ChatResponse, HttpProviderConfig, ModelProvider,
-    OpenAiCompatible, Pricing, ProviderError, Role, StructuredOutput, Usage,
+    OpenAiCompatible, Pricing, ProviderError, Role, StructuredOutput, Usage, WIRE_SEED_MASK,
 };
 
 pub use agent::{AgentAdapter, AgentError, AgentRequest, AgentResponse, AgentSettings, ProviderAgent};

@@ -250,22 +250,22 @@ impl Checker<'_> {
                 self.check_when(&format!("{base}/when"), when, &names, &mut used_inputs, &mut deps);
             }
             if let Some(timeout) = step.timeout_s
-                && timeout <= 0.0
+                && !(timeout > 0.0 && timeout.is_finite())
             {
                 self.error(
                     "invalid-value",
                     &format!("{base}/timeout_s"),
-                    format!("`timeout_s` is {timeout}; it must be more than 0"),
+                    format!("`timeout_s` is {timeout}; it must be a finite number more than 0"),
                     Some("give the attempt a positive number of seconds".to_owned()),
                 );
             }
             if let Some(deadline) = step.deadline_s
-                && deadline <= 0.0
+                && !(deadline > 0.0 && deadline.is_finite())
             {
                 self.error(
                     "invalid-value",
                     &format!("{base}/deadline_s"),
-                    format!("`deadline_s` is {deadline}; it must be more than 0"),
+                    format!("`deadline_s` is {deadline}; it must be a finite number more than 0"),
                     Some("give the step a positive number of seconds".to_owned()),
                 );
             }

@@ -440,7 +440,13 @@ pub(crate) fn backoff_delay(policy: &RetrySpec, retry: u32) -> Duration {
     let base = policy.initial_interval_s * policy.backoff_factor.powi(exponent);
     let base = base.min(policy.max_interval_s).max(0.0);
     let seconds = if policy.jitter { (base * jitter_factor()).min(policy.max_interval_s) } else { base };
-    Duration::from_secs_f64(seconds.max(0.0))
+    seconds_to_duration(seconds)
+}
+
+/// `seconds` as a duration: negative and NaN as zero, beyond what a `Duration` holds (or
+/// infinite) as the longest one, never a panic.
+pub(crate) fn seconds_to_duration(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
 }
 
 /// Runs one step to its final status: attempts, retries with backoff, timeouts, deadline.
@@ -456,7 +462,8 @@ async fn execute_step(
     let started_at = Utc::now();
     let queue_wait_ms = started.duration_since(ready_at).as_secs_f64() * 1000.0;
     let policy = step.retry.as_ref().unwrap_or_else(|| &NO_RETRY);
-    let deadline = step.deadline_s.map(|seconds| started + Duration::from_secs_f64(seconds));
+    // A deadline too far away to represent is no deadline.
+    let deadline = step.deadline_s.and_then(|seconds| started.checked_add(seconds_to_duration(seconds)));
     let mut attempt_number = 0u32;
     let mut outcome = loop {
         attempt_number += 1;
@@ -468,7 +475,7 @@ async fn execute_step(
             start.data = Value::Object(data);
             start
         });
-        let mut timeout = step.timeout_s.map(Duration::from_secs_f64);
+        let mut timeout = step.timeout_s.map(seconds_to_duration);
         if let Some(deadline) = deadline {
             let remaining = deadline.saturating_duration_since(Instant::now());
             timeout = Some(timeout.map_or(remaining, |timeout| timeout.min(remaining)));

@@ -120,7 +120,7 @@ impl HttpProviderConfig {
 
     /// The attempt timeout.
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.timeout_secs.max(0.001))
+        seconds_to_duration(self.timeout_secs.max(0.001))
     }
 
     fn validate(&self) -> Result<(), ProviderError> {
@@ -199,7 +199,7 @@ impl HttpCore {
         headers: &[(&str, String)],
         body: &Value,
     ) -> Result<Value, ProviderError> {
-        let max_retry_after = Duration::from_secs_f64(self.config.max_retry_after_secs.max(0.0));
+        let max_retry_after = seconds_to_duration(self.config.max_retry_after_secs);
         let backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(self.config.backoff_ms))
             .with_max_delay(Duration::from_secs(30))
@@ -278,7 +278,14 @@ fn full_chain(error: &dyn std::error::Error) -> String {
 /// honoured; the regular backoff applies then.
 pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    // A wait too long for a `Duration` (`1e20`) is the longest one; the cap applies after.
+    (seconds.is_finite() && seconds >= 0.0).then(|| seconds_to_duration(seconds))
+}
+
+/// `seconds` as a duration: negative and NaN as zero, beyond what a `Duration` holds (or
+/// infinite) as the longest one, never a panic.
+fn seconds_to_duration(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
 }
 
 pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
@@ -301,6 +308,11 @@ mod tests {
         assert_eq!(parse_retry_after(" 0.25 "), Some(Duration::from_millis(250)));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-1"), None);
+        // Beyond what a `Duration` holds: the longest wait (capped by the caller), not a panic.
+        assert_eq!(parse_retry_after("1e20"), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("inf"), None);
+        let config = HttpProviderConfig { timeout_secs: 1e30, ..HttpProviderConfig::new("http://127.0.0.1:1/v1", "m") };
+        assert_eq!(config.timeout(), Duration::MAX);
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod testing;
 pub use anthropic::Anthropic;
 pub use concurrency::{AdaptiveLimiter, CallOutcome, LimiterPermit, LimiterSnapshot};
 pub use http::{HttpProviderConfig, Pricing, StructuredOutput, http_client, install_crypto_provider};
-pub use openai::OpenAiCompatible;
+pub use openai::{OpenAiCompatible, WIRE_SEED_MASK};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

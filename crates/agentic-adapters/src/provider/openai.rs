@@ -51,14 +51,17 @@ impl OpenAiCompatible {
             object.insert("max_tokens".into(), json!(max_tokens));
         }
         if let Some(seed) = request.seed {
-            object.insert("seed".into(), json!(seed));
+            // Services read `seed` as a signed 64-bit integer (Ollama) or cap it there (vLLM),
+            // some at 32 bits (llama.cpp): its low 31 bits go on the wire, which every one
+            // takes, so a drawn seed never makes a request fail.
+            object.insert("seed".into(), json!(seed & WIRE_SEED_MASK));
         }
         if let Some(schema) = &request.response_schema {
             match self.core.config.structured_output {
                 StructuredOutput::JsonSchema => {
                     object.insert(
                         "response_format".into(),
-                        json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": true}}),
+                        json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": strict_compatible(schema)}}),
                     );
                 }
                 StructuredOutput::JsonObject => {
@@ -68,6 +71,37 @@ impl OpenAiCompatible {
             }
         }
         body
+    }
+}
+
+/// The bits of a request's seed sent to the service (see [`OpenAiCompatible::request_body`]).
+pub const WIRE_SEED_MASK: u64 = 0x7FFF_FFFF;
+
+/// Whether OpenAI's strict structured outputs accept `schema`: every object lists all its
+/// properties as required and allows no others. A schema with optional fields is sent with
+/// `strict: false` (the service would refuse it otherwise); the reply is validated here
+/// either way.
+fn strict_compatible(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get("properties") {
+                let required: Vec<&str> = map
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                if map.get("additionalProperties") != Some(&Value::Bool(false))
+                    || !properties.keys().all(|key| required.contains(&key.as_str()))
+                {
+                    return false;
+                }
+            }
+            map.values().all(strict_compatible)
+        }
+        Value::Array(items) => items.iter().all(strict_compatible),
+        _ => true,
     }
 }
 
@@ -147,6 +181,40 @@ mod tests {
         assert_eq!(body["response_format"]["json_schema"]["schema"], json!({"type": "object"}));
         assert_eq!(body["seed"], 7);
         assert_eq!(body["messages"][0]["role"], "user");
+    }
+
+    #[test]
+    fn seeds_on_the_wire_fit_every_service() {
+        let mut request = request();
+        request.seed = Some(14_487_782_410_073_337_730);
+        let body = client(StructuredOutput::JsonSchema).request_body(&request);
+        let sent = body["seed"].as_u64().unwrap();
+        assert!(sent <= i32::MAX as u64, "{sent}");
+        assert_eq!(sent, 14_487_782_410_073_337_730 & WIRE_SEED_MASK);
+    }
+
+    #[test]
+    fn strict_only_for_schemas_openai_accepts_as_strict() {
+        let strict = |schema: Value| {
+            let mut request = request();
+            request.response_schema = Some(schema);
+            client(StructuredOutput::JsonSchema).request_body(&request)["response_format"]["json_schema"]["strict"]
+                .clone()
+        };
+        let closed = json!({"type": "object", "additionalProperties": false, "required": ["a", "b"],
+            "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {"type": "object",
+            "additionalProperties": false, "required": ["c"], "properties": {"c": {"type": "integer"}}}}}});
+        assert_eq!(strict(closed.clone()), json!(true));
+        // An optional field (the tier-3 verdict's `notes`), at the top or inside: not strict.
+        let mut optional = closed.clone();
+        optional["required"] = json!(["a"]);
+        assert_eq!(strict(optional), json!(false));
+        let mut nested = closed.clone();
+        nested["properties"]["b"]["items"]["required"] = json!([]);
+        assert_eq!(strict(nested), json!(false));
+        let mut open = closed;
+        open.as_object_mut().unwrap().remove("additionalProperties");
+        assert_eq!(strict(open), json!(false));
     }
 
     #[test]
