@@ -208,9 +208,32 @@ impl ReplayProvider {
                 excerpt(&new.content)
             )
         } else {
-            "parameters (temperature, max_tokens, response_schema or seed) differ".to_owned()
+            let show = |value: &dyn std::fmt::Debug| format!("{value:?}");
+            let differing: Vec<String> = [
+                ("temperature", show(&recorded.temperature), show(&request.temperature)),
+                ("max_tokens", show(&recorded.max_tokens), show(&request.max_tokens)),
+                ("seed", show(&recorded.seed), show(&request.seed)),
+                (
+                    "response_schema",
+                    recorded.response_schema.as_ref().map_or("none".to_owned(), |_| "a schema".to_owned()),
+                    request.response_schema.as_ref().map_or("none".to_owned(), |_| "a schema".to_owned()),
+                ),
+            ]
+            .into_iter()
+            .filter(|(name, old, new)| {
+                old != new || (*name == "response_schema" && recorded.response_schema != request.response_schema)
+            })
+            .map(|(name, old, new)| {
+                if old == new {
+                    format!("{name} (another schema)")
+                } else {
+                    format!("{name}: recorded {old}, asked {new}")
+                }
+            })
+            .collect();
+            if differing.is_empty() { "nothing but the order of requests".to_owned() } else { differing.join("; ") }
         };
-        format!("{} exchange(s) recorded for `{caller}`; the first differs in {difference}", same_caller.len())
+        format!("{} exchange(s) recorded for `{caller}`; the first of them differs in {difference}", same_caller.len())
     }
 }
 
@@ -344,6 +367,19 @@ mod tests {
         assert!(message.contains("differs at character 1"), "{message}");
         let error = provider.chat("b", &request("q?")).await.unwrap_err();
         assert!(error.to_string().contains("nothing is recorded for `b`"), "{error}");
+        // Same messages, other parameters: the miss names each one that differs.
+        let mut reseeded = request("q");
+        reseeded.seed = Some(42);
+        reseeded.max_tokens = Some(64);
+        let message = provider.chat("a", &reseeded).await.unwrap_err().to_string();
+        assert!(
+            message.contains("the first of them differs in max_tokens: recorded None, asked Some(64); seed: recorded None, asked Some(42)"),
+            "{message}"
+        );
+        let mut schema = request("q");
+        schema.response_schema = Some(serde_json::json!({"type": "object"}));
+        let message = provider.chat("a", &schema).await.unwrap_err().to_string();
+        assert!(message.contains("differs in response_schema: recorded none, asked a schema"), "{message}");
     }
 
     #[test]

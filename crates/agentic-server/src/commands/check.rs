@@ -465,6 +465,24 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
         builder = builder.providers(providers);
     }
     let judge = builder.build().with_context(|| format!("configuring the judge from `{path}`"))?;
+    if let Some(cassette) = &args.judge_record {
+        // A replay asks with the seeds of the recording: without a fixed seed the next run
+        // draws others and misses every exchange.
+        if config.seed.is_none() {
+            eprintln!(
+                "warning: `{path}` sets no `seed`, so this run drew {}; to replay `{cassette}` with --judge-cassette, \
+                 add `seed: {}` to the judge configuration",
+                judge.seed(),
+                judge.seed()
+            );
+        }
+        if std::fs::metadata(cassette).is_ok_and(|metadata| metadata.len() > 0) {
+            eprintln!(
+                "warning: `{cassette}` already holds exchanges; new ones are appended, and a replay answers a \
+                 request asked again with the earliest recording first (delete the file to record afresh)"
+            );
+        }
+    }
     Ok(JudgeTier3Evaluator::new(judge)?)
 }
 

@@ -1081,7 +1081,23 @@ async fn tier_three_asks_the_judge_live_and_from_a_cassette() {
         json!({"protocol_enabled": true, "runs": 3, "score_range": [50.0, 66.67], "mean": 59.44, "variance": 73.1481, "status": "LOW_CONFIDENCE"})
     );
     assert!(live.stderr().contains("judge: 4 call(s), 1 repair(s)"), "{}", live.stderr());
+    assert!(!live.stderr().contains("warning: `"), "a fixed seed and a new cassette: {}", live.stderr());
+    // Recording again into the same cassette, with a configuration that fixes no seed: both
+    // make a replay go wrong, so both are said.
+    let seedless = dir.path().join("judge.yaml");
+    let config =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/judge/judge.yaml")).unwrap();
+    std::fs::write(&seedless, config.replace("seed: 20261123\n", "")).unwrap();
+    let mut args = judge_args(&["--judge-base-url", &server.base_url(), "--judge-record", cassette]);
+    let at = args.iter().position(|arg| arg == "--judge").unwrap() + 1;
+    args[at] = seedless.to_str().unwrap().to_owned();
+    let again = check_blocking(args).await;
+    assert!(again.stderr().contains("sets no `seed`, so this run drew"), "{}", again.stderr());
+    assert!(again.stderr().contains("already holds exchanges; new ones are appended"), "{}", again.stderr());
     drop(server);
+    // The re-recording appended after the first recording, which a replay serves first.
+    let offline_after = check_blocking(judge_args(&["--judge-cassette", cassette, "--eval-runs", "3"])).await;
+    assert_eq!(offline_after.report, live.report);
 
     // Offline: the same report from the cassette, with no server.
     let offline = check_blocking(judge_args(&["--judge-cassette", cassette, "--eval-runs", "3"])).await;
