@@ -11,9 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agentic_adapters::{
-    AdaptiveLimiter, ChatMessage, ChatRequest, ChatResponse, ModelProvider, ProviderError, Role, WIRE_SEED_MASK,
-};
+use agentic_adapters::{AdaptiveLimiter, ChatMessage, ChatRequest, ChatResponse, ModelProvider, ProviderError, Role};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -250,13 +248,11 @@ impl Judge {
     }
 
     /// The seed of case `case_id`: the run seed and the id hashed together, so a case gets the
-    /// same orders whatever else runs beside it. It has 31 bits, the most every
-    /// OpenAI-compatible service takes as `seed` (see
-    /// [`agentic_adapters::WIRE_SEED_MASK`]), so the seed a verdict records
-    /// is the one the model was sent.
+    /// same orders whatever else runs beside it. An OpenAI-compatible service is sent its low
+    /// 31 bits ([`agentic_adapters::WIRE_SEED_MASK`]), the most every one of them takes.
     pub fn case_seed(&self, case_id: &str) -> u64 {
         let digest = sha256_hex(format!("{}:{case_id}", self.inner.seed).as_bytes());
-        u64::from_str_radix(&digest[..16], 16).unwrap_or(self.inner.seed) & WIRE_SEED_MASK
+        u64::from_str_radix(&digest[..16], 16).unwrap_or(self.inner.seed)
     }
 
     /// The reply schema (and its validator) for `kind` about `criteria`, built once per rubric.

@@ -226,7 +226,9 @@ async fn test_judge_logs_model_version() {
     assert_eq!(verdict.seed, meta.seed);
     let sent = &server.requests()[0];
     assert_eq!(sent.body["temperature"], 0.0);
-    assert_eq!(sent.body["seed"], meta.seed);
+    // The wire carries the seed's low 31 bits, which every OpenAI-compatible service takes.
+    assert_eq!(sent.body["seed"], meta.seed & agentic_adapters::WIRE_SEED_MASK);
+    assert!(sent.body["seed"].as_u64().unwrap() <= i32::MAX as u64);
     // Judge cost is accounted separately: 100 prompt tokens at $1/M plus completion at $2/M.
     assert_eq!(verdict.usage.calls, 1);
     assert_eq!(verdict.usage.prompt_tokens, 100);
