@@ -24,13 +24,21 @@ pub struct YamlLimits {
     pub max_bytes: usize,
     /// The most values the document may expand to, counting every alias expansion.
     pub max_nodes: usize,
+    /// The most bytes of scalar text (keys included) the document may expand to, counting
+    /// every alias expansion: a long string repeated through aliases is a bomb too.
+    pub max_expanded_bytes: usize,
     /// The deepest nesting of sequences and mappings.
     pub max_depth: usize,
 }
 
 impl Default for YamlLimits {
     fn default() -> Self {
-        YamlLimits { max_bytes: 4 * 1024 * 1024, max_nodes: 200_000, max_depth: 64 }
+        YamlLimits {
+            max_bytes: 4 * 1024 * 1024,
+            max_nodes: 200_000,
+            max_expanded_bytes: 16 * 1024 * 1024,
+            max_depth: 64,
+        }
     }
 }
 
@@ -100,6 +108,7 @@ pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocu
     let mut builder = Builder {
         limits,
         nodes: 0,
+        bytes: 0,
         anchors: HashMap::new(),
         source_map: SourceMap::default(),
         duplicate_keys: Vec::new(),
@@ -157,12 +166,33 @@ fn position(span: &Span) -> Position {
 struct Builder {
     limits: YamlLimits,
     nodes: usize,
-    anchors: HashMap<usize, (Value, usize)>,
+    /// Bytes of scalar text expanded so far.
+    bytes: usize,
+    /// Each anchor's value, with the values and bytes it expands to.
+    anchors: HashMap<usize, (Value, usize, usize)>,
     source_map: SourceMap,
     duplicate_keys: Vec<Diagnostic>,
 }
 
 impl Builder {
+    fn count_bytes(&mut self, amount: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
+        self.bytes = self.bytes.saturating_add(amount);
+        if self.bytes > self.limits.max_expanded_bytes {
+            return Err(vec![
+                Diagnostic::error(
+                    "yaml-alias-limit",
+                    format!(
+                        "document expands to more than {} bytes of text (an alias bomb, or far too large)",
+                        self.limits.max_expanded_bytes
+                    ),
+                )
+                .at(position(span))
+                .with_hint("remove aliases (`*name`) that repeat long values"),
+            ]);
+        }
+        Ok(())
+    }
+
     fn count(&mut self, amount: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
         self.nodes = self.nodes.saturating_add(amount);
         if self.nodes > self.limits.max_nodes {
@@ -197,21 +227,24 @@ impl Builder {
             ]);
         }
         self.source_map.values.insert(pointer.clone(), position(&span));
-        let nodes_before = self.nodes;
+        let (nodes_before, bytes_before) = (self.nodes, self.bytes);
         self.count(1, &span)?;
         match event {
             Event::Scalar(text, style, anchor, tag) => {
+                self.count_bytes(text.len(), &span)?;
                 let value = resolve_scalar(&text, style, tag.as_deref().map(|t| t.suffix.as_str()));
                 if anchor > 0 {
-                    self.anchors.insert(anchor, (value.clone(), 1));
+                    self.anchors.insert(anchor, (value.clone(), 1, text.len()));
                 }
                 Ok(value)
             }
             Event::Alias(anchor) => match self.anchors.get(&anchor) {
-                Some((value, size)) => {
-                    let (value, size) = (value.clone(), *size);
+                Some((value, size, bytes)) => {
+                    let (size, bytes) = (*size, *bytes);
+                    // Counted before the value is copied: a bomb stops before it takes memory.
                     self.count(size, &span)?;
-                    Ok(value)
+                    self.count_bytes(bytes, &span)?;
+                    Ok(self.anchors[&anchor].0.clone())
                 }
                 None => Err(vec![
                     Diagnostic::error("yaml-syntax", "alias refers to an unknown anchor")
@@ -231,7 +264,7 @@ impl Builder {
                 }
                 let value = Value::Array(items);
                 if anchor > 0 {
-                    self.anchors.insert(anchor, (value.clone(), self.nodes - nodes_before));
+                    self.anchors.insert(anchor, (value.clone(), self.nodes - nodes_before, self.bytes - bytes_before));
                 }
                 Ok(value)
             }
@@ -243,8 +276,13 @@ impl Builder {
                     if matches!(key_event, Event::MappingEnd) {
                         break;
                     }
-                    let key = match key_event {
-                        Event::Scalar(text, ..) => text.into_owned(),
+                    // Only a plain `<<` is a merge key; a quoted one is an ordinary key.
+                    let (key, merge) = match key_event {
+                        Event::Scalar(text, style, ..) => {
+                            self.count_bytes(text.len(), &key_span)?;
+                            let merge = style == ScalarStyle::Plain && text == "<<";
+                            (text.into_owned(), merge)
+                        }
                         _ => {
                             return Err(vec![
                                 Diagnostic::error("yaml-complex-key", "mapping keys must be plain scalars")
@@ -255,7 +293,7 @@ impl Builder {
                     };
                     let child = format!("{pointer}/{}", pointer_segment(&key));
                     let (value_event, value_span) = self.required(parser)?;
-                    if key == "<<" {
+                    if merge {
                         let merged = self.node(parser, value_event, value_span, child, depth + 1)?;
                         merges.push(merged);
                         continue;
@@ -289,7 +327,7 @@ impl Builder {
                 }
                 let value = Value::Object(map);
                 if anchor > 0 {
-                    self.anchors.insert(anchor, (value.clone(), self.nodes - nodes_before));
+                    self.anchors.insert(anchor, (value.clone(), self.nodes - nodes_before, self.bytes - bytes_before));
                 }
                 Ok(value)
             }
@@ -430,10 +468,27 @@ mod tests {
         assert_eq!(errors[0].code, "yaml-alias-limit");
     }
 
+    /// Few values but long ones: a 1 MB string repeated through aliases would take gigabytes.
+    #[test]
+    fn a_long_string_repeated_through_aliases_is_a_bomb_too() {
+        let mut text = format!("a: &a \"{}\"\n", "x".repeat(1024 * 1024));
+        text.push_str("b: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n");
+        let errors = parse_yaml(&text).unwrap_err();
+        assert_eq!(errors[0].code, "yaml-alias-limit");
+        assert!(errors[0].message.contains("bytes of text"), "{}", errors[0].message);
+        assert_eq!(errors[0].position.unwrap().line, 3);
+        // A few repeats of a modest value are fine.
+        let doc = parse_yaml("a: &a \"some text\"\nb: [*a, *a, *a]\n").unwrap();
+        assert_eq!(doc.value["b"][2], "some text");
+    }
+
     #[test]
     fn merge_keys_merge_without_overriding() {
         let doc = parse_yaml("base: &b {x: 1, y: 2}\nuse:\n  <<: *b\n  y: 3\n").unwrap();
         assert_eq!(doc.value["use"], serde_json::json!({"y": 3, "x": 1}));
+        // A quoted `<<` is an ordinary key.
+        let doc = parse_yaml("use:\n  \"<<\": {x: 1}\n").unwrap();
+        assert_eq!(doc.value["use"], serde_json::json!({"<<": {"x": 1}}));
     }
 
     #[test]
