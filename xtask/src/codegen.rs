@@ -8,9 +8,9 @@ use serde_json::Value;
 
 /// One generated file: its path under the root and its content.
 fn generated() -> Vec<(&'static str, Value)> {
-    use agentic_core::document::schema_for;
+    use agentic_core::document::{document_schema_for, schema_for};
     vec![
-        ("docs/schema/workflow.schema.json", schema_for::<agentic_core::Workflow>()),
+        ("docs/schema/workflow.schema.json", document_schema_for::<agentic_core::Workflow>()),
         ("docs/schema/canonical-event.schema.json", schema_for::<agentic_core::CanonicalEvent>()),
         ("docs/schema/workflow-result.schema.json", schema_for::<agentic_core::WorkflowResult>()),
         ("docs/schema/dataset-descriptor.schema.json", schema_for::<agentic_core::DatasetDescriptor>()),

@@ -22,6 +22,15 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     schema_in::<T>(schemars::generate::SchemaSettings::draft2020_12())
 }
 
+/// The published JSON Schema of a document [`DocumentLoader`] reads as `T`: as
+/// [`schema_for`], but an optional field is left out, never `null` (the loader refuses a
+/// `null` there, so the published schema says the same).
+pub fn document_schema_for<T: JsonSchema>() -> Value {
+    let mut schema = schema_for::<T>();
+    strip_nullable(&mut schema);
+    schema
+}
+
 /// The JSON Schema of `T` in the spelling of `settings`' draft.
 fn schema_in<T: JsonSchema>(settings: schemars::generate::SchemaSettings) -> Value {
     settings.into_generator().into_root_schema_for::<T>().to_value()

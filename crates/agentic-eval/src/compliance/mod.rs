@@ -43,9 +43,9 @@ pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3
 
 /// The published JSON Schemas: `(path under the workspace root, schema)`.
 pub fn published_schemas() -> Vec<(&'static str, serde_json::Value)> {
-    use agentic_core::document::schema_for;
+    use agentic_core::document::{document_schema_for, schema_for};
     vec![
-        ("docs/schema/checkpoint-spec.schema.json", schema_for::<CheckpointSpec>()),
+        ("docs/schema/checkpoint-spec.schema.json", document_schema_for::<CheckpointSpec>()),
         ("docs/schema/compliance-report.schema.json", schema_for::<ComplianceReport>()),
     ]
 }
@@ -54,6 +54,19 @@ pub fn published_schemas() -> Vec<(&'static str, serde_json::Value)> {
 mod schema_tests {
     /// The committed schemas match the types. Regenerate with
     /// `UPDATE_SCHEMAS=1 cargo test -p agentic-eval compliance::schema_tests`.
+    /// The published spec schema refuses `null` for an optional field, as the loader does
+    /// (it did not: a spec the schema passed was refused).
+    #[test]
+    fn the_published_spec_schema_refuses_null_like_the_loader() {
+        let schema = super::published_schemas().remove(0).1;
+        assert!(!schema.to_string().contains("\"null\""), "no optional field is nullable");
+        let spec = "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - {id: P1-01, tier: 1, instruction: x, severity: low, \
+                    applies_when: null, verification: {method: evidence_state, evidence_sources: [git], \
+                    assert: {path: git.dirty, equals: false}}}\n";
+        let load = super::load_spec(spec, "spec.yaml");
+        assert!(load.spec.is_none(), "the loader refuses it");
+    }
+
     #[test]
     fn published_schemas_are_fresh() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

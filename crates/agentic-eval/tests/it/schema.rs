@@ -12,7 +12,7 @@ fn schemas() -> Vec<(&'static str, Value)> {
         ("evaluation-result.schema.json", schema_for::<agentic_eval::EvaluationResult>()),
         ("score-request.schema.json", schema_for::<agentic_eval::ScoreRequest>()),
         ("evaluation-payload.schema.json", schema_for::<agentic_eval::EvaluationPayload>()),
-        ("rubric.schema.json", schema_for::<agentic_eval::RubricFile>()),
+        ("rubric.schema.json", agentic_core::document::document_schema_for::<agentic_eval::RubricFile>()),
         ("suite-run.schema.json", schema_for::<agentic_eval::SuiteRun>()),
         ("run-comparison.schema.json", schema_for::<agentic_eval::RunComparison>()),
         ("promotion-report.schema.json", schema_for::<agentic_eval::PromotionReport>()),
