@@ -239,7 +239,7 @@ impl Builder {
                 Ok(value)
             }
             Event::Alias(anchor) => match self.anchors.get(&anchor) {
-                Some((value, size, bytes)) => {
+                Some((_, size, bytes)) => {
                     let (size, bytes) = (*size, *bytes);
                     // Counted before the value is copied: a bomb stops before it takes memory.
                     self.count(size, &span)?;
