@@ -739,7 +739,7 @@ fn compile_nested(
             );
             return None;
         }
-        // Lengths are whole numbers: `gt: 4` means `gte: 5`.
+        // Lengths are whole numbers from 0: `gt: 4` means `gte: 5`, and `lt: 0` holds for none.
         let step = |bound: &Number, by: i128| {
             Number::from_i128(bound.as_i128().unwrap_or(0) + by).unwrap_or_else(|| bound.clone())
         };
@@ -750,6 +750,7 @@ fn compile_nested(
                 Comparison::Lt(b) => Comparison::Lte(step(b, -1)),
                 other => other.clone(),
             })
+            .chain([Comparison::Gte(Number::from(0))])
             .collect();
         if !interval_possible(&whole) {
             diagnostics.push(
@@ -1062,6 +1063,8 @@ mod tests {
             json!({"path": "a.x", "gt": 5, "lt": 3}),
             json!({"path": "a.x", "exists": false, "equals": 3}),
             json!({"path": "a.x", "length": {"gt": 4, "lt": 5}}),
+            // No length is below 0.
+            json!({"path": "a.x", "length": {"lt": 0}}),
             json!({"path": "a.x", "equals": "q", "one_of": ["r", "s"]}),
         ] {
             let (_, diagnostics) = compile(condition.clone());
@@ -1069,6 +1072,8 @@ mod tests {
         }
         let (_, diagnostics) = compile(json!({"path": "a.x", "gte": 3, "lte": 3}));
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let (_, diagnostics) = compile(json!({"path": "a.x", "length": {"lte": 0}}));
+        assert!(diagnostics.is_empty(), "an empty list has length 0: {diagnostics:?}");
         // Said once: two different `equals` are not also "numeric bounds".
         let (_, diagnostics) = compile(json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]}));
         assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
