@@ -673,6 +673,23 @@ fn compile_nested(
         return None;
     }
     let mut operators = Vec::new();
+    // A missing or null value fails every operator but `exists: false`: `null` as a value
+    // to compare with is never met.
+    for (key, lists_null) in [
+        ("equals", condition.equals.as_ref().is_some_and(Value::is_null)),
+        ("one_of", condition.one_of.as_ref().is_some_and(|values| values.iter().any(Value::is_null))),
+    ] {
+        if lists_null {
+            diagnostics.push(
+                Diagnostic::warning(
+                    "condition-null",
+                    format!("`{key}` compares with null, which never matches: a null value counts as missing"),
+                )
+                .at_pointer(format!("{pointer}/{key}"))
+                .with_hint("to check that the value is missing or null, write `exists: false`"),
+            );
+        }
+    }
     if let Some(value) = &condition.equals {
         operators.push(Operator::Equals(value.clone()));
     }
@@ -1074,6 +1091,14 @@ mod tests {
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let (_, diagnostics) = compile(json!({"path": "a.x", "length": {"lte": 0}}));
         assert!(diagnostics.is_empty(), "an empty list has length 0: {diagnostics:?}");
+        // `null` never matches (null is missing): a warning that says to use `exists: false`.
+        for condition in [json!({"path": "a.x", "equals": null}), json!({"path": "a.x", "one_of": ["a", null]})] {
+            let (compiled, diagnostics) = compile(condition.clone());
+            assert!(compiled.is_some(), "{condition}");
+            assert_eq!(diagnostics.len(), 1, "{condition}: {diagnostics:?}");
+            assert_eq!((diagnostics[0].code.as_str(), diagnostics[0].is_error()), ("condition-null", false));
+            assert!(diagnostics[0].hint.as_deref().unwrap_or("").contains("exists: false"), "{diagnostics:?}");
+        }
         // Said once: two different `equals` are not also "numeric bounds".
         let (_, diagnostics) = compile(json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]}));
         assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
