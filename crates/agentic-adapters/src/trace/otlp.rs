@@ -11,8 +11,9 @@
 //! are normalised to lowercase hex (base64 from protobuf-JSON exporters is decoded).
 //! `status.code` 2 gives status `error` with `status.message`.
 //! Within one export, events are ordered by time (parents start before children and end
-//! after them, also when the children's clock says otherwise). Span attributes are copied into `attributes`; resource attributes go under
-//! `x.otlp.resource.*`; the raw span is kept on both events.
+//! after them, also when the children's clock says otherwise). Span attributes are copied
+//! into `attributes`; resource attributes go under `x.otlp.resource.*`; the raw span is kept
+//! on both events.
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};

@@ -532,7 +532,7 @@ fn where_written(path: &Path) -> Option<PathBuf> {
 
 /// A text input of the check (spec, evidence, verdicts, baseline, golden set), without the
 /// byte-order mark some editors write.
-/// `what` names the input in errors (`the --evidence file`), so a missing file says which
+/// `what` names the input in errors (`the --baseline report`), so a missing file says which
 /// option gave it.
 pub(crate) fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {what} `{path}`"))?;
