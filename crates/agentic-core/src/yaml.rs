@@ -159,6 +159,18 @@ fn next<'a>(parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>) -> Result<Opti
     }
 }
 
+/// The error of a document that expands past a limit (`what`: "200000 values").
+fn expansion_error(span: &Span, what: &str, aliases_that: &str) -> Vec<Diagnostic> {
+    vec![
+        Diagnostic::error(
+            "yaml-alias-limit",
+            format!("document expands to more than {what} (an alias bomb, or far too large)"),
+        )
+        .at(position(span))
+        .with_hint(format!("remove aliases (`*name`) that {aliases_that}")),
+    ]
+}
+
 fn position(span: &Span) -> Position {
     Position { line: span.start.line(), column: span.start.col() + 1 }
 }
@@ -178,17 +190,8 @@ impl Builder {
     fn count_bytes(&mut self, amount: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
         self.bytes = self.bytes.saturating_add(amount);
         if self.bytes > self.limits.max_expanded_bytes {
-            return Err(vec![
-                Diagnostic::error(
-                    "yaml-alias-limit",
-                    format!(
-                        "document expands to more than {} bytes of text (an alias bomb, or far too large)",
-                        self.limits.max_expanded_bytes
-                    ),
-                )
-                .at(position(span))
-                .with_hint("remove aliases (`*name`) that repeat long values"),
-            ]);
+            let limit = self.limits.max_expanded_bytes;
+            return Err(expansion_error(span, &format!("{limit} bytes of text"), "repeat long values"));
         }
         Ok(())
     }
@@ -196,17 +199,8 @@ impl Builder {
     fn count(&mut self, amount: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
         self.nodes = self.nodes.saturating_add(amount);
         if self.nodes > self.limits.max_nodes {
-            return Err(vec![
-                Diagnostic::error(
-                    "yaml-alias-limit",
-                    format!(
-                        "document expands to more than {} values (an alias bomb, or far too large)",
-                        self.limits.max_nodes
-                    ),
-                )
-                .at(position(span))
-                .with_hint("remove nested aliases (`*name`) that multiply the document"),
-            ]);
+            let limit = self.limits.max_nodes;
+            return Err(expansion_error(span, &format!("{limit} values"), "multiply the document"));
         }
         Ok(())
     }

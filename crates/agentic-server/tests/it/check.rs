@@ -1753,15 +1753,19 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("baseline.json");
     let first = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    // The example checked against `report` as its baseline.
+    let against = |report: &Value| {
+        std::fs::write(&baseline, report.to_string()).unwrap();
+        run_example(
+            "feature-workflow",
+            "feature-workflow.trace.tooltrace.jsonl",
+            &["--baseline", baseline.to_str().unwrap()],
+        )
+    };
     let mut report = first.report.clone();
     let repeated = report["checkpoints"][0].clone();
     report["checkpoints"].as_array_mut().unwrap().push(repeated);
-    std::fs::write(&baseline, report.to_string()).unwrap();
-    let run = run_example(
-        "feature-workflow",
-        "feature-workflow.trace.tooltrace.jsonl",
-        &["--baseline", baseline.to_str().unwrap()],
-    );
+    let run = against(&report);
     assert_eq!(run.code(), 2);
     assert!(run.stderr().contains("lists checkpoint `P1-01` twice"), "{}", run.stderr());
 
@@ -1781,12 +1785,7 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     ] {
         let mut report = first.report.clone();
         *report.pointer_mut(edit).unwrap() = value;
-        std::fs::write(&baseline, report.to_string()).unwrap();
-        let run = run_example(
-            "feature-workflow",
-            "feature-workflow.trace.tooltrace.jsonl",
-            &["--baseline", baseline.to_str().unwrap()],
-        );
+        let run = against(&report);
         assert_eq!(run.code(), 2, "{}", run.stderr());
         assert!(run.stderr().contains(expected), "{}", run.stderr());
     }
@@ -1796,21 +1795,11 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     for field in ["total_checkpoints", "passed", "partial", "failed", "na", "blocked"] {
         report["summary"][field] = json!(0);
     }
-    std::fs::write(&baseline, report.to_string()).unwrap();
-    let run = run_example(
-        "feature-workflow",
-        "feature-workflow.trace.tooltrace.jsonl",
-        &["--baseline", baseline.to_str().unwrap()],
-    );
+    let run = against(&report);
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("`checkpoints` is empty"), "{}", run.stderr());
     // The unedited report is a good baseline.
-    std::fs::write(&baseline, first.report.to_string()).unwrap();
-    let run = run_example(
-        "feature-workflow",
-        "feature-workflow.trace.tooltrace.jsonl",
-        &["--baseline", baseline.to_str().unwrap()],
-    );
+    let run = against(&first.report);
     assert_ne!(run.code(), 2, "{}", run.stderr());
 }
 
