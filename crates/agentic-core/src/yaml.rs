@@ -160,14 +160,14 @@ fn next<'a>(parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>) -> Result<Opti
 }
 
 /// The error of a document that expands past a limit (`what`: "200000 values").
-fn expansion_error(span: &Span, what: &str, aliases_that: &str) -> Vec<Diagnostic> {
+fn expansion_error(span: &Span, what: &str, hint: &str) -> Vec<Diagnostic> {
     vec![
         Diagnostic::error(
             "yaml-alias-limit",
             format!("document expands to more than {what} (an alias bomb, or far too large)"),
         )
         .at(position(span))
-        .with_hint(format!("remove aliases (`*name`) that {aliases_that}")),
+        .with_hint(hint),
     ]
 }
 
@@ -191,7 +191,11 @@ impl Builder {
         self.bytes = self.bytes.saturating_add(amount);
         if self.bytes > self.limits.max_expanded_bytes {
             let limit = self.limits.max_expanded_bytes;
-            return Err(expansion_error(span, &format!("{limit} bytes of text"), "repeat long values"));
+            return Err(expansion_error(
+                span,
+                &format!("{limit} bytes of text"),
+                "remove aliases (`*name`) that repeat long values",
+            ));
         }
         Ok(())
     }
@@ -200,7 +204,11 @@ impl Builder {
         self.nodes = self.nodes.saturating_add(amount);
         if self.nodes > self.limits.max_nodes {
             let limit = self.limits.max_nodes;
-            return Err(expansion_error(span, &format!("{limit} values"), "multiply the document"));
+            return Err(expansion_error(
+                span,
+                &format!("{limit} values"),
+                "remove nested aliases (`*name`) that multiply the document",
+            ));
         }
         Ok(())
     }
