@@ -890,8 +890,17 @@ fn view_ref<'a>(view: &'a TooltraceView<'_>) -> EventRef<'a> {
 }
 
 /// True when YAML text is a checkpoint spec (its top level has `checkpoints`).
+/// A checkpoint spec has `checkpoints`; one whose `checkpoints` key is missing or misspelled
+/// is still known by its `workflow`, `spec_version` or `environment_constraints` (keys a
+/// workflow does not have; a workflow has `steps`), so lint reports what is wrong with it as
+/// a spec instead of as a workflow.
 pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
-    parse_yaml(text).is_ok_and(|document| document.value.get("checkpoints").is_some())
+    parse_yaml(text).is_ok_and(|document| {
+        let Some(map) = document.value.as_object() else { return false };
+        map.contains_key("checkpoints")
+            || (!map.contains_key("steps")
+                && ["workflow", "spec_version", "environment_constraints"].iter().any(|key| map.contains_key(*key)))
+    })
 }
 
 /// Lints a checkpoint spec, and with `previous` its ids against the previous version.

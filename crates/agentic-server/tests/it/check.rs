@@ -627,6 +627,14 @@ fn lint_knows_checkpoint_specs() {
         stdout.contains(":76:15: error[tier-method-mismatch]: checkpoint `P3-01` is tier 3 but method `api_state`"),
         "{stdout}"
     );
+    // `checkpoints` misspelled: still linted as a spec (the misspelling named), not as a
+    // workflow missing `name` and `steps`.
+    std::fs::write(&spec, text.replace("\ncheckpoints:", "\ncheckpoint:")).unwrap();
+    let output = agentic().arg("lint").arg(&spec).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("checkpoints"), "{stdout}");
+    assert!(!stdout.contains("`steps`") && !stdout.contains("`name`"), "{stdout}");
 }
 
 #[test]
