@@ -570,16 +570,15 @@ fn walk<R: BufRead + Seek, W: LineWork>(
                     if reader.consumed != offset && reader.reposition(offset).is_err() {
                         return ControlFlow::Break(());
                     }
-                    reader.step_line(&mut prepare, &mut visit_item)?;
-                    if let Queued::Stop = reader.drain_queued(&mut visit_item) {
-                        return ControlFlow::Break(());
-                    }
                     // A document that stopped at the next record's line left that line read:
                     // the reader takes it (and any it holds in turn) before the walk resumes.
-                    while reader.holds_line() {
+                    loop {
                         reader.step_line(&mut prepare, &mut visit_item)?;
                         if let Queued::Stop = reader.drain_queued(&mut visit_item) {
                             return ControlFlow::Break(());
+                        }
+                        if !reader.holds_line() {
+                            break;
                         }
                     }
                     *end = reader.consumed;
