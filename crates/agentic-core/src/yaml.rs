@@ -159,18 +159,6 @@ fn next<'a>(parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>) -> Result<Opti
     }
 }
 
-/// The error of a document that expands past a limit (`what`: "200000 values").
-fn expansion_error(span: &Span, what: &str, hint: &str) -> Vec<Diagnostic> {
-    vec![
-        Diagnostic::error(
-            "yaml-alias-limit",
-            format!("document expands to more than {what} (an alias bomb, or far too large)"),
-        )
-        .at(position(span))
-        .with_hint(hint),
-    ]
-}
-
 fn position(span: &Span) -> Position {
     Position { line: span.start.line(), column: span.start.col() + 1 }
 }
@@ -187,30 +175,29 @@ struct Builder {
 }
 
 impl Builder {
-    fn count_bytes(&mut self, amount: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
-        self.bytes = self.bytes.saturating_add(amount);
-        if self.bytes > self.limits.max_expanded_bytes {
-            let limit = self.limits.max_expanded_bytes;
-            return Err(expansion_error(
-                span,
-                &format!("{limit} bytes of text"),
+    /// Adds `nodes` values and `bytes` bytes of text to what the document expands to; an
+    /// error once either passes its limit.
+    fn charge(&mut self, nodes: usize, bytes: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
+        self.nodes = self.nodes.saturating_add(nodes);
+        self.bytes = self.bytes.saturating_add(bytes);
+        let (what, hint) = if self.nodes > self.limits.max_nodes {
+            (format!("{} values", self.limits.max_nodes), "remove nested aliases (`*name`) that multiply the document")
+        } else if self.bytes > self.limits.max_expanded_bytes {
+            (
+                format!("{} bytes of text", self.limits.max_expanded_bytes),
                 "remove aliases (`*name`) that repeat long values",
-            ));
-        }
-        Ok(())
-    }
-
-    fn count(&mut self, amount: usize, span: &Span) -> Result<(), Vec<Diagnostic>> {
-        self.nodes = self.nodes.saturating_add(amount);
-        if self.nodes > self.limits.max_nodes {
-            let limit = self.limits.max_nodes;
-            return Err(expansion_error(
-                span,
-                &format!("{limit} values"),
-                "remove nested aliases (`*name`) that multiply the document",
-            ));
-        }
-        Ok(())
+            )
+        } else {
+            return Ok(());
+        };
+        Err(vec![
+            Diagnostic::error(
+                "yaml-alias-limit",
+                format!("document expands to more than {what} (an alias bomb, or far too large)"),
+            )
+            .at(position(span))
+            .with_hint(hint),
+        ])
     }
 
     fn node<'a>(
@@ -230,10 +217,10 @@ impl Builder {
         }
         self.source_map.values.insert(pointer.clone(), position(&span));
         let (nodes_before, bytes_before) = (self.nodes, self.bytes);
-        self.count(1, &span)?;
+        self.charge(1, 0, &span)?;
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                self.count_bytes(text.len(), &span)?;
+                self.charge(0, text.len(), &span)?;
                 let value = resolve_scalar(&text, style, tag.as_deref().map(|t| t.suffix.as_str()));
                 if anchor > 0 {
                     self.anchors.insert(anchor, (value.clone(), 1, text.len()));
@@ -244,8 +231,7 @@ impl Builder {
                 Some((_, size, bytes)) => {
                     let (size, bytes) = (*size, *bytes);
                     // Counted before the value is copied: a bomb stops before it takes memory.
-                    self.count(size, &span)?;
-                    self.count_bytes(bytes, &span)?;
+                    self.charge(size, bytes, &span)?;
                     Ok(self.anchors[&anchor].0.clone())
                 }
                 None => Err(vec![
@@ -281,7 +267,7 @@ impl Builder {
                     // Only a plain `<<` is a merge key; a quoted one is an ordinary key.
                     let (key, merge) = match key_event {
                         Event::Scalar(text, style, ..) => {
-                            self.count_bytes(text.len(), &key_span)?;
+                            self.charge(0, text.len(), &key_span)?;
                             let merge = style == ScalarStyle::Plain && text == "<<";
                             (text.into_owned(), merge)
                         }
