@@ -26,3 +26,10 @@ pub use event::{CanonicalEvent, EventStatus, EventType};
 pub use result::{StepError, StepResult, StepStatus, WorkflowResult};
 pub use validate::{ValidatedWorkflow, WorkflowLoad, load_workflow};
 pub use workflow::{ErrorClass, RunMetric, ScoreSource, Step, StepKind, Workflow};
+
+/// `seconds` (a timeout, a wait, a deadline from a file or a service) as a duration: negative
+/// and NaN as zero, beyond what a `Duration` holds (or infinite) as the longest one, never a
+/// panic as `Duration::from_secs_f64` would.
+pub fn seconds_to_duration(seconds: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(std::time::Duration::MAX)
+}

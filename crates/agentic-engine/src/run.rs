@@ -440,13 +440,7 @@ pub(crate) fn backoff_delay(policy: &RetrySpec, retry: u32) -> Duration {
     let base = policy.initial_interval_s * policy.backoff_factor.powi(exponent);
     let base = base.min(policy.max_interval_s).max(0.0);
     let seconds = if policy.jitter { (base * jitter_factor()).min(policy.max_interval_s) } else { base };
-    seconds_to_duration(seconds)
-}
-
-/// `seconds` as a duration: negative and NaN as zero, beyond what a `Duration` holds (or
-/// infinite) as the longest one, never a panic.
-pub(crate) fn seconds_to_duration(seconds: f64) -> Duration {
-    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
+    agentic_core::seconds_to_duration(seconds)
 }
 
 /// Runs one step to its final status: attempts, retries with backoff, timeouts, deadline.
@@ -463,7 +457,7 @@ async fn execute_step(
     let queue_wait_ms = started.duration_since(ready_at).as_secs_f64() * 1000.0;
     let policy = step.retry.as_ref().unwrap_or_else(|| &NO_RETRY);
     // A deadline too far away to represent is no deadline.
-    let deadline = step.deadline_s.and_then(|seconds| started.checked_add(seconds_to_duration(seconds)));
+    let deadline = step.deadline_s.and_then(|seconds| started.checked_add(agentic_core::seconds_to_duration(seconds)));
     let mut attempt_number = 0u32;
     let mut outcome = loop {
         attempt_number += 1;
@@ -475,7 +469,7 @@ async fn execute_step(
             start.data = Value::Object(data);
             start
         });
-        let mut timeout = step.timeout_s.map(seconds_to_duration);
+        let mut timeout = step.timeout_s.map(agentic_core::seconds_to_duration);
         if let Some(deadline) = deadline {
             let remaining = deadline.saturating_duration_since(Instant::now());
             timeout = Some(timeout.map_or(remaining, |timeout| timeout.min(remaining)));

@@ -120,7 +120,7 @@ impl HttpProviderConfig {
 
     /// The attempt timeout.
     pub fn timeout(&self) -> Duration {
-        seconds_to_duration(self.timeout_secs.max(0.001))
+        agentic_core::seconds_to_duration(self.timeout_secs.max(0.001))
     }
 
     fn validate(&self) -> Result<(), ProviderError> {
@@ -199,7 +199,7 @@ impl HttpCore {
         headers: &[(&str, String)],
         body: &Value,
     ) -> Result<Value, ProviderError> {
-        let max_retry_after = seconds_to_duration(self.config.max_retry_after_secs);
+        let max_retry_after = agentic_core::seconds_to_duration(self.config.max_retry_after_secs);
         let backoff = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(self.config.backoff_ms))
             .with_max_delay(Duration::from_secs(30))
@@ -279,13 +279,7 @@ fn full_chain(error: &dyn std::error::Error) -> String {
 pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let seconds: f64 = value.trim().parse().ok()?;
     // A wait too long for a `Duration` (`1e20`) is the longest one; the cap applies after.
-    (seconds.is_finite() && seconds >= 0.0).then(|| seconds_to_duration(seconds))
-}
-
-/// `seconds` as a duration: negative and NaN as zero, beyond what a `Duration` holds (or
-/// infinite) as the longest one, never a panic.
-fn seconds_to_duration(seconds: f64) -> Duration {
-    Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX)
+    (seconds.is_finite() && seconds >= 0.0).then(|| agentic_core::seconds_to_duration(seconds))
 }
 
 pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
