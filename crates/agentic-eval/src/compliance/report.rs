@@ -328,17 +328,9 @@ impl ComplianceReport {
         {
             return Some(format!("`tier_3_confidence.variance` is {variance}"));
         }
-        let count = |state: ResultState| self.checkpoints.iter().filter(|c| c.result == state).count() as u64;
-        let summary = &self.summary;
-        let counted = [
-            summary.total_checkpoints == self.checkpoints.len() as u64,
-            summary.passed == count(ResultState::Pass),
-            summary.partial == count(ResultState::Partial),
-            summary.failed == count(ResultState::Fail),
-            summary.na == count(ResultState::NotApplicable),
-            summary.blocked == count(ResultState::Blocked),
-        ];
-        if counted.contains(&false) {
+        // Summary, scores and dropout are what `check` derives from the checkpoints.
+        let (scores, summary, dropout) = score(&self.checkpoints);
+        if summary != self.summary {
             return Some("`summary` does not count the checkpoints' states".to_owned());
         }
         for (idx, result) in self.checkpoints.iter().enumerate() {
@@ -382,9 +374,7 @@ impl ComplianceReport {
                 self.checkpoints.len()
             ));
         }
-        // The scores and the dropout table follow from the checkpoints (to the 0.01 they are
-        // rounded to).
-        let (scores, _, dropout) = score(&self.checkpoints);
+        // The scores and the dropout table, to the 0.01 they are rounded to.
         let differs = |written: Option<f64>, computed: Option<f64>| match (written, computed) {
             (Some(written), Some(computed)) => (written - computed).abs() > 0.01,
             (written, computed) => written.is_some() != computed.is_some(),
