@@ -1768,6 +1768,39 @@ impl Links {
         self.unindexed = (self.unindexed + 1).min(self.capacity);
     }
 
+    /// [`Links::note`] for each `(span, parent)` of `pairs` in order, as one copy into the
+    /// ring (spans are never 0 here: span hashes are at least 1).
+    fn note_all(&mut self, mut pairs: &[(u64, u64)]) {
+        debug_assert!(pairs.iter().all(|&(span, _)| span != 0));
+        while !pairs.is_empty() {
+            let at = self.next;
+            let take;
+            if self.ring.len() < self.capacity {
+                if self.ring.capacity() == 0 {
+                    self.ring.reserve_exact(self.capacity);
+                }
+                take = pairs.len().min(self.capacity - self.ring.len());
+                self.ring.extend_from_slice(&pairs[..take]);
+            } else {
+                take = pairs.len().min(self.capacity - at);
+                // The oldest entries go, and with them their places in the index: the first
+                // `capacity - unindexed` of those overwritten are indexed (see `note`).
+                let indexed = (self.capacity - self.unindexed).min(take);
+                if !self.table.is_empty() {
+                    for (offset, &(oldest, _)) in self.ring[at..at + indexed].iter().enumerate() {
+                        if let Ok(entry) = self.table.find_entry(oldest, |&member| member as usize == at + offset) {
+                            entry.remove();
+                        }
+                    }
+                }
+                self.ring[at..at + take].copy_from_slice(&pairs[..take]);
+            }
+            pairs = &pairs[take..];
+            self.next = if at + take == self.capacity { 0 } else { at + take };
+            self.unindexed = (self.unindexed + take).min(self.capacity);
+        }
+    }
+
     /// The recorded parent of the span whose id hashes to `span` (`Some(0)`: seen without one).
     fn parent_of(&mut self, span: u64) -> Option<u64> {
         if span == 0 {
@@ -3159,24 +3192,39 @@ mod tests {
 
     proptest::proptest! {
         /// The ring of recorded parents answers like a plain list of the latest entries
-        /// (the newest entry of a span wins), whatever the mix of records and lookups.
+        /// (the newest entry of a span wins), whatever the mix of records (one at a time or
+        /// in batches of `batch` through `note_all`, which may wrap the ring) and lookups.
         #[test]
         fn recorded_parents_are_the_latest_entries(
             capacity in 1usize..6,
-            steps in proptest::collection::vec((proptest::bool::ANY, 1u64..6, 0u64..6), 0..60),
+            batch in 1usize..13,
+            steps in proptest::collection::vec((0u8..3, 1u64..6, 0u64..6), 0..60),
         ) {
             let mut links = Links::with_capacity(capacity);
             let mut model: std::collections::VecDeque<(u64, u64)> = std::collections::VecDeque::new();
-            for (record, span, parent) in steps {
-                if record {
+            for (action, span, parent) in steps {
+                let pairs: Vec<(u64, u64)> = match action {
+                    0 => vec![(span, parent)],
+                    1 => (0..batch as u64).map(|k| ((span + k) % 5 + 1, (parent + k) % 6)).collect(),
+                    _ => Vec::new(),
+                };
+                if action == 0 {
                     links.note(span, parent);
-                    model.push_back((span, parent));
-                    if model.len() > capacity {
-                        model.pop_front();
+                } else if action == 1 {
+                    links.note_all(&pairs);
+                }
+                if action < 2 {
+                    for pair in pairs {
+                        model.push_back(pair);
+                        if model.len() > capacity {
+                            model.pop_front();
+                        }
                     }
                 } else {
                     let expected = model.iter().rev().find(|(s, _)| *s == span).map(|&(_, parent)| parent);
                     proptest::prop_assert_eq!(links.parent_of(span), expected);
+                    // Overwritten entries leave the index: it never outgrows the ring.
+                    proptest::prop_assert!(links.table.len() <= capacity);
                 }
             }
         }

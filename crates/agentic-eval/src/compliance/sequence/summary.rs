@@ -64,8 +64,10 @@ pub struct Summary {
     mergeable: bool,
     partials: Vec<Partial>,
     /// The post-only calls of the run with a span that no rule with a scope concerns (see
-    /// [`SequenceEngine::note_summary_link`]).
-    links: Vec<SummaryLink>,
+    /// [`SequenceEngine::note_summary_link`]): their positions in the run, and apart from
+    /// them their `(span, parent)` hashes, which the engine copies in bulk.
+    link_index: Vec<u32>,
+    link_pairs: Vec<(u64, u64)>,
 }
 
 impl Summary {
@@ -75,8 +77,12 @@ impl Summary {
     }
 
     /// The run's calls whose parents the engine records, in order.
-    pub fn links(&self) -> &[SummaryLink] {
-        &self.links
+    pub fn links(&self) -> impl ExactSizeIterator<Item = SummaryLink> + '_ {
+        self.link_index.iter().zip(&self.link_pairs).map(|(&index, &(span, parent))| SummaryLink {
+            index,
+            span,
+            parent,
+        })
     }
 }
 
@@ -130,7 +136,7 @@ impl SequenceEngine {
                 (None, Relation::Count(..)) => Partial::Count { count: 0 },
             })
             .collect();
-        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), links: Vec::new() };
+        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), ..Summary::default() };
         Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
     }
 
@@ -287,23 +293,23 @@ impl SequenceEngine {
         mut feed_wanted: impl FnMut(&mut SequenceEngine, W),
         mut feed: impl FnMut(&mut SequenceEngine, usize),
     ) {
-        let mut links = summary.links.as_slice();
+        let (mut indexes, mut pairs) = (summary.link_index.as_slice(), summary.link_pairs.as_slice());
         let mut take_until =
             |engine: &mut SequenceEngine, feed: &mut dyn FnMut(&mut SequenceEngine, usize), before: usize| {
-                let count = links.partition_point(|link| (link.index as usize) < before);
-                let (run, rest) = links.split_at(count);
-                links = rest;
+                // A linear scan: every link is passed once over the whole run (a binary search
+                // per wanted event read the same entries again, out of cache, in the profile).
+                let count = indexes.iter().take_while(|&&index| (index as usize) < before).count();
+                let ((run, rest), (run_pairs, rest_pairs)) = (indexes.split_at(count), pairs.split_at(count));
+                (indexes, pairs) = (rest, rest_pairs);
                 if !engine.awaits_spans() {
                     // Nothing waits for a span, and noting links makes nothing wait: the
-                    // whole run is recorded without asking each link.
-                    for link in run {
-                        engine.links.note(link.span, link.parent);
-                    }
+                    // whole run is recorded in one copy, without asking each link.
+                    engine.links.note_all(run_pairs);
                     return;
                 }
-                for link in run {
-                    if !engine.note_summary_link(link) {
-                        feed(engine, link.index as usize);
+                for (&index, &(span, parent)) in run.iter().zip(run_pairs) {
+                    if !engine.note_summary_link(&SummaryLink { index, span, parent }) {
+                        feed(engine, index as usize);
                     }
                 }
             };
@@ -361,7 +367,8 @@ impl Summarizer {
         let need = concerns_scopes(&self.masks, &self.ids, prepared);
         if prepared.has_span() && !need {
             let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
-            self.run.links.push(SummaryLink { index, span: prepared.span_hash, parent });
+            self.run.link_index.push(index);
+            self.run.link_pairs.push((prepared.span_hash, parent));
         }
         need
     }
@@ -376,7 +383,7 @@ impl Summarizer {
 
     /// The summary of the run so far; the next event starts a new run.
     pub fn finish(&mut self) -> Summary {
-        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone(), links: Vec::new() };
+        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone(), ..Summary::default() };
         std::mem::replace(&mut self.run, fresh)
     }
 }
