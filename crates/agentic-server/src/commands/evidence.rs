@@ -76,8 +76,32 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs `git -C repo ARGS`; `Ok(None)` when git exits non-zero.
+/// Runs git in `repo`: its output, or `None` when it fails (for the questions whose failure
+/// is an answer: no `HEAD` yet, a detached `HEAD`).
 fn git(repo: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
-    let output = Command::new("git")
+    let output = git_output(repo, args)?;
+    Ok(output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
+}
+
+/// Runs git in `repo` where a failure means the facts cannot be collected (a damaged
+/// repository, a git too old): an error that quotes git, so that no partial evidence is written.
+fn git_required(repo: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let output = git_output(repo, args)?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        bail!(
+            "`git {}` failed in `{}` ({}): {}; fix the repository (try `git fsck`) or upgrade git, then run again",
+            args.join(" "),
+            repo.display(),
+            output.status,
+            stderr.trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn git_output(repo: &Path, args: &[&str]) -> anyhow::Result<std::process::Output> {
+    Command::new("git")
         .arg("-C")
         .arg(repo)
         .args(args)
@@ -85,15 +109,11 @@ fn git(repo: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
         .output()
-        .context("cannot run `git`; install git or put it on PATH")?;
-    if !output.status.success() {
-        return Ok(None);
-    }
-    Ok(Some(String::from_utf8_lossy(&output.stdout).into_owned()))
+        .context("cannot run `git`; install git or put it on PATH")
 }
 
-fn lines(text: Option<String>) -> Vec<Value> {
-    text.unwrap_or_default().lines().filter(|l| !l.is_empty()).map(|l| Value::String(l.to_owned())).collect()
+fn lines(text: String) -> Vec<Value> {
+    text.lines().filter(|l| !l.is_empty()).map(|l| Value::String(l.to_owned())).collect()
 }
 
 fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
@@ -103,21 +123,24 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
     }
     let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"])?.map(|s| s.trim().to_owned());
     let current_branch = git(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"])?.map(|s| s.trim().to_owned());
-    let branches = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/heads"])?);
+    let branches = lines(git_required(repo, &["for-each-ref", "--format=%(refname:short)", "refs/heads"])?);
     // A remote's `HEAD` (`origin/HEAD`, which `:short` spells `origin`) is a symbolic ref to
     // one of its branches, not a branch: it prints as an empty line, which `lines` drops.
-    let remote_branches = lines(git(
+    let remote_branches = lines(git_required(
         repo,
         &["for-each-ref", "--format=%(if)%(symref)%(then)%(else)%(refname:short)%(end)", "refs/remotes"],
     )?);
-    let tags = lines(git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/tags"])?);
+    let tags = lines(git_required(repo, &["for-each-ref", "--format=%(refname:short)", "refs/tags"])?);
     let mut commits = Vec::new();
     if head.is_some() {
         let limit = format!("-n{max_commits}");
         // NUL between fields and after each commit (`-z`): git refuses NUL in names and
-        // messages, while any other byte (a \x1e or \x1f too) may be in them.
-        let log =
-            git(repo, &["log", "-z", &limit, "--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%s"])?.unwrap_or_default();
+        // messages, while any other byte (a \x1e or \x1f too) may be in them. No signature
+        // check (`log.showSignature` would print it among the fields).
+        let log = git_required(
+            repo,
+            &["log", "-z", "--no-show-signature", &limit, "--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%s"],
+        )?;
         let mut fields: Vec<&str> = log.split('\0').collect();
         if fields.last() == Some(&"") {
             fields.pop();
@@ -125,12 +148,17 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
         let is_sha = |text: &str| matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
         for record in fields.chunks(6) {
             let [sha, parents, author, email, date, subject] = record else {
-                bail!("`git log` in `{}` printed a commit that cannot be read (fields {record:?})", repo.display());
+                bail!(
+                    "`git log` in `{}` printed a commit that cannot be read (fields {record:?}); \
+                     check that `git log -z --format=%H` works there, or upgrade git",
+                    repo.display()
+                );
             };
             let parents: Vec<&str> = parents.split_whitespace().collect();
             if !is_sha(sha) || !parents.iter().all(|p| is_sha(p)) {
                 bail!(
-                    "`git log` in `{}` printed a commit that cannot be read (`{sha}` is not a commit id)",
+                    "`git log` in `{}` printed a commit that cannot be read (`{sha}` is not a commit id); \
+                     check that `git log -z --format=%H` works there, or upgrade git",
                     repo.display()
                 );
             }
@@ -145,7 +173,7 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
             }));
         }
     }
-    let status = git(repo, &["status", "--porcelain=v1", "-z", "--untracked-files=all"])?.unwrap_or_default();
+    let status = git_required(repo, &["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
     let (mut staged, mut unstaged, mut untracked) = (0u64, 0u64, 0u64);
     let mut entries = status.split('\0').filter(|e| !e.is_empty());
     while let Some(entry) = entries.next() {

@@ -745,6 +745,32 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert!(String::from_utf8_lossy(&not_a_repo.stderr).contains("is not inside a git work tree"));
 }
 
+/// When git cannot answer (a damaged repository), `evidence git` fails with git's words and
+/// writes nothing, instead of evidence with no commits that a tier-1 check would trust.
+#[test]
+fn evidence_git_refuses_a_repository_git_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    // `log.showSignature` must not put signature text among the fields.
+    git(&repo, &["config", "log.showSignature", "true"]);
+    let output = agentic().args(["evidence", "git"]).arg(&repo).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let evidence: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(evidence["git"]["recent_commits"].as_array().map(Vec::len), Some(1));
+    // The commit's object goes: `git log` fails, HEAD still names it.
+    let head = evidence["git"]["head"].as_str().unwrap().to_owned();
+    let object = repo.join(".git/objects").join(&head[..2]).join(&head[2..]);
+    std::fs::remove_file(&object).unwrap();
+    let output = agentic().args(["evidence", "git"]).arg(&repo).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty(), "no partial evidence is written");
+    assert!(stderr.contains("`git log") && stderr.contains("git fsck"), "{stderr}");
+}
+
 /// A small seeded generator: `next(n)` is below `n`.
 fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
     move |n: u64| {
