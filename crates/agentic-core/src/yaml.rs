@@ -381,11 +381,14 @@ fn parse_number(text: &str) -> Option<Value> {
     if !(first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.') {
         return None;
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        return i64::from_str_radix(hex, 16).ok().map(Value::from);
-    }
-    if let Some(octal) = text.strip_prefix("0o") {
-        return i64::from_str_radix(octal, 8).ok().map(Value::from);
+    // Unsigned, like the core schema's `0x`/`0o` forms; up to `u64::MAX`, as decimals.
+    for (prefix, radix) in [("0x", 16), ("0o", 8)] {
+        if let Some(digits) = text.strip_prefix(prefix) {
+            if digits.starts_with(['+', '-']) {
+                return None;
+            }
+            return u64::from_str_radix(digits, radix).ok().map(Value::from);
+        }
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -417,6 +420,20 @@ mod tests {
         assert_eq!(
             doc.value,
             serde_json::json!({"country": "NO", "answer": "yes", "flag": true, "n": 3, "x": 1.5, "z": null})
+        );
+    }
+
+    /// Hex and octal integers reach `u64::MAX` like decimal ones; a sign or a wider value
+    /// leaves them strings (the core schema has no signed hex).
+    #[test]
+    fn hex_and_octal_integers_cover_the_unsigned_range() {
+        let doc = parse_yaml(
+            "a: 0xFF\nb: 0xFFFFFFFFFFFFFFFF\nc: 0o17\nd: 0x-1\ne: 0x1FFFFFFFFFFFFFFFF\nf: 0o1777777777777777777777\n",
+        )
+        .unwrap();
+        assert_eq!(
+            doc.value,
+            serde_json::json!({"a": 255, "b": u64::MAX, "c": 15, "d": "0x-1", "e": "0x1FFFFFFFFFFFFFFFF", "f": u64::MAX})
         );
     }
 
