@@ -102,7 +102,17 @@ pub fn evaluate(
                 results.push(first[checkpoint.position_index - 1].clone());
                 continue;
             }
-            let (state, earned, notes) = resolve(checkpoint, evidence, evaluator, run, &mut records)?;
+            let (state, earned, notes) =
+                resolve(checkpoint, evidence, evaluator, run, &mut records).map_err(|error| match error {
+                    // With several runs, say which run's verdict broke the rules.
+                    ComplianceError::Tier3(Tier3Error::InvalidVerdict { checkpoint, reason }) if runs > 1 => {
+                        ComplianceError::Tier3(Tier3Error::InvalidVerdict {
+                            checkpoint,
+                            reason: format!("run {}: {reason}", run + 1),
+                        })
+                    }
+                    error => error,
+                })?;
             let (state, earned, notes) =
                 block_if_constrained(spec, &active, &checkpoint.checkpoint.id, state, earned, notes);
             results.push(CheckpointResult {
@@ -163,7 +173,8 @@ fn resolve(
             if source.as_str() == TRACE_SOURCE {
                 evidence.trace.is_none()
             } else {
-                !evidence.values.contains_key(source.as_str())
+                // A null source is absent, as a null value is missing to the tier-1 operators.
+                evidence.values.get(source.as_str()).is_none_or(Value::is_null)
             }
         })
         .map(String::as_str)

@@ -404,12 +404,24 @@ impl ComplianceReport {
     }
 }
 
+/// Rounds to 2 decimals, half away from zero, as the decimal figure would round.
 pub(crate) fn round2(value: f64) -> f64 {
-    (value * 100.0).round() / 100.0
+    round_decimal(value, 100.0)
 }
 
+/// Rounds to 4 decimals (see [`round2`]).
 pub(crate) fn round4(value: f64) -> f64 {
-    (value * 10_000.0).round() / 10_000.0
+    round_decimal(value, 10_000.0)
+}
+
+/// Rounds `value * factor` to an integer, half away from zero, then divides by `factor`. Float
+/// noise does not decide a tie: 94.995 is 94.99499999999999 as a float, and 4.27 / 8 * 100
+/// is 53.37499999999999, so the scaled value is first rounded to 6 more decimals (ties are
+/// decimal figures, and every figure here has far fewer significant digits than a float).
+fn round_decimal(value: f64, factor: f64) -> f64 {
+    let scaled = value * factor;
+    let cleaned = if scaled.abs() < 1e9 { (scaled * 1e6).round() / 1e6 } else { scaled };
+    cleaned.round() / factor
 }
 
 /// Compliance over the scorable results, unrounded.
@@ -640,8 +652,16 @@ pub fn append_sentence(notes: &mut String, sentence: &str) {
 pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportComparison>) -> String {
     let mut out = String::new();
     let summary = &report.summary;
-    let _ =
-        writeln!(out, "{} (spec {}): {} checkpoints", report.workflow, report.spec_version, summary.total_checkpoints);
+    // One line per item: a line break in a name or note (an evaluator's, a matcher's text)
+    // is shown, not followed.
+    let shown = |text: &str| text.replace('\r', "\\r").replace('\n', "\\n");
+    let _ = writeln!(
+        out,
+        "{} (spec {}): {} checkpoints",
+        shown(&report.workflow),
+        shown(&report.spec_version),
+        summary.total_checkpoints
+    );
     for result in &report.checkpoints {
         let _ = writeln!(
             out,
@@ -651,9 +671,7 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
             result.tier,
             result.severity.as_str(),
             result.earned_weight,
-            // One line per checkpoint: a line break in a note (an evaluator's, a matcher's
-            // text) is shown, not followed.
-            result.notes.replace('\r', "\\r").replace('\n', "\\n")
+            shown(&result.notes)
         );
     }
     let _ = writeln!(
@@ -693,7 +711,8 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
     if audit.undocumented_passes + audit.undocumented_fails + audit.tier_3_without_evidence_citation > 0 {
         let _ = writeln!(
             out,
-            "warning: evaluator audit: {} undocumented pass(es), {} undocumented fail(s), {} of {} tier-3 checkpoint(s) judged without an evidence citation",
+            "warning: evaluator audit: {} undocumented pass(es), {} undocumented fail(s), {} tier-3 verdict(s) without an \
+             evidence citation (the spec has {} tier-3 checkpoint(s))",
             audit.undocumented_passes,
             audit.undocumented_fails,
             audit.tier_3_without_evidence_citation,
@@ -860,6 +879,23 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Figures round as their decimal values do (half away from zero), whatever float noise
+    /// the arithmetic left: a threshold or rating band never turns on the 15th digit.
+    #[test]
+    fn decimal_ties_round_up_whatever_the_float_noise() {
+        assert_eq!(round2(0.94995 * 100.0), 95.0);
+        assert_eq!(round2(4.27 / 8.0 * 100.0), 53.38);
+        assert_eq!(round2(1.57 / 8.0 * 100.0), 19.63);
+        assert_eq!(round2(4.33 / 8.0 * 100.0), 54.13);
+        assert_eq!(round2(-0.005), -0.01);
+        assert_eq!(round2(84.994), 84.99);
+        assert_eq!(round2(2.0 / 3.0 * 100.0), 66.67);
+        assert_eq!(round4(0.00005), 0.0001);
+        assert_eq!(round2(1e12 + 0.25), 1e12 + 0.25);
+        // The mean of five runs whose exact mean is 64.225.
+        assert_eq!(round2([64.2, 64.2, 64.25, 64.225, 64.25].iter().sum::<f64>() / 5.0), 64.23);
+    }
 
     #[test]
     fn table_cells_hold_no_line_break_or_bare_pipe() {

@@ -319,6 +319,34 @@ impl ReplayEvaluator {
         self.verdicts.keys().map(String::as_str)
     }
 
+    /// Checks every recorded verdict of a checkpoint in `checkpoints` by the rules of
+    /// [`validate_verdict`], every run of a list, also verdicts the check will not use (a
+    /// checkpoint that turns out not applicable, runs beyond `--eval-runs`): a broken file
+    /// fails on every trace, not only on the one whose evidence happens to reach it.
+    pub fn validate_against<'c>(
+        &self,
+        checkpoints: impl IntoIterator<Item = &'c Checkpoint>,
+    ) -> Result<(), Tier3Error> {
+        for checkpoint in checkpoints {
+            let Some(recorded) = self.verdicts.get(&checkpoint.id) else { continue };
+            let runs: Vec<(Option<usize>, &Tier3Verdict)> = match recorded {
+                Recorded::One(verdict) => vec![(None, verdict)],
+                Recorded::Runs(runs) => {
+                    runs.iter().enumerate().map(|(run, verdict)| (Some(run + 1), verdict)).collect()
+                }
+            };
+            for (run, verdict) in runs {
+                validate_verdict(checkpoint, verdict.clone()).map_err(|error| match (error, run) {
+                    (Tier3Error::InvalidVerdict { checkpoint, reason }, Some(run)) => {
+                        Tier3Error::InvalidVerdict { checkpoint, reason: format!("run {run}: {reason}") }
+                    }
+                    (error, _) => error,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     /// How many runs `id` has verdicts for: `None` for one verdict that serves every run.
     pub fn recorded_runs(&self, id: &str) -> Option<usize> {
         match self.verdicts.get(id)? {
@@ -413,6 +441,24 @@ mod tests {
         assert!(validate_verdict(&cp, verdict(r#"{"result":"PARTIAL","notes":"  "}"#)).is_err());
         assert_eq!(validate_verdict(&cp, verdict(r#"{"result":"PASS"}"#)).unwrap().earned_weight, 1.0);
         assert_eq!(validate_verdict(&cp, verdict(r#"{"result":"FAIL"}"#)).unwrap().earned_weight, 0.0);
+    }
+
+    /// Every recorded verdict is checked against its checkpoint, every run of a list too,
+    /// and the error names the run; verdicts for ids that are not given are left alone.
+    #[test]
+    fn recorded_verdicts_are_checked_before_they_are_needed() {
+        let modes = [checkpoint(vec![("HOW missing", 0.4)])];
+        let check = |json: &str| ReplayEvaluator::from_json(json).unwrap().validate_against(&modes);
+        assert!(
+            check(r#"{"P3-01": {"result":"PARTIAL","matched_condition":0}, "P9-99": {"result":"PARTIAL"}}"#).is_ok()
+        );
+        let error = check(r#"{"P3-01": [{"result":"PASS"}, {"result":"PARTIAL","matched_condition":5}]}"#).unwrap_err();
+        let text = error.to_string();
+        assert!(matches!(error, Tier3Error::InvalidVerdict { .. }) && text.contains("run 2:"), "{text}");
+        assert!(check(r#"{"P3-01": {"result":"PARTIAL"}}"#).is_err());
+        let mode_b = [checkpoint(vec![])];
+        let error = ReplayEvaluator::from_json(r#"{"P3-01": {"result":"PARTIAL"}}"#).unwrap().validate_against(&mode_b);
+        assert!(error.unwrap_err().to_string().contains("`notes`"));
     }
 
     #[test]

@@ -182,6 +182,18 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let spec = read_spec(&args.spec)?;
+    // Said before anything runs, whatever the evidence: a CI job that forgot the option must
+    // not pass on a run whose tier-3 evidence happens to be absent.
+    if args.judge.is_none()
+        && args.tier3_verdicts.is_none()
+        && let Some(first) = spec.checkpoints.iter().find(|c| c.tier == Tier::Semantic)
+    {
+        bail!(
+            "the spec has tier-3 checkpoints (`{}` first) and no tier-3 evaluator is configured; pass \
+             `--judge JUDGE.yaml` (an LLM judge) or `--tier3-verdicts FILE` (recorded verdicts)",
+            first.checkpoint.id
+        );
+    }
     let evidence = read_evidence(&args.evidence)?;
     let trace = match &args.trace {
         Some(path) => Some(run_trace(&spec, path, args.trace_format, args.malformed)?),
@@ -195,6 +207,10 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let text = read_text(path, "the --tier3-verdicts file")?;
             let replay = ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?;
+            // Every verdict is checked now, also those this trace and evidence will not use.
+            replay
+                .validate_against(spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| &c.checkpoint))
+                .with_context(|| format!("reading `{path}`"))?;
             // A verdict nobody asks for is most likely a typo in an id: say so.
             for id in replay.ids() {
                 if !spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == id) {

@@ -332,6 +332,48 @@ fn a_missing_tier_three_verdict_is_a_loud_input_error() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--tier3-verdicts"));
 }
 
+/// Tier-3 verdicts are required and checked whether or not this run's evidence reaches the
+/// tier-3 checkpoints: a CI job that forgot the option, or whose verdicts file is broken,
+/// fails on every run, not only on those with the evidence. A null evidence source is absent.
+#[test]
+fn tier_three_verdicts_are_required_and_checked_even_when_not_applicable() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1\"\ncheckpoints:\n\
+         - {id: P1-01, tier: 1, instruction: a, severity: low, verification: {method: api_state, evidence_sources: [a], assert: {path: a.v, equals: true}}}\n\
+         - {id: P3-01, tier: 3, instruction: b, severity: low, verification: {method: content_analysis, evidence_sources: [body]}, partial_criteria: [{condition: c, weight: 0.4}]}\n",
+    )
+    .unwrap();
+    let evidence = dir.path().join("evidence.json");
+    let spec = spec.to_str().unwrap();
+    let evidence_arg = evidence.to_str().unwrap();
+    // `body` is absent, then null: P3-01 is not applicable either way.
+    for text in [r#"{"a": {"v": true}}"#, r#"{"a": {"v": true}, "body": null}"#] {
+        std::fs::write(&evidence, text).unwrap();
+        let run = check(&[spec, "--evidence", evidence_arg]);
+        assert_eq!(run.code(), 2, "{text}: {}", run.stderr());
+        assert!(run.stderr().contains("tier-3 checkpoints (`P3-01` first)") && run.stderr().contains("--judge"));
+        let verdicts = dir.path().join("verdicts.json");
+        let with = |json: &str| {
+            std::fs::write(&verdicts, json).unwrap();
+            check(&[spec, "--evidence", evidence_arg, "--tier3-verdicts", verdicts.to_str().unwrap()])
+        };
+        let run = with(r#"{"P3-01": {"result": "PASS", "evidence_citation": "body"}}"#);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        assert_eq!(run.results()[1], ("P3-01".to_owned(), "NOT_APPLICABLE".to_owned(), 0.0));
+        // Run 2 names a criterion that does not exist: refused though one run is asked for.
+        let run = with(r#"{"P3-01": [{"result": "PASS"}, {"result": "PARTIAL", "matched_condition": 5}]}"#);
+        assert_eq!(run.code(), 2);
+        assert!(
+            run.stderr().contains("P3-01") && run.stderr().contains("run 2: `matched_condition` 5"),
+            "{}",
+            run.stderr()
+        );
+    }
+}
+
 #[test]
 fn malformed_trace_lines_are_skipped_with_their_line_or_fatal() {
     let dir = tempfile::tempdir().unwrap();
@@ -2156,4 +2198,24 @@ fn a_record_read_between_blocks_is_counted_once() {
         assert!(stdout.contains("Bash occurs 1 time(s)"), "{workers} worker(s): {stdout}");
         assert_eq!(output.status.code(), Some(0), "{workers} worker(s): {stdout}");
     }
+}
+
+/// The terminal summary keeps one line per item: a line break in the workflow name or the
+/// spec version is shown as `\n`, not followed.
+#[test]
+fn the_summary_shows_line_breaks_in_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: \"w\\nPASS: forged\"\nspec_version: \"1\\r\\n2\"\ncheckpoints:\n\
+         - {id: P1-01, tier: 1, instruction: a, severity: low, verification: {method: api_state, evidence_sources: [a], assert: {path: a.v, equals: true}}}\n",
+    )
+    .unwrap();
+    let evidence = dir.path().join("evidence.json");
+    std::fs::write(&evidence, r#"{"a": {"v": true}}"#).unwrap();
+    let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().expect("agentic runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.starts_with("w\\nPASS: forged (spec 1\\r\\n2): 1 checkpoints\n"), "{stdout}");
 }
