@@ -144,7 +144,11 @@ pub struct ReplayProvider {
     path: String,
     entries: Vec<CassetteEntry>,
     by_key: HashMap<String, Vec<usize>>,
-    served: Mutex<HashMap<String, usize>>,
+    /// How many times each request (by caller, when callers are strict, and key) was served.
+    served: Mutex<HashMap<(String, String), usize>>,
+    /// Whether a recorded exchange answers only its own caller (see
+    /// [`ReplayProvider::with_strict_callers`]).
+    strict_callers: bool,
 }
 
 impl ReplayProvider {
@@ -159,7 +163,16 @@ impl ReplayProvider {
         for (idx, entry) in entries.iter().enumerate() {
             by_key.entry(entry.key.clone()).or_default().push(idx);
         }
-        ReplayProvider { path: label, entries, by_key, served: Mutex::new(HashMap::new()) }
+        ReplayProvider { path: label, entries, by_key, served: Mutex::new(HashMap::new()), strict_callers: false }
+    }
+
+    /// Answers a request only from exchanges recorded for the same caller. By default the
+    /// caller does not matter (a renamed workflow step replays its recording); a caller that
+    /// names what the request alone does not show (the tier-3 judge puts its name, version,
+    /// provider and structured-output mode there) makes a change of it a miss.
+    pub fn with_strict_callers(mut self) -> ReplayProvider {
+        self.strict_callers = true;
+        self
     }
 
     /// The recorded exchanges.
@@ -208,7 +221,9 @@ impl ReplayProvider {
                 excerpt(&new.content)
             )
         } else {
-            let show = |value: &dyn std::fmt::Debug| format!("{value:?}");
+            fn show<T: std::fmt::Display>(value: &Option<T>) -> String {
+                value.as_ref().map_or_else(|| "none".to_owned(), ToString::to_string)
+            }
             let differing: Vec<String> = [
                 ("temperature", show(&recorded.temperature), show(&request.temperature)),
                 ("max_tokens", show(&recorded.max_tokens), show(&request.max_tokens)),
@@ -245,16 +260,25 @@ impl ModelProvider for ReplayProvider {
 
     async fn chat(&self, caller: &str, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let key = request_key(request);
-        let Some(indices) = self.by_key.get(&key) else {
+        let indices: Vec<usize> = self
+            .by_key
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&idx| !self.strict_callers || self.entries[idx].caller == caller)
+            .collect();
+        if indices.is_empty() {
             return Err(ProviderError::ReplayMiss {
                 step: caller.to_owned(),
                 key,
                 cassette: format!("`{}` ({})", self.path, self.explain_miss(caller, request)),
             });
-        };
+        }
         let position = {
             let mut served = self.served.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let count = served.entry(key).or_insert(0);
+            let by = if self.strict_callers { caller.to_owned() } else { String::new() };
+            let count = served.entry((by, key)).or_insert(0);
             let position = (*count).min(indices.len() - 1);
             *count += 1;
             position
@@ -373,13 +397,44 @@ mod tests {
         reseeded.max_tokens = Some(64);
         let message = provider.chat("a", &reseeded).await.unwrap_err().to_string();
         assert!(
-            message.contains("the first of them differs in max_tokens: recorded None, asked Some(64); seed: recorded None, asked Some(42)"),
+            message.contains(
+                "the first of them differs in max_tokens: recorded none, asked 64; seed: recorded none, asked 42"
+            ),
             "{message}"
         );
         let mut schema = request("q");
         schema.response_schema = Some(serde_json::json!({"type": "object"}));
         let message = provider.chat("a", &schema).await.unwrap_err().to_string();
         assert!(message.contains("differs in response_schema: recorded none, asked a schema"), "{message}");
+    }
+
+    /// By default any caller replays a recorded request (a renamed step); with strict callers
+    /// only the caller that recorded it does, each with its own order of answers.
+    #[tokio::test]
+    async fn strict_callers_answer_only_their_own_recordings() {
+        let entries = vec![
+            CassetteEntry {
+                key: String::new(),
+                caller: "a v1".into(),
+                request: request("q"),
+                response: response("one"),
+            },
+            CassetteEntry { key: String::new(), caller: "b".into(), request: request("q"), response: response("two") },
+        ];
+        let entries: Vec<CassetteEntry> = entries
+            .into_iter()
+            .map(|mut entry| {
+                entry.key = request_key(&entry.request);
+                entry
+            })
+            .collect();
+        let lax = ReplayProvider::from_entries("c.jsonl".into(), entries.clone());
+        assert_eq!(lax.chat("a v2", &request("q")).await.unwrap().content, "one");
+        let strict = ReplayProvider::from_entries("c.jsonl".into(), entries).with_strict_callers();
+        assert_eq!(strict.chat("b", &request("q")).await.unwrap().content, "two");
+        assert_eq!(strict.chat("a v1", &request("q")).await.unwrap().content, "one");
+        let message = strict.chat("a v2", &request("q")).await.unwrap_err().to_string();
+        assert!(message.contains("nothing is recorded for `a v2`") && message.contains("a v1"), "{message}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! (`--eval-runs`) gets its own seed. The port is synchronous, so the evaluator owns a small
 //! runtime: call it from synchronous code, not from inside an async task.
 
+use agentic_eval::compliance::TRACE_SOURCE;
 use agentic_eval::compliance::tier3::{Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, validate_verdict};
 use serde_json::{Value, json};
 
@@ -26,6 +27,32 @@ pub struct JudgeTier3Evaluator {
     schema: Value,
     /// What the evaluations cost so far.
     pub usage: JudgeUsage,
+    /// The answering judge as its configuration names it (name, version, provider,
+    /// structured-output mode): what the request alone does not show. It goes into the
+    /// caller of every exchange, so a cassette replayed with strict callers misses when
+    /// the judge changed (see `tier3_caller_identity`).
+    identity: String,
+}
+
+/// How the tier-3 caller names the judge that answers: `judge=NAME version=V provider=P
+/// structured_output=S` (the first judge of the configuration).
+fn tier3_caller_identity(judge: &Judge) -> String {
+    let Some(first) = judge.config().judges.first() else { return String::new() };
+    format!(
+        "judge={} version={} provider={} structured_output={}",
+        first.name,
+        first.version,
+        serde_name(&first.provider),
+        serde_name(&first.structured_output)
+    )
+}
+
+/// The name serde gives a unit enum value (`openai`, `json_schema`).
+fn serde_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        other => format!("{other:?}"),
+    }
 }
 
 /// The built-in tier-3 prompt.
@@ -52,6 +79,7 @@ impl JudgeTier3Evaluator {
             .build()
             .map_err(|error| JudgeError::Input(format!("cannot start the evaluator's runtime: {error}")))?;
         Ok(JudgeTier3Evaluator {
+            identity: tier3_caller_identity(&judge),
             judge,
             runtime,
             template: tier3_template(),
@@ -68,9 +96,12 @@ impl Tier3Evaluator for JudgeTier3Evaluator {
             "checkpoint": request.checkpoint,
             "evidence": serde_json::to_string_pretty(&request.evidence).unwrap_or_default(),
             "trace": request.trace_excerpt.join("\n"),
+            // A checkpoint that lists the trace is told when it is empty (rather than not
+            // shown the section at all).
+            "trace_listed": request.checkpoint.verification.evidence_sources.iter().any(|s| s == TRACE_SOURCE),
         });
         let seed = self.judge.case_seed(&format!("{checkpoint}#run{}", request.run));
-        let caller = format!("tier3:{checkpoint}");
+        let caller = format!("tier3:{checkpoint} {}", self.identity);
         // The Mode A / Mode B rules are checked with the schema, so a reply that breaks them
         // gets the one repair too.
         let rules = |value: &Value| {

@@ -62,6 +62,9 @@ pub struct Calibration {
     /// Annotations of tier-1 and tier-2 checkpoints (case, id, tier): not compared, since
     /// calibration measures the tier-3 evaluator.
     pub not_semantic: Vec<(String, String, u8)>,
+    /// Annotations of tier-3 checkpoints that were not applicable in their case (case, id):
+    /// nothing was judged, so nothing is compared.
+    pub not_applicable: Vec<(String, String)>,
 }
 
 /// Compares evaluator and human states over the golden set.
@@ -71,6 +74,7 @@ pub fn calibrate(cases: &[GoldenCase]) -> Calibration {
     let mut disagreements = Vec::new();
     let mut unknown_ids = Vec::new();
     let mut not_semantic = Vec::new();
+    let mut not_applicable = Vec::new();
     for case in cases {
         for (id, human) in &case.human {
             let Some(result) = case.report.checkpoints.iter().find(|c| &c.id == id) else {
@@ -82,6 +86,7 @@ pub fn calibrate(cases: &[GoldenCase]) -> Calibration {
                 continue;
             }
             if result.result == ResultState::NotApplicable {
+                not_applicable.push((case.name.clone(), id.clone()));
                 continue;
             }
             compared += 1;
@@ -108,6 +113,7 @@ pub fn calibrate(cases: &[GoldenCase]) -> Calibration {
         disagreements,
         unknown_ids,
         not_semantic,
+        not_applicable,
     }
 }
 
@@ -140,6 +146,12 @@ impl Calibration {
         }
         for (case, id) in &self.unknown_ids {
             out.push_str(&format!("\n  {case}: annotation for unknown checkpoint `{id}` ignored"));
+        }
+        for (case, id) in &self.not_applicable {
+            out.push_str(&format!(
+                "\n  {case}: annotation for `{id}` not compared: the checkpoint was not applicable in that case \
+                 (its evidence is absent or `applies_when` does not hold), so nothing was judged"
+            ));
         }
         for (case, id, tier) in &self.not_semantic {
             out.push_str(&format!(
@@ -243,5 +255,6 @@ mod tests {
         assert!(calibration.warning);
         let text = calibration.render();
         assert!(text.contains("nothing to compare") && !text.contains("below"), "{text}");
+        assert!(text.contains("run: annotation for `B-01` not compared: the checkpoint was not applicable"), "{text}");
     }
 }

@@ -36,8 +36,8 @@ pub use sequence::{
     TraceOutcome,
 };
 pub use spec::{
-    Checkpoint, CheckpointSpec, CompiledCheckpoint, CompiledSpec, EnvironmentConstraint, Method, SpecLoad, Tier,
-    lint_against_previous, load_spec, parse_spec,
+    Checkpoint, CheckpointSpec, CompiledCheckpoint, CompiledSpec, EnvironmentConstraint, Method, SpecLoad,
+    TRACE_SOURCE, Tier, lint_against_previous, load_spec, parse_spec,
 };
 pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, VerdictResult};
 

@@ -156,8 +156,12 @@ pub fn confidence_status(scores: &[Option<f64>]) -> ConfidenceStatus {
     // Decided on the figures the report prints (range in 2 decimals, variance in 4), so that
     // 0.57 * 100 = 56.99999999999999 cannot move a run across a band.
     let (_, variance, low, high) = statistics(&values);
-    let variance = round4(variance);
-    let width = round2(round2(high) - round2(low));
+    band(round4(variance), round2(low), round2(high))
+}
+
+/// The band of a variance and a range as the report prints them.
+fn band(variance: f64, low: f64, high: f64) -> ConfidenceStatus {
+    let width = round2(high - low);
     if variance <= 2.0 && width <= 5.0 {
         ConfidenceStatus::HighConfidence
     } else if variance <= 10.0 && width <= 10.0 {
@@ -399,6 +403,73 @@ impl ComplianceReport {
                 show(self.scores.compliance_percent),
                 rating_text(rating_for(self.scores.compliance_percent))
             ));
+        }
+        self.confidence_inconsistency().or_else(|| self.audit_inconsistency())
+    }
+
+    /// What no check could have written in `tier_3_confidence` (see [`Tier3Confidence::from_runs`]).
+    fn confidence_inconsistency(&self) -> Option<String> {
+        let confidence = &self.tier_3_confidence;
+        let at = "`tier_3_confidence`";
+        if confidence.runs == 0 {
+            return Some(format!("{at} has `runs` 0 (a check runs tier 3 at least once)"));
+        }
+        if confidence.protocol_enabled != (confidence.runs >= 2) {
+            return Some(format!(
+                "{at} has `protocol_enabled` {} with {} run(s) (it is true exactly with two or more)",
+                confidence.protocol_enabled, confidence.runs
+            ));
+        }
+        let figures = [confidence.score_range.is_some(), confidence.mean.is_some(), confidence.variance.is_some()];
+        if figures.iter().any(|&f| f) && !figures.iter().all(|&f| f) {
+            return Some(format!("{at} gives some of `score_range`, `mean` and `variance` but not all"));
+        }
+        if let (Some([low, high]), Some(mean)) = (confidence.score_range, confidence.mean)
+            && !(low - 0.01..=high + 0.01).contains(&mean)
+        {
+            return Some(format!("{at} has `mean` {mean} outside its `score_range` [{low}, {high}]"));
+        }
+        let expected = match (confidence.runs, confidence.score_range, confidence.variance) {
+            (1, ..) => Some(ConfidenceStatus::SingleRun),
+            (_, Some([low, high]), Some(variance)) => {
+                // One run repeated (no checkpoint judged apart) is INSUFFICIENT_DATA too.
+                let computed = band(variance, low, high);
+                (confidence.status != ConfidenceStatus::InsufficientData).then_some(computed)
+            }
+            _ => Some(ConfidenceStatus::InsufficientData),
+        };
+        if let Some(expected) = expected
+            && expected != confidence.status
+        {
+            return Some(format!(
+                "{at} has `status` {} where its figures give {}",
+                status_text(confidence.status),
+                status_text(expected)
+            ));
+        }
+        None
+    }
+
+    /// What no check could have written in `evaluator_audit`: it counts tier-3 checkpoints.
+    fn audit_inconsistency(&self) -> Option<String> {
+        let audit = &self.evaluator_audit;
+        let tier3 = self.checkpoints.iter().filter(|c| c.tier == 3).count() as u64;
+        if audit.tier_3_checkpoints_count != tier3 {
+            return Some(format!(
+                "`evaluator_audit.tier_3_checkpoints_count` is {}, but the report has {tier3} tier-3 checkpoint(s)",
+                audit.tier_3_checkpoints_count
+            ));
+        }
+        for (field, count) in [
+            ("undocumented_passes", audit.undocumented_passes),
+            ("undocumented_fails", audit.undocumented_fails),
+            ("tier_3_without_evidence_citation", audit.tier_3_without_evidence_citation),
+        ] {
+            if count > tier3 {
+                return Some(format!(
+                    "`evaluator_audit.{field}` is {count}, more than the {tier3} tier-3 checkpoint(s) it counts"
+                ));
+            }
         }
         None
     }
@@ -654,7 +725,7 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
     let summary = &report.summary;
     // One line per item: a line break in a name or note (an evaluator's, a matcher's text)
     // is shown, not followed.
-    let shown = |text: &str| text.replace('\r', "\\r").replace('\n', "\\n");
+    let shown = |text: &str| visible(&text.replace('\r', "\\r").replace('\n', "\\n"));
     let _ = writeln!(
         out,
         "{} (spec {}): {} checkpoints",
@@ -776,9 +847,30 @@ fn markdown_text(text: &str) -> String {
 }
 
 /// `text` on one line: a line break of any kind (CR LF, CR, LF) would end a table row, a
-/// heading or a list item, and could start a Markdown block of its own.
+/// heading or a list item, and could start a Markdown block of its own. Other control
+/// characters are shown escaped (see [`visible`]).
 fn one_line(text: &str) -> String {
-    text.replace("\r\n", " ").replace(['\r', '\n'], " ")
+    visible(&text.replace("\r\n", " ").replace(['\r', '\n'], " "))
+}
+
+/// `text` with control characters other than tab, and the bidirectional overrides, shown as
+/// `\u{1b}`: notes carry what a model or a trace wrote, and an ESC sequence would act on the
+/// reader's terminal, an override reorder what the reader sees.
+pub(crate) fn visible(text: &str) -> String {
+    let hidden =
+        |c: char| (c.is_control() && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.contains(hidden) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The Markdown report for people.
@@ -911,6 +1003,9 @@ mod tests {
         assert_eq!(markdown_text("a ` b"), r"a \` b");
         assert_eq!(markdown_text("`x` `` *"), r"`x` \`\` \*");
         assert_eq!(markdown_text("`x` `y"), r"`x` \`y");
+        // Control characters cannot reach a terminal or a viewer raw.
+        assert_eq!(markdown_text("\u{1b}[31mRED\u{1b}[0m"), r"\\u{1b}\[31mRED\\u{1b}\[0m");
+        assert_eq!(visible("a\tb\u{7}\u{9b}c\u{202e}d"), r"a	b\u{7}\u{9b}c\u{202e}d");
     }
 
     #[test]

