@@ -153,7 +153,12 @@ impl ClaudeHookAdapter {
     ) {
         let Some(id) = tool_use_id else { return };
         if hook != "PreToolUse" {
-            if let Some(at) = self.spawners.iter().position(|spawner| &spawner.tool_use_id == id) {
+            // The same id in another session is another call.
+            if let Some(at) = self
+                .spawners
+                .iter()
+                .position(|spawner| &spawner.tool_use_id == id && spawner.session_id.as_ref() == session_id)
+            {
                 self.spawners.remove(at);
             }
             return;

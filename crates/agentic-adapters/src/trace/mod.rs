@@ -651,9 +651,12 @@ pub(crate) fn opt_str(record: &serde_json::Map<String, Value>, key: &str) -> Res
 pub(crate) fn opt_id(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match record.get(key) {
         Some(Value::Number(number)) if number.is_i64() || number.is_u64() => Ok(Some(number.to_string())),
-        Some(Value::Number(number)) => {
-            Err(format!("`{key}` {number} is not an integer; write an id as a string (\"{number}\") or an integer"))
-        }
+        // A fraction, an exponent, or an integer beyond 64 bits (read as a float, so its
+        // digits are gone): only the writer knows the id it meant.
+        Some(Value::Number(number)) => Err(format!(
+            "`{key}` {number} is not an integer id of at most 64 bits (a fraction, an exponent, or an integer \
+             too long to keep); write the id in quotes, as a string, exactly as the trace's other records spell it"
+        )),
         Some(other @ (Value::Bool(_) | Value::Array(_) | Value::Object(_))) => {
             Err(format!("`{key}` must be a string or an integer, found {}", kind_of(other)))
         }

@@ -41,6 +41,8 @@ struct Pending {
     time: i128,
     moment: Moment,
     depth: usize,
+    /// The event's own time (`time` may be moved into its parent's span), for ties.
+    own_time: i128,
     order: usize,
     event: CanonicalEvent,
 }
@@ -107,16 +109,20 @@ impl TraceAdapter for OtlpJsonAdapter {
                 Err(message) => bad.push(message),
             }
         }
-        // Depth of each span within this export, for ordering ties.
-        let parents: std::collections::HashMap<&str, Option<&str>> =
-            parsed.iter().filter_map(|p| p.span_id.as_deref().map(|id| (id, p.parent_span_id.as_deref()))).collect();
+        // Depth of each span within this export, for ordering ties. Span ids are those of
+        // one trace: a parent is looked up in its child's trace.
+        type Key<'a> = (Option<&'a str>, &'a str);
+        let parents: std::collections::HashMap<Key<'_>, Option<&str>> = parsed
+            .iter()
+            .filter_map(|p| p.span_id.as_deref().map(|id| ((p.trace_id.as_deref(), id), p.parent_span_id.as_deref())))
+            .collect();
         let depths: Vec<usize> = parsed
             .iter()
             .map(|p| {
                 let mut depth = 0;
                 let mut parent = p.parent_span_id.as_deref();
                 while let Some(parent_id) = parent {
-                    match parents.get(parent_id) {
+                    match parents.get(&(p.trace_id.as_deref(), parent_id)) {
                         Some(next) if depth <= parents.len() => {
                             depth += 1;
                             parent = *next;
@@ -130,12 +136,20 @@ impl TraceAdapter for OtlpJsonAdapter {
         // The times events are ordered by: a span inside another in this export starts no
         // earlier than it and ends no later (clocks of two processes disagree by a little; the
         // parent id says which came first). The events keep their own times.
-        let index: std::collections::HashMap<&str, usize> =
-            parsed.iter().enumerate().filter_map(|(idx, p)| p.span_id.as_deref().map(|id| (id, idx))).collect();
+        let index: std::collections::HashMap<Key<'_>, usize> = parsed
+            .iter()
+            .enumerate()
+            .filter_map(|(idx, p)| p.span_id.as_deref().map(|id| ((p.trace_id.as_deref(), id), idx)))
+            .collect();
         let parent_of: Vec<Option<usize>> = parsed
             .iter()
             .enumerate()
-            .map(|(idx, p)| p.parent_span_id.as_deref().and_then(|id| index.get(id).copied()).filter(|&up| up != idx))
+            .map(|(idx, p)| {
+                p.parent_span_id
+                    .as_deref()
+                    .and_then(|id| index.get(&(p.trace_id.as_deref(), id)).copied())
+                    .filter(|&up| up != idx)
+            })
             .collect();
         let mut outer_first: Vec<usize> = (0..parsed.len()).collect();
         outer_first.sort_by_key(|&idx| depths[idx]);
@@ -156,14 +170,25 @@ impl TraceAdapter for OtlpJsonAdapter {
             let depth = depths[idx];
             let (start, end) = (starts[idx], ends[idx]);
             let moment = if end == start { Moment::EndAtStart } else { Moment::EndAfterStart };
-            pending.push(Pending { time: start, moment: Moment::Start, depth, order: idx, event: span.start });
-            pending.push(Pending { time: end, moment, depth, order: idx, event: span.end });
+            let (own_start, own_end) = (span.start_nanos, span.end_nanos);
+            pending.push(Pending {
+                time: start,
+                moment: Moment::Start,
+                depth,
+                own_time: own_start,
+                order: idx,
+                event: span.start,
+            });
+            pending.push(Pending { time: end, moment, depth, own_time: own_end, order: idx, event: span.end });
         }
         // Same time: ends of spans that lasted, then starts (outer first), then ends of spans
-        // that took no time; ends inner first.
+        // that took no time; ends inner first. Siblings moved to the same time (both started
+        // a little before their parent) keep the order of their own times; only then does
+        // the listing order decide.
         pending.sort_by(|a, b| {
             a.time.cmp(&b.time).then(a.moment.cmp(&b.moment)).then_with(|| {
                 if a.moment == Moment::Start { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }
+                    .then(a.own_time.cmp(&b.own_time))
                     .then(a.order.cmp(&b.order))
             })
         });
@@ -173,6 +198,7 @@ impl TraceAdapter for OtlpJsonAdapter {
 }
 
 struct ParsedSpan {
+    trace_id: Option<String>,
     span_id: Option<String>,
     parent_span_id: Option<String>,
     start_nanos: i128,
@@ -277,7 +303,8 @@ fn parse_span(
     };
     attrs.extend(resource_attributes);
     attrs.insert("x.otlp.span_name".to_owned(), Value::String(name.clone()));
-    let context = SpanContext { trace_id, span_id: span_id.clone(), parent_span_id: parent_span_id.clone() };
+    let context =
+        SpanContext { trace_id: trace_id.clone(), span_id: span_id.clone(), parent_span_id: parent_span_id.clone() };
     let raw = Value::Object(span);
     let source = EventSource {
         format: TraceFormat::OtlpJson.name().to_owned(),
@@ -301,6 +328,7 @@ fn parse_span(
     end.error = error;
     end.source = Some(source);
     Ok(ParsedSpan {
+        trace_id,
         span_id,
         parent_span_id,
         start_nanos: start_nanos.unwrap_or(0),

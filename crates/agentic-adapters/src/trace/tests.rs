@@ -2,7 +2,7 @@
 
 use agentic_core::{EventStatus, EventType};
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::parallel::{Batch, LineWork};
 use super::*;
@@ -313,7 +313,8 @@ fn ids_are_strings_or_integers_and_other_numbers_are_malformed() {
                 {\"tool_name\":\"Read\",\"parent_trace_id\":1e0}\n\
                 {\"tool_name\":\"Read\",\"trace_id\":true}\n\
                 {\"tool_name\":\"Read\",\"span_type\":1}\n\
-                {\"tool_name\":\"Read\",\"trace_id\":18446744073709551615}\n";
+                {\"tool_name\":\"Read\",\"trace_id\":18446744073709551615}\n\
+                {\"tool_name\":\"Read\",\"trace_id\":18446744073709551616}\n";
     let got = read(text, None);
     let task = got[0].as_ref().unwrap();
     let child = got[1].as_ref().unwrap();
@@ -326,6 +327,9 @@ fn ids_are_strings_or_integers_and_other_numbers_are_malformed() {
     assert!(message(4).contains("`trace_id` must be a string or an integer, found a boolean"), "{}", message(4));
     assert!(message(5).contains("`span_type` must be a string, found a number"), "{}", message(5));
     assert_eq!(got[6].as_ref().unwrap().span.as_ref().unwrap().span_id.as_deref(), Some("18446744073709551615"));
+    // One past 64 bits: the digits are lost in reading, so the message asks for quotes and
+    // does not offer a spelling of its own.
+    assert!(message(7).contains("too long to keep); write the id in quotes"), "{}", message(7));
     // The fast reader leaves such records to the adapter: both read them alike.
     assert_parallel_agrees(text.as_bytes(), None);
     let hook =
@@ -1143,6 +1147,106 @@ fn otlp_children_whose_clock_is_off_stay_inside_their_parent() {
     assert_eq!(order, expected);
     let search = got.iter().find(|e| e.step_name.as_deref() == Some("search")).unwrap();
     assert_eq!(search.timestamp.timestamp_nanos_opt(), Some(1_000_000), "events keep their own times");
+}
+
+/// A span of [`otlp_doc_in_traces`]: `(trace, span id, parent id, name, start, end)`.
+type TraceSpan<'a> = (&'a str, &'a str, Option<&'a str>, String, u64, u64);
+
+/// One OTLP document of `spans`.
+fn otlp_doc_in_traces(spans: &[TraceSpan<'_>]) -> String {
+    let spans: Vec<Value> = spans
+        .iter()
+        .map(|(trace, id, parent, name, start, end)| {
+            let mut span = json!({"traceId": trace, "spanId": id, "name": name,
+                                  "startTimeUnixNano": start.to_string(), "endTimeUnixNano": end.to_string()});
+            if let Some(parent) = parent {
+                span["parentSpanId"] = json!(parent);
+            }
+            span
+        })
+        .collect();
+    json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
+}
+
+const TRACE_A: &str = "11111111111111111111111111111111";
+const TRACE_B: &str = "22222222222222222222222222222222";
+
+/// Siblings whose clocks both run ahead of their parent are ordered by their own times, not
+/// by where the export lists them; a parent id is looked up in its span's own trace (the same
+/// span id in another trace of the export is another span).
+#[test]
+fn otlp_order_follows_times_and_traces_not_the_listing() {
+    let name = |text: &str| text.to_owned();
+    let agent = (TRACE_A, "00000000000000a1", None, name("invoke_agent coder"), 1000, 2000);
+    let search = (TRACE_A, "00000000000000b1", Some("00000000000000a1"), name("execute_tool search"), 900, 1500);
+    let edit = (TRACE_A, "00000000000000b2", Some("00000000000000a1"), name("execute_tool edit"), 950, 1600);
+    let names = |text: &str| -> Vec<String> {
+        events(text)
+            .iter()
+            .filter(|e| e.event_type == EventType::ToolCallStart)
+            .filter_map(|e| e.step_name.clone())
+            .collect()
+    };
+    for listing in
+        [[&agent, &search, &edit], [&agent, &edit, &search], [&edit, &search, &agent], [&search, &agent, &edit]]
+    {
+        let spans: Vec<_> = listing.iter().map(|&span| span.clone()).collect();
+        assert_eq!(names(&otlp_doc_in_traces(&spans)), ["search", "edit"], "{spans:?}");
+    }
+    // `search` names a parent id that only a span of another trace has: it is not inside
+    // that span, so its own (earlier) time orders it.
+    let other = (TRACE_B, "0000000000000001", None, name("execute_tool edit"), 300, 400);
+    let orphan = (TRACE_A, "0000000000000002", Some("0000000000000001"), name("execute_tool search"), 50, 60);
+    assert_eq!(names(&otlp_doc_in_traces(&[other.clone(), orphan.clone()])), ["search", "edit"]);
+    assert_eq!(names(&otlp_doc_in_traces(&[orphan, other])), ["search", "edit"]);
+}
+
+proptest! {
+    // Cheap cases, and the clock skew that matters (siblings both before their parent) is
+    // one shape among many: enough cases to meet it.
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+    /// Whatever order an export lists its spans in, the events come out in one order (spans
+    /// have distinct times here; with equal times the listing breaks the tie).
+    #[test]
+    fn otlp_event_order_does_not_depend_on_the_listing(
+        shape in proptest::collection::vec((proptest::option::of(0usize..6), 0u64..1000, 1u64..500, proptest::bool::ANY), 1..7),
+        seed in any::<u64>(),
+    ) {
+        let starts: Vec<u64> = shape.iter().map(|s| s.1).collect();
+        let mut distinct = starts.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        prop_assume!(distinct.len() == starts.len());
+        let ends: Vec<u64> = shape.iter().map(|s| s.1 + s.2).collect();
+        let mut distinct_ends = ends.clone();
+        distinct_ends.sort_unstable();
+        distinct_ends.dedup();
+        prop_assume!(distinct_ends.len() == ends.len());
+        let ids: Vec<String> = (0..shape.len()).map(|i| format!("{:016x}", i + 1)).collect();
+        let spans: Vec<TraceSpan<'_>> = shape
+            .iter()
+            .enumerate()
+            .map(|(i, (parent, start, _, other_trace))| {
+                // A parent among the earlier spans (no loops); some spans sit in a second trace.
+                let parent = parent.filter(|&p| p < i).map(|p| ids[p].as_str());
+                let trace = if *other_trace { TRACE_B } else { TRACE_A };
+                (trace, ids[i].as_str(), parent, format!("execute_tool t{i}"), *start, ends[i])
+            })
+            .collect();
+        let order = |spans: &[TraceSpan<'_>]| -> Vec<(EventType, Option<String>)> {
+            events(&otlp_doc_in_traces(spans)).into_iter().map(|e| (e.event_type, e.step_name)).collect()
+        };
+        let expected = order(&spans);
+        let mut shuffled = spans.clone();
+        let mut state = seed | 1;
+        for i in (1..shuffled.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            shuffled.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        prop_assert_eq!(order(&shuffled), expected);
+    }
 }
 
 /// A span without `traceId` or with a time outside OTLP's unsigned nanoseconds is malformed.

@@ -709,7 +709,7 @@ fn compile_nested(
                 diagnostics.push(
                     Diagnostic::error("invalid-regex", format!("`matches` pattern `{pattern}` is not a valid regex"))
                         .at_pointer(format!("{pointer}/matches"))
-                        .with_hint(first_line(&error.to_string())),
+                        .with_hint(regex_problem(&error)),
                 );
                 return None;
             }
@@ -786,8 +786,12 @@ fn compile_nested(
     Some(CompiledCondition::Check { path, operators })
 }
 
-fn first_line(text: &str) -> String {
-    text.lines().rfind(|line| !line.trim().is_empty()).unwrap_or(text).trim().to_owned()
+/// What is wrong with a pattern, in one line: the regex crate's message ends with it
+/// (`error: look-around, including look-ahead and look-behind, is not supported`), after the
+/// pattern and a caret line.
+pub(crate) fn regex_problem(error: &regex::Error) -> String {
+    let text = error.to_string();
+    text.lines().rfind(|line| !line.trim().is_empty()).unwrap_or(&text).trim().to_owned()
 }
 
 /// Whether some number satisfies every comparison.

@@ -220,11 +220,13 @@ fn translate_glob(
         match c {
             '*' if chars.peek() == Some(&'*') => {
                 chars.next();
+                // `s`: `**` crosses line breaks too (`*` and `?` do, as classes), so a
+                // multi-line command cannot slip past `**rm -rf**`.
                 if chars.peek() == Some(&'/') {
                     chars.next();
-                    out.push_str("(?:.*/)?");
+                    out.push_str("(?s:.*/)?");
                 } else {
-                    out.push_str(".*");
+                    out.push_str("(?s:.*)");
                 }
                 // `**` may match no directory at all, taking a `/` before it with it.
                 if let (true, Some(run)) = (top, runs.last_mut())
@@ -473,17 +475,25 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
                 out.push(NameMatch::contains(pattern))
             }
             Ok(regex) => out.push(NameMatch::Pattern(Pattern::regex(regex))),
-            Err(_) => diagnostics.push(
-                Diagnostic::error("invalid-regex", format!("`regex` pattern `{pattern}` is not a valid regex"))
-                    .at_pointer(format!("{pointer}/regex"))
-                    .with_hint("check brackets and escapes; write `\\\\.` for a literal dot in YAML double quotes"),
+            Err(error) => diagnostics.push(
+                Diagnostic::error(
+                    "invalid-regex",
+                    format!("`regex` pattern `{pattern}` is not a valid regex ({})", super::condition::regex_problem(&error)),
+                )
+                .at_pointer(format!("{pointer}/regex"))
+                .with_hint(
+                    "Rust regex syntax: no look-around or back-references; check brackets and escapes; write `\\\\.` for a literal dot in YAML double quotes",
+                ),
             ),
         }
     }
     if let Some(equals) = &text.equals {
-        out.push(match serde_json::from_str::<serde_json::Number>(equals) {
-            Ok(number) => NameMatch::Number(equals.clone(), number),
-            Err(_) => NameMatch::Exact(equals.clone()),
+        // Only a number as written is one: JSON would skip the spaces around " 100".
+        let number =
+            (equals.trim() == equals).then(|| serde_json::from_str::<serde_json::Number>(equals).ok()).flatten();
+        out.push(match number {
+            Some(number) => NameMatch::Number(equals.clone(), number),
+            None => NameMatch::Exact(equals.clone()),
         });
     }
     if let Some(contains) = &text.contains {
@@ -3692,6 +3702,14 @@ mod tests {
             ("[a-]", "-", true),
             ("{src,lib}/**/*.rs", "lib/x/y.rs", true),
             ("?", "é", true),
+            // Line breaks are characters like any other: `**` crosses them as `*` does.
+            ("**rm -rf**", "cd /tmp\nrm -rf build", true),
+            ("**", "a\nb", true),
+            ("**", "\n", true),
+            ("git commit **", "git commit -m \"x\n\nbody\"", true),
+            ("**/x", "a\n/x", true),
+            ("*", "a\nb", true),
+            ("a?b", "a\nb", true),
         ];
         for (glob, path, expected) in cases {
             let pattern = Pattern::glob(glob).expect("a glob");
@@ -4136,6 +4154,11 @@ mod tests {
             ("9007199254740993", r#"{"n":9007199254740992}"#, false),
             ("100", r#"{"n":[100]}"#, false),
             ("true", r#"{"n":true}"#, true),
+            // Spaces make text, not a number: `equals` is exactly this text.
+            (" 100", r#"{"n":100}"#, false),
+            ("100 ", r#"{"n":100}"#, false),
+            ("\t100\n", r#"{"n":100}"#, false),
+            (" 100", r#"{"n":" 100"}"#, true),
         ];
         for (pattern, args, expected) in cases {
             let rules = vec![rule(

@@ -2260,3 +2260,18 @@ fn the_summary_shows_line_breaks_in_names() {
     assert_eq!(output.status.code(), Some(0), "{stdout}");
     assert!(stdout.starts_with("w\\nPASS: forged (spec 1\\r\\n2): 1 checkpoints\n"), "{stdout}");
 }
+
+/// An end record of one session does not end a call with the same `tool_use_id` in
+/// another: the other session's `Task` still spawns its subagent, whose calls are in scope.
+#[test]
+fn a_tool_use_id_in_another_session_is_another_call() {
+    let trace = [
+        r#"{"session_id":"s2","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer"},"tool_use_id":"toolu_01"}"#,
+        r#"{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"toolu_01"}"#,
+        r#"{"session_id":"s2","hook_event_name":"SubagentStart","agent_id":"agent-2","agent_type":"reviewer"}"#,
+        r#"{"session_id":"s2","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"toolu_02","agent_id":"agent-2","agent_type":"reviewer"}"#,
+    ]
+    .join("\n");
+    let run = check_rules(&[("S-01", "{never: {tool: Bash}, within: {tool: Task}}")], &trace);
+    assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0)]), "{}{}", run.stdout(), run.stderr());
+}
