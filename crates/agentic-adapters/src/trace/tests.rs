@@ -383,8 +383,9 @@ fn forced_format_reads_records_of_that_format_only() {
     assert_eq!(TraceFormat::from_name("nope"), None);
 }
 
-/// seq, type, name, span id, parent span id, post-only parent, args, line.
-type EventShape = (u64, EventType, Option<String>, Option<String>, Option<String>, bool, Option<Value>, Option<u64>);
+/// seq, type, name, span id, parent span id, post-only parent, args, line, failed.
+type EventShape =
+    (u64, EventType, Option<String>, Option<String>, Option<String>, bool, Option<Value>, Option<u64>, bool);
 type Shape = Result<EventShape, (u64, String)>;
 
 fn shape_of_event(event: &CanonicalEvent) -> EventShape {
@@ -398,6 +399,7 @@ fn shape_of_event(event: &CanonicalEvent) -> EventShape {
         event.attributes.get("x.tooltrace.span_type") == Some(&json!("parent")),
         event.data.get("input").cloned(),
         event.source.as_ref().and_then(|s| s.line),
+        event.status == Some(EventStatus::Error),
     )
 }
 
@@ -411,6 +413,7 @@ fn shape_of_view(view: &TooltraceView<'_>) -> EventShape {
         view.span_type_parent,
         view.args.map(|a| serde_json::from_str(a).unwrap()),
         Some(view.line),
+        view.failed,
     )
 }
 
@@ -609,6 +612,9 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("\"tool_name\":\"Bash\",".to_owned()),
         Just("\"trace_id\":\"t-1\",\"parent_trace_id\":null,".to_owned()),
         Just("\"phase\":\"pre\",".to_owned()),
+        Just("\"phase\":\"post_failure\",".to_owned()),
+        Just("\"status\":\"error\",".to_owned()),
+        Just("\"status\":\"ok\",".to_owned()),
         Just("\"args\":\"a\\\"b\\u00e9\\ud83d\\ude00\",".to_owned()),
         Just("\"args\":[1.5,-0,1e5,true,false,null,{\"k\":[]}],".to_owned()),
         Just("\"x\":01,".to_owned()),

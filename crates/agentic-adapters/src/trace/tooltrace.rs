@@ -119,6 +119,8 @@ impl TraceAdapter for TooltraceAdapter {
 pub struct TooltraceView<'a> {
     /// `tool_call_start` for `phase: pre`, otherwise `tool_call_end`.
     pub event_type: EventType,
+    /// The call failed: `phase: post_failure`, or `status: error` (also `failed`, `failure`).
+    pub failed: bool,
     /// `tool_name`.
     pub tool_name: std::borrow::Cow<'a, str>,
     /// `trace_id`, else `tool_use_id`.
@@ -190,6 +192,8 @@ impl Field {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Record {
     pub(crate) event_type: EventType,
+    /// An end with status `error` (`phase: post_failure`, or `status: error`).
+    pub(crate) failed: bool,
     pub(crate) span_type_parent: bool,
     pub(crate) tool_name: Field,
     pub(crate) span_id: Field,
@@ -205,6 +209,7 @@ impl Record {
     pub(crate) fn view<'a>(&self, text: &'a str, line: u64, seq: u64) -> Option<TooltraceView<'a>> {
         Some(TooltraceView {
             event_type: self.event_type,
+            failed: self.failed,
             tool_name: std::borrow::Cow::Borrowed(self.tool_name.str(text)?),
             span_id: self.span_id.str(text).map(std::borrow::Cow::Borrowed),
             parent_span_id: self.parent_span_id.str(text).map(std::borrow::Cow::Borrowed),
@@ -464,13 +469,17 @@ fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>, hour: &mut CheckedHo
         Some(b"parent") => true,
         Some(_) => return None,
     };
-    let event_type = match fields.phase.text(bytes) {
-        None | Some(b"post" | b"post_failure") => EventType::ToolCallEnd,
-        Some(b"pre") => EventType::ToolCallStart,
+    let (event_type, failed) = match fields.phase.text(bytes) {
+        None | Some(b"post") => {
+            (EventType::ToolCallEnd, matches!(fields.status.text(bytes), Some(b"error" | b"failed" | b"failure")))
+        }
+        Some(b"post_failure") => (EventType::ToolCallEnd, true),
+        Some(b"pre") => (EventType::ToolCallStart, false),
         Some(_) => return None,
     };
     Some(Record {
         event_type,
+        failed,
         span_type_parent,
         tool_name: fields.tool_name,
         span_id: fields.trace_id.or(fields.tool_use_id),

@@ -962,6 +962,9 @@ pub struct EventRef<'a> {
     pub trace_id: Option<&'a str>,
     /// A post-only container span (`x.tooltrace.span_type: parent`).
     pub post_only_parent: bool,
+    /// The call ended with an error (an end event whose status is `error`): the tier-3
+    /// excerpt marks it.
+    pub failed: bool,
     /// The 1-based line in the trace file.
     pub line: Option<u64>,
     /// The event's sequence number (cited in notes; the order is the order events are fed in).
@@ -988,6 +991,7 @@ impl<'a> EventRef<'a> {
                 .and_then(|span| span.trace_id.as_deref())
                 .filter(|_| event.source.as_ref().is_none_or(|source| source.format != "tooltrace")),
             post_only_parent: event.attributes.get("x.tooltrace.span_type").and_then(Value::as_str) == Some("parent"),
+            failed: event.status == Some(agentic_core::EventStatus::Error),
             line: event.source.as_ref().and_then(|s| s.line),
             seq: event.seq,
         }
@@ -1698,7 +1702,8 @@ pub struct SequenceEngine {
     /// Starts without a span id that have not ended, by kind and name: an end without an id
     /// pairs with one of its name (at most [`MAX_IDLESS_NAMES`] names are tracked).
     open_idless: HashMap<(bool, String), u64>,
-    excerpt: VecDeque<String>,
+    /// The last calls, with their span's hash (to mark a failed end on its start's line).
+    excerpt: VecDeque<(Option<u64>, String)>,
     excerpt_capacity: usize,
     events: u64,
     calls: u64,
@@ -2105,6 +2110,12 @@ impl SequenceEngine {
                     // A start without an id, of the same name, is this call's start.
                     None => !self.open_idless.is_empty() && self.end_idless(kind == CallKind::Agent, event.name),
                 };
+                if started
+                    && event.failed
+                    && let Some(span) = span
+                {
+                    self.mark_failed(span.hash);
+                }
                 (Some(kind), !started)
             }
             _ => (None, false),
@@ -2157,7 +2168,7 @@ impl SequenceEngine {
         };
         if counts {
             self.calls += 1;
-            self.push_excerpt(location, name, event.args);
+            self.push_excerpt(location, event, span.map(|span| span.hash));
         }
         // With precomputed bits, only rules that can change are visited: those with a
         // scope (which follows every event), those stepped on every event, and those one of
@@ -2433,7 +2444,7 @@ impl SequenceEngine {
             events: self.events,
             calls: self.calls,
             summarized: self.summarized,
-            excerpt: self.excerpt.into_iter().collect(),
+            excerpt: self.excerpt.into_iter().map(|(_, line)| line).collect(),
         }
     }
 }
@@ -2766,6 +2777,27 @@ mod tests {
         assert_eq!(outcome.excerpt.len(), 2);
         assert!(outcome.excerpt[1].starts_with("line 5 (event 5): Bash"), "{:?}", outcome.excerpt);
         assert_eq!((outcome.events, outcome.calls), (5, 5));
+    }
+
+    /// The tier-3 excerpt marks a call that failed: on its start's line when its end (with
+    /// status `error`) pairs with it, and on the line of a post-only call that failed.
+    #[test]
+    fn the_excerpt_marks_failed_calls() {
+        let failed = |mut event: CanonicalEvent| {
+            event.status = Some(agentic_core::EventStatus::Error);
+            event
+        };
+        let events = vec![
+            call(EventType::ToolCallStart, "Bash", json!({"command": "rm -rf build"}), Some("c1"), None, 1),
+            call(EventType::ToolCallStart, "Read", json!({}), Some("c2"), None, 2),
+            call(EventType::ToolCallEnd, "Read", json!({}), Some("c2"), None, 3),
+            failed(call(EventType::ToolCallEnd, "Bash", json!({"command": "rm -rf build"}), Some("c1"), None, 4)),
+            failed(end("Write", json!({"file_path": "x"}), 5)),
+            end("Edit", json!({}), 6),
+        ];
+        let outcome = SequenceEngine::run(vec![rule(json!({"never": {"tool": "Grep"}}))], events, 10);
+        let marked: Vec<bool> = outcome.excerpt.iter().map(|line| line.ends_with(" -> failed")).collect();
+        assert_eq!(marked, [true, false, true, false], "{:?}", outcome.excerpt);
     }
 
     #[test]
@@ -3165,6 +3197,7 @@ mod tests {
             parent_span_id: parent,
             trace_id: None,
             post_only_parent: container,
+            failed: false,
             line: Some(line),
             seq: line,
         }
@@ -3538,6 +3571,7 @@ mod tests {
                     parent_span_id: (span > 0).then(|| ids[span - 1]),
                     trace_id: None,
                     post_only_parent: name == 3,
+                    failed: false,
                     line: Some(seq as u64 + 1),
                     seq: seq as u64 + 1,
                 };
@@ -3581,6 +3615,7 @@ mod tests {
                     parent_span_id: (parent && span > 0).then(|| ids[span - 1]),
                     trace_id: None,
                     post_only_parent: name == 3 || name == 4,
+                    failed: false,
                     line: Some(2 * seq as u64 + 1),
                     seq: seq as u64 + 1,
                 })
@@ -3607,6 +3642,7 @@ mod tests {
             parent_span_id: parent,
             trace_id: None,
             post_only_parent: name != "Bash",
+            failed: false,
             line: Some(seq),
             seq,
         };
@@ -3848,6 +3884,7 @@ mod tests {
                         parent_span_id: ids.get(parent).copied(),
                         trace_id: None,
                         post_only_parent: flags == 0 || (flags == 1 && names[name] == "Task"),
+                    failed: false,
                         line: (flags != 3).then_some(2 * seq as u64 + 1),
                         seq: seq as u64 + 1,
                     }
@@ -3909,6 +3946,7 @@ mod tests {
             parent_span_id: None,
             trace_id: None,
             post_only_parent: false,
+            failed: false,
             line: None,
             seq,
         };

@@ -935,6 +935,7 @@ fn view_ref<'a>(view: &'a TooltraceView<'_>) -> EventRef<'a> {
         // Tooltrace ids are file-wide.
         trace_id: None,
         post_only_parent: view.span_type_parent,
+        failed: view.failed,
         line: Some(view.line),
         seq: view.seq,
     }

@@ -23,8 +23,15 @@
 
 use super::{
     ArgsRef, EventRef, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState, SequenceEngine,
-    by_hash, span_refs,
+    by_hash, span_hash, span_refs,
 };
+
+/// How the excerpt marks a call that ended with an error.
+const FAILED_MARK: &str = " -> failed";
+
+fn is_end(event_type: agentic_core::EventType) -> bool {
+    matches!(event_type, agentic_core::EventType::ToolCallEnd | agentic_core::EventType::AgentInvokeEnd)
+}
 
 /// What a run changes for one rule (positions are indexes of events in the run).
 #[derive(Debug, Clone, PartialEq)]
@@ -235,23 +242,40 @@ impl SequenceEngine {
 
     /// Adds a call to the excerpt (for events counted through a summary).
     pub fn note_call(&mut self, event: &EventRef<'_>) {
-        self.push_excerpt(Location { line: event.line, seq: event.seq }, event.name.unwrap_or(""), event.args);
+        let span = event.span_id.map(|id| span_hash(event.trace_id, id));
+        self.push_excerpt(Location { line: event.line, seq: event.seq }, event, span);
     }
 
-    pub(super) fn push_excerpt(&mut self, location: Location, name: &str, args: ArgsRef<'_>) {
+    /// Adds a call to the excerpt; `span` (its span's hash) lets its end mark it failed.
+    pub(super) fn push_excerpt(&mut self, location: Location, event: &EventRef<'_>, span: Option<u64>) {
         if self.excerpt_capacity == 0 {
             return;
         }
         if self.excerpt.len() == self.excerpt_capacity {
             self.excerpt.pop_front();
         }
-        let args = match args {
+        let args = match event.args {
             ArgsRef::None => String::new(),
             ArgsRef::Value(value) => value.to_string(),
             ArgsRef::Json(text) => text.to_owned(),
         };
         let args: String = args.chars().take(160).collect();
-        self.excerpt.push_back(format!("{location}: {name} {args}"));
+        let name = event.name.unwrap_or("");
+        let mut line = format!("{location}: {name} {args}");
+        // A post-only call that failed (tooltrace `status: error`) is whole here.
+        if event.failed && is_end(event.event_type) {
+            line.push_str(FAILED_MARK);
+        }
+        self.excerpt.push_back((span, line));
+    }
+
+    /// The end of a call whose start is in the excerpt: a failure is marked on that line.
+    pub(super) fn mark_failed(&mut self, span: u64) {
+        if let Some((_, line)) = self.excerpt.iter_mut().rev().find(|(hash, _)| *hash == Some(span))
+            && !line.ends_with(FAILED_MARK)
+        {
+            line.push_str(FAILED_MARK);
+        }
     }
 }
 
@@ -474,6 +498,7 @@ mod tests {
             parent_span_id: None,
             trace_id: None,
             post_only_parent: false,
+            failed: false,
             line: Some(1),
             seq: 1,
         };
