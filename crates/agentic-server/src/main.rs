@@ -9,6 +9,25 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// A line on standard error that never panics: a warning written to a closed or full
+/// standard error is lost, not turned into a crash (exit 101, which `eprintln!` gives).
+macro_rules! say_err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// Text on standard output, flushed: `Err` ("cannot write to standard output", exit 2) on a
+/// full disk or a closed descriptor, never a panic (which `print!` gives).
+macro_rules! stdout_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        anyhow::Context::context(write!(out, $($arg)*).and_then(|()| out.flush()), "cannot write to standard output")
+    }};
+}
+
 mod commands;
 
 /// Run AI-agent workflows and score them so a team can trust the verdict in CI.
@@ -67,9 +86,9 @@ fn main() -> ExitCode {
 
 /// Prints an error and its causes, one per line.
 fn report_error(error: &anyhow::Error) {
-    eprintln!("error: {error}");
+    say_err!("error: {error}");
     for cause in error.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
+        say_err!("  caused by: {cause}");
     }
 }
 

@@ -29,6 +29,7 @@ use agentic_adapters::trace::{
 };
 use agentic_core::Diagnostic;
 use agentic_core::yaml::parse_yaml;
+use agentic_eval::compliance::report::REPORT_SCHEMA_VERSION;
 use agentic_eval::compliance::spec::Tier;
 use agentic_eval::compliance::{
     ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase, MatchPlan,
@@ -209,6 +210,57 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             first.checkpoint.id
         );
     }
+    // Every input is read and checked before the trace pass and any judge call (which may
+    // cost money): a typo in `--baseline` or `--evaluated-at` fails at once.
+    let evaluated_at = match &args.evaluated_at {
+        // The report's time is UTC, as its schema says.
+        Some(stamp) => chrono::DateTime::parse_from_rfc3339(stamp)
+            .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+        None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    };
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let text = read_text(path, "the --baseline report")?;
+            let baseline: ComplianceReport = from_strict_json(&text).with_context(|| {
+                format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
+            })?;
+            let major = |version: &str| version.split('.').next().unwrap_or_default().to_owned();
+            if major(&baseline.schema_version) != major(REPORT_SCHEMA_VERSION) {
+                bail!(
+                    "baseline `{path}` is a report of schema_version `{}`; this agentic reads reports of schema_version {}.x; \
+                     run `agentic check` again on the baseline's trace to make a comparable report",
+                    baseline.schema_version,
+                    major(REPORT_SCHEMA_VERSION)
+                );
+            }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(twice) = baseline.checkpoints.iter().find(|c| !seen.insert(c.id.as_str())) {
+                bail!(
+                    "baseline `{}` lists checkpoint `{}` twice, and a report has each id once; use a report written \
+                     by `agentic check --json`, not an edited or merged one",
+                    path,
+                    twice.id
+                );
+            }
+            if let Some(problem) = baseline.inconsistency() {
+                bail!(
+                    "baseline `{path}` is not a report `agentic check` wrote: {problem}; use a report written by \
+                     `agentic check --json`, not an edited one"
+                );
+            }
+            if baseline.workflow != spec.spec.workflow {
+                bail!(
+                    "baseline `{path}` is a report of workflow `{}`, not `{}`; compare reports of the same workflow",
+                    baseline.workflow,
+                    spec.spec.workflow
+                );
+            }
+            Some(baseline)
+        }
+        None => None,
+    };
     let evidence = read_evidence(&args.evidence)?;
     let trace = match &args.trace {
         Some(path) => Some(run_trace(&spec, path, args.trace_format, args.malformed)?),
@@ -229,19 +281,20 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             // A verdict nobody asks for is most likely a typo in an id: say so.
             for id in replay.ids() {
                 if !spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == id) {
-                    eprintln!(
+                    say_err!(
                         "warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`; fix the id or remove the verdict"
                     );
                 } else if replay.recorded_runs(id).is_none() && args.eval_runs > 1 {
-                    eprintln!(
+                    say_err!(
                         "warning: {path}: `{id}` has one verdict for all {} runs, so it adds nothing to their spread; \
                          record a list of {} verdicts (one per run) to measure it",
-                        args.eval_runs, args.eval_runs
+                        args.eval_runs,
+                        args.eval_runs
                     );
                 } else if let Some(recorded) = replay.recorded_runs(id)
                     && recorded > args.eval_runs as usize
                 {
-                    eprintln!(
+                    say_err!(
                         "note: {path}: `{id}` has verdicts for {recorded} runs and {} run(s) were asked for; the rest \
                          are not used (pass `--eval-runs {recorded}` to use them all and report their spread)",
                         args.eval_runs
@@ -256,65 +309,16 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(judge) => judge,
         None => evaluator.as_mut(),
     };
-    let evaluated_at = match &args.evaluated_at {
-        // The report's time is UTC, as its schema says.
-        Some(stamp) => chrono::DateTime::parse_from_rfc3339(stamp)
-            .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?
-            .with_timezone(&chrono::Utc)
-            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
-        None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    };
     let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };
     let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options)
         .map_err(|error| naming_verdicts(error, args.tier3_verdicts.as_deref()))?;
     if args.eval_runs > 1 && report.checkpoints.iter().all(|c| c.tier != 3 || c.result == ResultState::NotApplicable) {
-        eprintln!(
+        say_err!(
             "warning: --eval-runs {}: no tier-3 checkpoint was judged (the spec has none, or none applies), so the runs \
              are one run repeated; tier_3_confidence says INSUFFICIENT_DATA",
             args.eval_runs
         );
     }
-    let baseline = match &args.baseline {
-        Some(path) => {
-            let text = read_text(path, "the --baseline report")?;
-            let baseline: ComplianceReport = from_strict_json(&text).with_context(|| {
-                format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
-            })?;
-            let major = |version: &str| version.split('.').next().unwrap_or_default().to_owned();
-            if major(&baseline.schema_version) != major(&report.schema_version) {
-                bail!(
-                    "baseline `{path}` is a report of schema_version `{}`; this agentic reads reports of schema_version {}.x; \
-                     run `agentic check` again on the baseline's trace to make a comparable report",
-                    baseline.schema_version,
-                    major(&report.schema_version)
-                );
-            }
-            let mut seen = std::collections::HashSet::new();
-            if let Some(twice) = baseline.checkpoints.iter().find(|c| !seen.insert(c.id.as_str())) {
-                bail!(
-                    "baseline `{}` lists checkpoint `{}` twice, and a report has each id once; use a report written \
-                     by `agentic check --json`, not an edited or merged one",
-                    path,
-                    twice.id
-                );
-            }
-            if let Some(problem) = baseline.inconsistency() {
-                bail!(
-                    "baseline `{path}` is not a report `agentic check` wrote: {problem}; use a report written by \
-                     `agentic check --json`, not an edited one"
-                );
-            }
-            if baseline.workflow != report.workflow {
-                bail!(
-                    "baseline `{path}` is a report of workflow `{}`, not `{}`; compare reports of the same workflow",
-                    baseline.workflow,
-                    report.workflow
-                );
-            }
-            Some(baseline)
-        }
-        None => None,
-    };
     let comparison = baseline.as_ref().map(|baseline| compare_reports(baseline, &report));
     let calibration = match golden {
         Some((path, golden)) => Some(run_golden(&spec, path, golden, &options, judge.as_mut())?),
@@ -325,9 +329,12 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         let usage = &judge.usage;
         let source =
             if args.judge_cassette.is_some() { " (answered from the cassette; tokens as recorded)" } else { "" };
-        eprintln!(
+        say_err!(
             "judge: {} call(s), {} repair(s), {} prompt + {} completion tokens{source}",
-            usage.calls, usage.repairs, usage.prompt_tokens, usage.completion_tokens
+            usage.calls,
+            usage.repairs,
+            usage.prompt_tokens,
+            usage.completion_tokens
         );
     }
     if let Some(calibration) = &calibration {
@@ -337,7 +344,8 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         if path == "-" {
             return std::io::stdout().write_all(text.as_bytes()).context("cannot write to standard output");
         }
-        std::fs::write(path, text).with_context(|| format!("writing `{path}`"))
+        // Whole or not at all: a failed write keeps the old report.
+        super::write_file_whole(Path::new(path), text.as_bytes()).with_context(|| format!("writing `{path}`"))
     };
     if let Some(path) = &args.json {
         let mut text = serde_json::to_string_pretty(&report)?;
@@ -487,7 +495,7 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
     }
     // Tier 3 asks one sample per checkpoint and run: repeats are `--eval-runs`.
     if config.sampling_count > 1 || config.aggregation != Aggregation::Mean {
-        eprintln!(
+        say_err!(
             "warning: `{path}` sets `sampling_count: {}` / `aggregation`; tier 3 of `check` asks one sample per \
              checkpoint and run (its first judge answers) and ignores them; use `--eval-runs N` to repeat tier 3 \
              and report the spread",
@@ -520,7 +528,7 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
         // A replay asks with the seeds of the recording: without a fixed seed the next run
         // draws others and misses every exchange.
         if config.seed.is_none() {
-            eprintln!(
+            say_err!(
                 "warning: `{path}` sets no `seed`, so this run drew {}; to replay `{cassette}` with --judge-cassette, \
                  add `seed: {}` to the judge configuration",
                 judge.seed(),
@@ -528,7 +536,7 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
             );
         }
         if std::fs::metadata(cassette).is_ok_and(|metadata| metadata.len() > 0) {
-            eprintln!(
+            say_err!(
                 "warning: `{cassette}` already holds exchanges; new ones are appended, and a replay answers a \
                  request asked again with the earliest recording first (delete the file to record afresh)"
             );
@@ -599,7 +607,7 @@ fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {
     let load = load_spec(&text, path);
     let errors = load.diagnostics.iter().filter(|d| d.is_error()).count();
     for diagnostic in &load.diagnostics {
-        eprintln!("{diagnostic}");
+        say_err!("{diagnostic}");
     }
     match load.spec {
         Some(spec) if errors == 0 => Ok(spec),
@@ -686,7 +694,7 @@ fn run_trace(
             skipped += 1;
             first_skipped.get_or_insert(error.line);
             if skipped <= 20 {
-                eprintln!("warning: {path}:{error} (skipped)");
+                say_err!("warning: {path}:{error} (skipped)");
             }
             ControlFlow::Continue(())
         }
@@ -711,13 +719,15 @@ fn run_trace(
         bail!("{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records");
     }
     if skipped > 20 {
-        eprintln!("warning: {path}: {skipped} malformed record(s) skipped in total");
+        say_err!("warning: {path}: {skipped} malformed record(s) skipped in total");
     }
     let mut outcome = engine.finish();
     if std::env::var_os("AGENTIC_CHECK_STATS").is_some() {
-        eprintln!(
+        say_err!(
             "stats: {} event(s), {} call(s), {} event(s) through block summaries",
-            outcome.events, outcome.calls, outcome.summarized
+            outcome.events,
+            outcome.calls,
+            outcome.summarized
         );
     }
     if let Some(line) = first_skipped {
@@ -740,7 +750,7 @@ fn run_trace(
     if outcome.calls == 0 && !spec.rules.is_empty() {
         // Absence rules (`never`, `at_most`) pass on such a trace: say so, it is rarely meant.
         let what = if outcome.events == 0 { "no events" } else { "no tool calls or agent invocations" };
-        eprintln!(
+        say_err!(
             "warning: {path}: the trace has {what}; tier-2 rules that forbid something pass without \
              evidence (is the trace capture installed, and is --trace-format right?)"
         );
@@ -774,7 +784,7 @@ fn warn_on_forced_format(path: &str, forced: TraceFormat, input: &mut TraceInput
     if let Some(looks) = looks
         && looks != forced
     {
-        eprintln!(
+        say_err!(
             "warning: {path}: --trace-format {} but the first record looks like {}; results may be wrong (try --trace-format auto)",
             forced.name(),
             looks.name()
@@ -955,10 +965,22 @@ pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
     })
 }
 
-/// Lints a checkpoint spec, and with `previous` its ids against the previous version.
-pub(crate) fn lint_spec_file(text: &str, file: &str, previous: Option<&str>) -> Result<Vec<Diagnostic>, String> {
+/// Lints a checkpoint spec, and with `previous` its ids against the previous version: the
+/// spec's own diagnostics, and why the previous version could not be compared (then the
+/// spec's own problems are still all reported).
+pub(crate) fn lint_spec_file(text: &str, file: &str, previous: Option<&str>) -> (Vec<Diagnostic>, Option<String>) {
     let mut diagnostics = load_spec(text, file).diagnostics;
-    if let Some(previous_path) = previous {
+    let compared = previous.map_or(Ok(()), |previous| compare_with_previous(text, file, previous, &mut diagnostics));
+    (diagnostics, compared.err())
+}
+
+fn compare_with_previous(
+    text: &str,
+    file: &str,
+    previous_path: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<(), String> {
+    {
         let old_text = std::fs::read_to_string(previous_path)
             .map_err(|error| format!("cannot read previous spec `{previous_path}`: {error}"))?;
         let old = match parse_spec(&old_text) {
@@ -977,5 +999,5 @@ pub(crate) fn lint_spec_file(text: &str, file: &str, previous: Option<&str>) -> 
             diagnostics.extend(lint_against_previous(&old, &current, file, &source_map));
         }
     }
-    Ok(diagnostics)
+    Ok(())
 }

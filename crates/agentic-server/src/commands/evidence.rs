@@ -61,7 +61,7 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
             agentic_core::json_strict::from_str(&text).with_context(|| format!("`{path}` is not valid JSON"))?;
         let Value::Object(object) = value else { bail!("`{path}` must hold a JSON object of evidence sources") };
         if object.contains_key("git") {
-            eprintln!("warning: `{path}` has a `git` source; the one collected now replaces it");
+            say_err!("warning: `{path}` has a `git` source; the one collected now replaces it");
         }
         evidence.extend(object);
     }
@@ -69,8 +69,10 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
     let mut text = serde_json::to_string_pretty(&Value::Object(evidence))?;
     text.push('\n');
     match &args.out {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("writing `{path}`"))?,
-        None => print!("{text}"),
+        // Whole or not at all: a failed write keeps the old evidence.
+        Some(path) => super::write_file_whole(std::path::Path::new(path), text.as_bytes())
+            .with_context(|| format!("writing `{path}`"))?,
+        None => stdout_text!("{text}")?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -108,6 +110,16 @@ fn git_output(repo: &Path, args: &[&str]) -> anyhow::Result<std::process::Output
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
+        // The repository is the path given: a git hook's `GIT_DIR` (and friends) would
+        // make git answer for another one.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_OBJECT_DIRECTORY")
+        .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+        .env_remove("GIT_COMMON_DIR")
+        .env_remove("GIT_NAMESPACE")
+        .env_remove("GIT_PREFIX")
         .output()
         .context("cannot run `git`; install git or put it on PATH")
 }
@@ -117,9 +129,34 @@ fn lines(text: String) -> Vec<Value> {
 }
 
 fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
-    let inside = git(repo, &["rev-parse", "--is-inside-work-tree"])?;
-    if inside.as_deref().map(str::trim) != Some("true") {
-        bail!("`{}` is not inside a git work tree; run `git init` or pass the repository path", repo.display());
+    let inside = git_output(repo, &["rev-parse", "--is-inside-work-tree"])?;
+    if !inside.status.success() {
+        // git's own reason: not a repository, or one owned by another user (`safe.directory`).
+        let stderr = String::from_utf8_lossy(&inside.stderr);
+        bail!(
+            "git cannot read `{}` as a repository: {}; pass the path of a git work tree (for a repository owned by \
+             another user, git says which `safe.directory` to add)",
+            repo.display(),
+            stderr.trim()
+        );
+    }
+    if String::from_utf8_lossy(&inside.stdout).trim() != "true" {
+        bail!(
+            "`{}` is not inside a git work tree (a bare repository or a `.git` directory); pass the path of a clone \
+             or a worktree",
+            repo.display()
+        );
+    }
+    // A shallow clone (CI checkouts often are) has no history past its boundary: commits
+    // there show no parents and the list stops early, so the facts say so.
+    let shallow = git(repo, &["rev-parse", "--is-shallow-repository"])?.is_some_and(|text| text.trim() == "true");
+    if shallow {
+        say_err!(
+            "warning: `{}` is a shallow clone: `recent_commits` stops at its boundary and commits there show no \
+             parents (so no merge); `git.shallow` is true. Fetch the history (`git fetch --unshallow`, or \
+             `fetch-depth: 0` in CI) for facts about it",
+            repo.display()
+        );
     }
     let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"])?.map(|s| s.trim().to_owned());
     let current_branch = git(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"])?.map(|s| s.trim().to_owned());
@@ -199,6 +236,7 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
     }
     Ok(json!({
         "is_repository": true,
+        "shallow": shallow,
         "head": head,
         "current_branch": current_branch,
         "detached": head.is_some() && current_branch.is_none(),

@@ -176,7 +176,7 @@ async fn load(common: &CommonArgs) -> Result<Loaded> {
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    stdout_text!("{}\n", serde_json::to_string_pretty(value)?)?;
     Ok(())
 }
 
@@ -191,12 +191,16 @@ async fn run_calibrate(args: CalibrateArgs) -> Result<ExitCode> {
     if args.common.json {
         print_json(&report)?;
     } else {
-        print!("{}", report.render());
-        println!("elapsed: {:.1}s for {} cases", started.elapsed().as_secs_f64(), verdicts.len());
+        stdout_text!(
+            "{}elapsed: {:.1}s for {} cases\n",
+            report.render(),
+            started.elapsed().as_secs_f64(),
+            verdicts.len()
+        )?;
     }
     if let Some(path) = &args.write_baseline {
         baseline_from(&loaded.set, &verdicts, loaded.judge.seed()).save(path)?;
-        eprintln!("wrote drift baseline `{}`", path.display());
+        say_err!("wrote drift baseline `{}`", path.display());
     }
     Ok(verdict_code(report.passed))
 }
@@ -214,7 +218,7 @@ async fn run_drift(args: DriftArgs) -> Result<ExitCode> {
     if args.common.json {
         print_json(&report)?;
     } else {
-        print!("{}", report.render());
+        stdout_text!("{}", report.render())?;
     }
     Ok(verdict_code(report.passed))
 }
@@ -225,7 +229,7 @@ async fn run_confidence(args: ConfidenceArgs) -> Result<ExitCode> {
     if args.common.json {
         print_json(&report)?;
     } else {
-        print!("{}", render_confidence(&report));
+        stdout_text!("{}", render_confidence(&report))?;
     }
     let stable = report.cases.iter().all(|case| case.overall.status != ConfidenceStatus::LowConfidence);
     Ok(verdict_code(stable))

@@ -39,6 +39,13 @@ struct FileReport {
 }
 
 pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
+    if args.previous.is_some() && args.files.len() > 1 {
+        anyhow::bail!(
+            "`--previous` compares one spec with its previous version, and {} files were given; lint one spec at a \
+             time with `--previous`",
+            args.files.len()
+        );
+    }
     let mut reports = Vec::new();
     for file in &args.files {
         reports.push(lint_file(file, args.previous.as_deref()));
@@ -51,20 +58,20 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
         Format::Text => {
             for report in &reports {
                 if let Some(reason) = &report.unreadable {
-                    eprintln!("{}: error[unreadable]: {reason}", report.file);
+                    say_err!("{}: error[unreadable]: {reason}", report.file);
                 }
                 for diagnostic in &report.diagnostics {
-                    println!("{diagnostic}");
+                    stdout_text!("{diagnostic}\n")?;
                 }
             }
             let files = reports.len();
             if errors == 0 && warnings == 0 && !unreadable {
-                eprintln!("{files} file(s) checked: no problems");
+                say_err!("{files} file(s) checked: no problems");
             } else {
                 let unreadable_count = reports.iter().filter(|report| report.unreadable.is_some()).count();
                 let unreadable_text =
                     if unreadable_count > 0 { format!(", {unreadable_count} unreadable") } else { String::new() };
-                eprintln!("{files} file(s) checked: {errors} error(s), {warnings} warning(s){unreadable_text}");
+                say_err!("{files} file(s) checked: {errors} error(s), {warnings} warning(s){unreadable_text}");
             }
         }
         Format::Json => {
@@ -83,7 +90,7 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
                 "files": files,
                 "summary": {"errors": errors, "warnings": warnings, "unreadable": unreadable},
             });
-            println!("{}", serde_json::to_string_pretty(&document)?);
+            stdout_text!("{}\n", serde_json::to_string_pretty(&document)?)?;
         }
     }
     Ok(if unreadable {
@@ -124,10 +131,8 @@ fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
     }
     // `--previous` is only for checkpoint specs: an empty or odd file is linted as one then.
     if previous.is_some() || super::check::looks_like_checkpoint_spec(&text) {
-        return match super::check::lint_spec_file(&text, file, previous) {
-            Ok(diagnostics) => FileReport { file: file.to_owned(), diagnostics, unreadable: None },
-            Err(reason) => FileReport { file: file.to_owned(), diagnostics: Vec::new(), unreadable: Some(reason) },
-        };
+        let (diagnostics, unreadable) = super::check::lint_spec_file(&text, file, previous);
+        return FileReport { file: file.to_owned(), diagnostics, unreadable };
     }
     if agentic_core::yaml::parse_yaml(&text).is_ok_and(|document| document.value.is_null()) {
         // Nothing says what kind of file it was meant to be.

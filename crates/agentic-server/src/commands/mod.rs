@@ -10,3 +10,67 @@ pub(crate) mod lint;
 pub(crate) mod promote;
 pub(crate) mod run;
 pub(crate) mod score;
+
+/// Writes `bytes` to the file at `path` so that a failed write (a full disk, a closed
+/// device) never leaves it half-written: a regular file (or a new one) is replaced whole by
+/// renaming a complete copy written beside it, keeping the old file's permissions; a symbolic
+/// link is followed to the file it names. A device or a pipe (`/dev/null`, a FIFO) is written
+/// directly, since renaming over it would replace it.
+pub(crate) fn write_file_whole(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_owned(),
+    };
+    let existing = std::fs::metadata(&target).ok();
+    if existing.as_ref().is_some_and(|metadata| !metadata.is_file()) {
+        return std::fs::write(&target, bytes);
+    }
+    let name = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = target.with_file_name(format!(".{name}.{}.partial", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temporary)?;
+        if let Some(metadata) = &existing {
+            file.set_permissions(metadata.permissions())?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, &target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::write_file_whole;
+
+    #[test]
+    fn files_are_replaced_whole_links_followed_and_devices_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("report.json");
+        write_file_whole(&report, b"one").unwrap();
+        assert_eq!(std::fs::read(&report).unwrap(), b"one");
+        std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_file_whole(&report, b"two").unwrap();
+        assert_eq!(std::fs::read(&report).unwrap(), b"two");
+        assert_eq!(std::fs::metadata(&report).unwrap().permissions().mode() & 0o777, 0o640);
+        // Through a link: the file it names changes, the link stays a link.
+        let link = dir.path().join("latest.json");
+        std::os::unix::fs::symlink(&report, &link).unwrap();
+        write_file_whole(&link, b"three").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&report).unwrap(), b"three");
+        // A device is written, not replaced.
+        write_file_whole(std::path::Path::new("/dev/null"), b"gone").unwrap();
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
+        // A write that fails leaves no partial copy behind.
+        assert!(write_file_whole(&dir.path().join("missing/report.json"), b"x").is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+}

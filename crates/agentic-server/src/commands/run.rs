@@ -122,7 +122,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             runtime.block_on(execute(&args, prepared))
         }
         Err(Unusable(message)) => {
-            eprintln!("{message}");
+            say_err!("{message}");
             Ok(ExitCode::from(2))
         }
     }
@@ -527,7 +527,7 @@ async fn execute(args: &RunArgs, prepared: Prepared) -> anyhow::Result<ExitCode>
     let on_interrupt = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("interrupted: cancelling the run (running processes are killed)");
+            say_err!("interrupted: cancelling the run (running processes are killed)");
             on_interrupt.cancel();
         }
     });
@@ -581,7 +581,7 @@ async fn execute(args: &RunArgs, prepared: Prepared) -> anyhow::Result<ExitCode>
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(error) => {
-                eprintln!("error: {error}");
+                say_err!("error: {error}");
                 return Ok(ExitCode::from(2));
             }
         };

@@ -45,7 +45,7 @@ pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
 /// Prints diagnostics or a message to stderr and returns exit code 2.
 pub(crate) fn invalid(lines: impl IntoIterator<Item = String>) -> ExitCode {
     for line in lines {
-        eprintln!("{line}");
+        say_err!("{line}");
     }
     ExitCode::from(2)
 }

@@ -784,7 +784,27 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert_eq!(cloned["git"]["remote_branches"], json!(["origin/feature/login-form", "origin/main"]));
     let not_a_repo = agentic().args(["evidence", "git"]).arg(dir.path()).output().unwrap();
     assert_eq!(not_a_repo.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&not_a_repo.stderr).contains("is not inside a git work tree"));
+    let stderr = String::from_utf8_lossy(&not_a_repo.stderr);
+    assert!(stderr.contains("git cannot read") && stderr.contains("not a git repository"), "{stderr}");
+    // A `.git` directory is no work tree.
+    let bare = agentic().args(["evidence", "git"]).arg(repo.join(".git")).output().unwrap();
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("is not inside a git work tree"));
+    // The path given is the repository, whatever `GIT_DIR` a git hook set.
+    let hooked = agentic().args(["evidence", "git"]).arg(&odd_repo).env("GIT_DIR", repo.join(".git")).output().unwrap();
+    assert_eq!(hooked.status.code(), Some(0), "{}", String::from_utf8_lossy(&hooked.stderr));
+    let hooked: Value = serde_json::from_slice(&hooked.stdout).unwrap();
+    assert_eq!(hooked["git"]["head"], odd["git"]["head"]);
+    assert_eq!(hooked["git"]["shallow"], json!(false));
+    // A shallow clone says so (a field and a warning): its history stops at the boundary.
+    let shallow = dir.path().join("shallow");
+    let source = format!("file://{}", repo.display());
+    git(dir.path(), &["clone", "-q", "--depth", "1", &source, shallow.to_str().unwrap()]);
+    let output = agentic().args(["evidence", "git"]).arg(&shallow).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let facts: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(facts["git"]["shallow"], json!(true));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is a shallow clone"));
 }
 
 /// When git cannot answer (a damaged repository), `evidence git` fails with git's words and
@@ -2274,4 +2294,33 @@ fn a_tool_use_id_in_another_session_is_another_call() {
     .join("\n");
     let run = check_rules(&[("S-01", "{never: {tool: Bash}, within: {tool: Task}}")], &trace);
     assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0)]), "{}{}", run.stdout(), run.stderr());
+}
+
+/// A previous spec that cannot be read does not hide the spec's own problems, and
+/// `--previous` with several files is refused instead of comparing them all with one.
+#[test]
+fn lint_previous_keeps_the_specs_own_errors_and_takes_one_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - {id: P1-01, tier: \"1\", instruction: x, severity: low, verification: {method: api_state, evidence_sources: [a], assert: {path: a.v, exists: true}}}\n",
+    )
+    .unwrap();
+    let missing = dir.path().join("missing.yaml");
+    let output = agentic().arg("lint").arg(&spec).arg("--previous").arg(&missing).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("`tier` must be a whole number"), "{stdout}");
+    assert!(stderr.contains("cannot read previous spec"), "{stderr}");
+    let output = agentic()
+        .arg("lint")
+        .arg(&spec)
+        .arg(example("code-review.yaml"))
+        .arg("--previous")
+        .arg(example("code-review.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("lint one spec at a time"));
 }
