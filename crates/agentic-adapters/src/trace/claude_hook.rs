@@ -62,6 +62,10 @@ pub struct ClaudeHookAdapter {
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
     /// (at most [`MAX_SPAWNERS`]).
     spawners: VecDeque<Spawner>,
+    /// For a `tool_use_id` started again after its call ended: which call of that id this
+    /// is (2, 3, ...). Its span id is `ID#N`, so the earlier call, and a subagent it
+    /// spawned, keep their own place in the span tree (at most [`MAX_OPEN_TOOLS`] ids).
+    generations: HashMap<(Option<String>, String), u32>,
 }
 
 /// A tool call in flight that may spawn a subagent.
@@ -120,7 +124,11 @@ impl ClaudeHookAdapter {
             if self.open_tools.contains(&key) {
                 return true;
             }
-            self.ended_tools.remove(&key);
+            if self.ended_tools.remove(&key).is_some()
+                && (self.generations.len() < MAX_OPEN_TOOLS || self.generations.contains_key(&key))
+            {
+                *self.generations.entry(key.clone()).or_insert(1) += 1;
+            }
             if self.open_tools.len() < MAX_OPEN_TOOLS {
                 self.open_tools.insert(key);
             }
@@ -233,6 +241,11 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             hook == "SubagentStop" && agent_key.as_ref().is_some_and(|key| self.agents.get(key) == Some(&Run::Stopped))
         };
+        // The span of this call: its id, or `ID#N` for the N-th call of a reused id.
+        let call_span = tool_use_id.as_ref().map(|id| match self.generations.get(&(session_id.clone(), id.clone())) {
+            Some(generation) => format!("{id}#{generation}"),
+            None => id.clone(),
+        });
         let mut data = Map::new();
         let mut status = None;
         let mut error = None;
@@ -274,7 +287,7 @@ impl TraceAdapter for ClaudeHookAdapter {
                     }
                     EventType::ToolCallEnd
                 };
-                (event_type, tool_use_id.clone(), agent_id.clone(), tool_name.clone())
+                (event_type, call_span.clone(), agent_id.clone(), tool_name.clone())
             }
             // After an inferred start, the real one would count the agent twice.
             "SubagentStart" if agent_key.as_ref().is_some_and(|key| self.running(key)) => {
@@ -312,7 +325,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }
         if is_tool_event && !repeated {
-            self.track_spawner(&hook, object, tool_use_id.as_ref(), session_id.as_ref());
+            self.track_spawner(&hook, object, call_span.as_ref(), session_id.as_ref());
         }
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
         event.step_name = step_name;

@@ -2324,3 +2324,38 @@ fn lint_previous_keeps_the_specs_own_errors_and_takes_one_spec() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("lint one spec at a time"));
 }
+
+/// A `tool_use_id` started again after its call ended is a new call with a span of its own
+/// (`ID#2`): a subagent the earlier call spawned stays under the earlier call, not under
+/// whatever scope the new call is in.
+#[test]
+fn a_reused_tool_use_id_does_not_move_an_earlier_subagent() {
+    let rules = [
+        ("S-01", "{never: {tool: Bash}, within: {agent: tester}}"),
+        ("S-02", "{never: {tool: Bash}, within: {tool: Task}}"),
+    ];
+    let record = |text: &str| format!("{{\"session_id\":\"s\",{text}}}\n");
+    // The reviewer (spawned by the first `toolu_1`, a Task) runs Bash after `toolu_1` is
+    // reused inside the tester: Bash is under Task, not under the tester.
+    let moved = [
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer"},"tool_use_id":"toolu_1""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"reviewer""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer"},"tool_use_id":"toolu_1","tool_response":{}"#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"tester"},"tool_use_id":"toolu_2""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"a2","agent_type":"tester""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"x"},"tool_use_id":"toolu_1","agent_id":"a2","agent_type":"tester""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"toolu_3","agent_id":"a1","agent_type":"reviewer""#,
+    ];
+    let run = check_rules(&rules, &moved.iter().map(|r| record(r)).collect::<String>());
+    assert_eq!(run.results(), owned(&[("S-01", "PASS", 1.0), ("S-02", "FAIL", 0.0)]), "{}", run.stdout());
+    // Spawned by an `Agent` call whose id a `Task` reuses later: never inside `Task`.
+    let spawned_by_agent = [
+        r#""hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"reviewer"},"tool_use_id":"toolu_1""#,
+        r#""hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"reviewer""#,
+        r#""hook_event_name":"PostToolUse","tool_name":"Agent","tool_input":{"subagent_type":"reviewer"},"tool_use_id":"toolu_1","tool_response":{}"#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"prompt":"p"},"tool_use_id":"toolu_1""#,
+        r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"toolu_3","agent_id":"a1","agent_type":"reviewer""#,
+    ];
+    let run = check_rules(&rules, &spawned_by_agent.iter().map(|r| record(r)).collect::<String>());
+    assert_eq!(run.results(), owned(&[("S-01", "PASS", 1.0), ("S-02", "PASS", 1.0)]), "{}", run.stdout());
+}
