@@ -321,7 +321,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     }
     let comparison = baseline.as_ref().map(|baseline| compare_reports(baseline, &report));
     let calibration = match golden {
-        Some((path, golden)) => Some(run_golden(&spec, path, golden, &options, judge.as_mut())?),
+        Some((path, golden)) => Some(run_golden(&spec, path, golden, &options, args.malformed, judge.as_mut())?),
         None => None,
     };
     say(&render_summary(&report, comparison.as_ref()))?;
@@ -432,6 +432,7 @@ fn run_golden(
     path: &str,
     golden: GoldenFile,
     options: &CheckOptions,
+    malformed: Malformed,
     mut judge: Option<&mut JudgeTier3Evaluator>,
 ) -> anyhow::Result<Calibration> {
     let mut cases = Vec::new();
@@ -440,7 +441,8 @@ fn run_golden(
         let mut run_case = || -> anyhow::Result<GoldenCase> {
             let values = read_evidence(&entry.evidence)?;
             let trace = match &entry.trace {
-                Some(trace) => Some(run_trace(spec, trace, TraceFormatArg::Auto, Malformed::Fail)?),
+                // A malformed record is skipped or fatal as for the main trace (`--malformed`).
+                Some(trace) => Some(run_trace(spec, trace, TraceFormatArg::Auto, malformed)?),
                 None => None,
             };
             let mut recorded;

@@ -616,6 +616,23 @@ fn golden_set_agreement_below_ninety_percent_warns() {
     let run = with_golden("named.golden.json", &golden.to_string());
     assert!(run.markdown.contains("# INJECTED"), "{}\n{}", run.markdown, run.stderr());
     assert!(run.markdown.contains("````text"), "{}", run.markdown);
+
+    // A case's trace with a malformed first record follows `--malformed` like the main trace:
+    // skipped by default, fatal with `fail`.
+    let trace = std::fs::read_to_string(golden["cases"][0]["trace"].as_str().unwrap()).unwrap();
+    let damaged = dir.path().join("damaged.jsonl");
+    std::fs::write(&damaged, format!("{{\"foo\":1}}\n{trace}")).unwrap();
+    golden["cases"][0]["trace"] = json!(damaged.to_str().unwrap());
+    let run = with_golden("damaged.golden.json", &golden.to_string());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(run.stdout().contains("golden-set calibration: tier-3 agreement 80.00%"), "{}", run.stdout());
+    let golden_path = dir.path().join("damaged.golden.json");
+    let strict = run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--golden", golden_path.to_str().unwrap(), "--malformed", "fail"],
+    );
+    assert_eq!(strict.code(), 2, "{}", strict.stderr());
 }
 
 #[test]
