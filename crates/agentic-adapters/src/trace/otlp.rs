@@ -109,33 +109,9 @@ impl TraceAdapter for OtlpJsonAdapter {
                 Err(message) => bad.push(message),
             }
         }
-        // Depth of each span within this export, for ordering ties. Span ids are those of
-        // one trace: a parent is looked up in its child's trace.
+        // Each span's parent within this export, by position. Span ids are those of one
+        // trace: a parent is looked up in its child's trace.
         type Key<'a> = (Option<&'a str>, &'a str);
-        let parents: std::collections::HashMap<Key<'_>, Option<&str>> = parsed
-            .iter()
-            .filter_map(|p| p.span_id.as_deref().map(|id| ((p.trace_id.as_deref(), id), p.parent_span_id.as_deref())))
-            .collect();
-        let depths: Vec<usize> = parsed
-            .iter()
-            .map(|p| {
-                let mut depth = 0;
-                let mut parent = p.parent_span_id.as_deref();
-                while let Some(parent_id) = parent {
-                    match parents.get(&(p.trace_id.as_deref(), parent_id)) {
-                        Some(next) if depth <= parents.len() => {
-                            depth += 1;
-                            parent = *next;
-                        }
-                        _ => break,
-                    }
-                }
-                depth
-            })
-            .collect();
-        // The times events are ordered by: a span inside another in this export starts no
-        // earlier than it and ends no later (clocks of two processes disagree by a little; the
-        // parent id says which came first). The events keep their own times.
         let index: std::collections::HashMap<Key<'_>, usize> = parsed
             .iter()
             .enumerate()
@@ -151,6 +127,14 @@ impl TraceAdapter for OtlpJsonAdapter {
                     .filter(|&up| up != idx)
             })
             .collect();
+        // Depth of each span within this export, for ordering ties (a loop of parent ids
+        // stops after as many steps as there are spans).
+        let depths: Vec<usize> = (0..parsed.len())
+            .map(|idx| std::iter::successors(parent_of[idx], |&up| parent_of[up]).take(parsed.len()).count())
+            .collect();
+        // The times events are ordered by: a span inside another in this export starts no
+        // earlier than it and ends no later (clocks of two processes disagree by a little; the
+        // parent id says which came first). The events keep their own times.
         let mut outer_first: Vec<usize> = (0..parsed.len()).collect();
         outer_first.sort_by_key(|&idx| depths[idx]);
         let mut starts: Vec<i128> = parsed.iter().map(|p| p.start_nanos).collect();

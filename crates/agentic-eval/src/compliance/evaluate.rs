@@ -102,15 +102,10 @@ pub fn evaluate(
                 results.push(first[checkpoint.position_index - 1].clone());
                 continue;
             }
+            // With several runs, an invalid verdict says which run's it was.
             let (state, earned, notes) =
                 resolve(checkpoint, evidence, evaluator, run, &mut records).map_err(|error| match error {
-                    // With several runs, say which run's verdict broke the rules.
-                    ComplianceError::Tier3(Tier3Error::InvalidVerdict { checkpoint, reason }) if runs > 1 => {
-                        ComplianceError::Tier3(Tier3Error::InvalidVerdict {
-                            checkpoint,
-                            reason: format!("run {}: {reason}", run + 1),
-                        })
-                    }
+                    ComplianceError::Tier3(error) if runs > 1 => ComplianceError::Tier3(error.in_run(run as usize + 1)),
                     error => error,
                 })?;
             let (state, earned, notes) =

@@ -865,7 +865,7 @@ pub(crate) fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if hidden(c) {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
         } else {
             out.push(c);
         }

@@ -175,6 +175,19 @@ pub enum Tier3Error {
     },
 }
 
+impl Tier3Error {
+    /// The error with the (1-based) run it happened in, for a verdict that broke the rules:
+    /// with several runs, the reason says which one.
+    pub fn in_run(self, run: usize) -> Tier3Error {
+        match self {
+            Tier3Error::InvalidVerdict { checkpoint, reason } => {
+                Tier3Error::InvalidVerdict { checkpoint, reason: format!("run {run}: {reason}") }
+            }
+            other => other,
+        }
+    }
+}
+
 /// The tier-3 port: judges one checkpoint. See the module docs for the rules.
 pub trait Tier3Evaluator {
     /// Judges `request.checkpoint`.
@@ -329,19 +342,13 @@ impl ReplayEvaluator {
     ) -> Result<(), Tier3Error> {
         for checkpoint in checkpoints {
             let Some(recorded) = self.verdicts.get(&checkpoint.id) else { continue };
-            let runs: Vec<(Option<usize>, &Tier3Verdict)> = match recorded {
-                Recorded::One(verdict) => vec![(None, verdict)],
-                Recorded::Runs(runs) => {
-                    runs.iter().enumerate().map(|(run, verdict)| (Some(run + 1), verdict)).collect()
-                }
+            let (verdicts, per_run) = match recorded {
+                Recorded::One(verdict) => (std::slice::from_ref(verdict), false),
+                Recorded::Runs(runs) => (runs.as_slice(), true),
             };
-            for (run, verdict) in runs {
-                validate_verdict(checkpoint, verdict.clone()).map_err(|error| match (error, run) {
-                    (Tier3Error::InvalidVerdict { checkpoint, reason }, Some(run)) => {
-                        Tier3Error::InvalidVerdict { checkpoint, reason: format!("run {run}: {reason}") }
-                    }
-                    (error, _) => error,
-                })?;
+            for (run, verdict) in verdicts.iter().enumerate() {
+                validate_verdict(checkpoint, verdict.clone())
+                    .map_err(|error| if per_run { error.in_run(run + 1) } else { error })?;
             }
         }
         Ok(())

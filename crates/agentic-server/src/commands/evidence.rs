@@ -102,26 +102,32 @@ fn git_required(repo: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// Variables that point git at another repository than the path given (a git hook sets
+/// `GIT_DIR`): cleared for every call.
+const REPOSITORY_VARIABLES: [&str; 8] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+];
+
 fn git_output(repo: &Path, args: &[&str]) -> anyhow::Result<std::process::Output> {
-    Command::new("git")
+    let mut command = Command::new("git");
+    command
         .arg("-C")
         .arg(repo)
         .args(args)
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        // The repository is the path given: a git hook's `GIT_DIR` (and friends) would
-        // make git answer for another one.
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_OBJECT_DIRECTORY")
-        .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
-        .env_remove("GIT_COMMON_DIR")
-        .env_remove("GIT_NAMESPACE")
-        .env_remove("GIT_PREFIX")
-        .output()
-        .context("cannot run `git`; install git or put it on PATH")
+        .env("GIT_OPTIONAL_LOCKS", "0");
+    for variable in REPOSITORY_VARIABLES {
+        command.env_remove(variable);
+    }
+    command.output().context("cannot run `git`; install git or put it on PATH")
 }
 
 fn lines(text: String) -> Vec<Value> {

@@ -29,10 +29,6 @@ use super::{
 /// How the excerpt marks a call that ended with an error.
 const FAILED_MARK: &str = " -> failed";
 
-fn is_end(event_type: agentic_core::EventType) -> bool {
-    matches!(event_type, agentic_core::EventType::ToolCallEnd | agentic_core::EventType::AgentInvokeEnd)
-}
-
 /// What a run changes for one rule (positions are indexes of events in the run).
 #[derive(Debug, Clone, PartialEq)]
 enum Partial {
@@ -262,8 +258,9 @@ impl SequenceEngine {
         let args: String = args.chars().take(160).collect();
         let name = event.name.unwrap_or("");
         let mut line = format!("{location}: {name} {args}");
-        // A post-only call that failed (tooltrace `status: error`) is whole here.
-        if event.failed && is_end(event.event_type) {
+        // A post-only call that failed (tooltrace `status: error`) is whole here (only an end
+        // is ever `failed`).
+        if event.failed {
             line.push_str(FAILED_MARK);
         }
         self.excerpt.push_back((span, line));
