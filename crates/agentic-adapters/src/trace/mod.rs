@@ -109,7 +109,7 @@ impl TraceFormat {
         match self {
             TraceFormat::Tooltrace => Box::new(TooltraceAdapter),
             TraceFormat::ClaudeHook => Box::new(ClaudeHookAdapter::default()),
-            TraceFormat::OtlpJson => Box::new(OtlpJsonAdapter),
+            TraceFormat::OtlpJson => Box::new(OtlpJsonAdapter::new()),
         }
     }
 }

@@ -14,6 +14,10 @@
 //! after them, also when the children's clock says otherwise). Span attributes are copied
 //! into `attributes`; resource attributes go under `x.otlp.resource.*`; the raw span is kept
 //! on both events.
+//!
+//! A span exported again (a retried export batch: the same `traceId` and `spanId` as a span
+//! among the latest [`SEEN_SPANS_WINDOW`]) becomes one `custom` event with
+//! `data.repeated: true`, so its call counts once.
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
@@ -22,9 +26,43 @@ use serde_json::{Map, Value};
 
 use super::{TraceAdapter, TraceFormat, first_problem, kind_of, no_time};
 
+/// How many spans are remembered (by a hash of their trace and span id) to tell one exported
+/// again.
+pub(super) const SEEN_SPANS_WINDOW: usize = 262_144;
+
 /// Reads OTLP/JSON trace exports.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OtlpJsonAdapter;
+#[derive(Debug, Clone, Default)]
+pub struct OtlpJsonAdapter {
+    /// Hashes of the spans read, with the order they came in (the oldest is forgotten first).
+    seen: std::collections::HashSet<u64>,
+    seen_order: std::collections::VecDeque<u64>,
+}
+
+impl OtlpJsonAdapter {
+    /// An adapter that has read nothing.
+    pub fn new() -> OtlpJsonAdapter {
+        OtlpJsonAdapter::default()
+    }
+
+    /// True when the span was read before (among the latest [`SEEN_SPANS_WINDOW`]);
+    /// otherwise notes it.
+    fn repeated(&mut self, span: &ParsedSpan) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        (span.trace_id.as_deref(), span.span_id.as_deref()).hash(&mut hasher);
+        let key = hasher.finish();
+        if !self.seen.insert(key) {
+            return true;
+        }
+        self.seen_order.push_back(key);
+        if self.seen_order.len() > SEEN_SPANS_WINDOW
+            && let Some(oldest) = self.seen_order.pop_front()
+        {
+            self.seen.remove(&oldest);
+        }
+        false
+    }
+}
 
 /// What an event is to the order of events at one time (in this order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -103,8 +141,10 @@ impl TraceAdapter for OtlpJsonAdapter {
         // A bad span is reported and skipped; the document's other spans are read.
         let mut parsed = Vec::with_capacity(spans.len());
         let mut bad: Vec<String> = Vec::new();
+        let mut repeated = Vec::new();
         for (idx, (span, resource_attributes)) in spans.into_iter().enumerate() {
             match parse_span(span, resource_attributes, idx, line) {
+                Ok(span) if self.repeated(&span) => repeated.push(repeated_event(span)),
                 Ok(span) => parsed.push(span),
                 Err(message) => bad.push(message),
             }
@@ -177,6 +217,7 @@ impl TraceAdapter for OtlpJsonAdapter {
             })
         });
         out.extend(pending.into_iter().map(|p| p.event));
+        out.extend(repeated);
         first_problem(&bad, "bad span(s)", "; the document's other spans are fine")
     }
 }
@@ -320,6 +361,24 @@ fn parse_span(
         start,
         end,
     })
+}
+
+/// The `custom` event of a span exported again: its start's data, under `data.input` if it
+/// had any, with `kind` (the span's first event type) and `repeated: true`; the raw span
+/// rides along in `source`.
+fn repeated_event(span: ParsedSpan) -> CanonicalEvent {
+    let mut event = span.start;
+    let mut data = Map::new();
+    data.insert("kind".to_owned(), serde_json::to_value(event.event_type).unwrap_or(Value::Null));
+    data.insert("repeated".to_owned(), Value::Bool(true));
+    if let Value::Object(mut old) = std::mem::take(&mut event.data)
+        && let Some(input) = old.remove("input")
+    {
+        data.insert("input".to_owned(), input);
+    }
+    event.event_type = EventType::Custom;
+    event.data = Value::Object(data);
+    event
 }
 
 fn status_code(text: &str) -> i64 {

@@ -251,7 +251,12 @@ fn otlp_spans_become_ordered_start_and_end_events() {
 #[test]
 fn pretty_printed_documents_span_lines() {
     let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(OTLP).unwrap()).unwrap();
-    let text = format!("{pretty}\n{}\n", OTLP.replace('\n', ""));
+    // The second document is another trace (the same spans again would be a repeat).
+    let other = OTLP
+        .replace('\n', "")
+        .replace("S/kvNXezTaajzpKdDg5HNg==", "0af7651916cd43dd8448eb211c80319c")
+        .replace("4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c");
+    let text = format!("{pretty}\n{other}\n");
     let got = read(&text, None);
     assert_eq!(got.len(), 8, "{got:?}");
     let second = got[4].as_ref().unwrap();
@@ -303,6 +308,22 @@ fn malformed_records_name_their_line_and_reading_continues() {
     assert!(messages[1].contains("`timestamp` \"yesterday\" is not an RFC 3339 time"), "{messages:?}");
     assert!(messages[2].contains("`tool_name` must be a non-empty string"), "{messages:?}");
     assert_eq!(got.iter().filter_map(|r| r.as_ref().ok()).map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+}
+
+/// A Claude Code hook record appended to a tooltrace file (a capture that changed format
+/// part way) is malformed, not a call with its arguments (`tool_input`) dropped.
+#[test]
+fn hook_records_in_a_tooltrace_file_are_malformed() {
+    let text = "{\"timestamp\":\"2026-02-19T10:00:01Z\",\"tool_name\":\"Read\",\"args\":{\"file_path\":\"x\"}}\n\
+                {\"session_id\":\"s1\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"rm -rf /tmp/x\"},\"tool_use_id\":\"toolu_1\"}\n\
+                {\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"rm -rf /\"}}\n";
+    let got = read(text, Some(TraceFormat::Tooltrace));
+    assert!(got[0].is_ok());
+    let message = |idx: usize| got[idx].as_ref().unwrap_err().to_string();
+    assert!(message(1).contains("`hook_event_name` is a field of Claude Code hook records"), "{}", message(1));
+    assert!(message(2).contains("`tool_input` is a field of Claude Code hook records"), "{}", message(2));
+    assert!(message(2).contains("--trace-format claude_hook"), "{}", message(2));
+    assert_parallel_agrees(text.as_bytes(), Some(TraceFormat::Tooltrace));
 }
 
 #[test]
@@ -1025,7 +1046,8 @@ fn a_record_cut_short_does_not_swallow_the_records_after_it() {
     let whole: Value = serde_json::from_str(&otlp_doc(&[("a1", None, "execute_tool", Some("1"), Some("2"))])).unwrap();
     let pretty = serde_json::to_string_pretty(&whole).unwrap();
     let cut_at = pretty.find("\"spans\"").unwrap();
-    let text = format!("{}\n{pretty}\n{}\n", &pretty[..cut_at], whole);
+    let next = otlp_doc(&[("a2", None, "execute_tool", Some("3"), Some("4"))]);
+    let text = format!("{}\n{pretty}\n{next}\n", &pretty[..cut_at]);
     let got = read(&text, None);
     let errors: Vec<u64> = got.iter().filter_map(|r| r.as_ref().err()).map(|e| e.line).collect();
     assert_eq!(errors, vec![1], "{got:?}");
@@ -1084,6 +1106,41 @@ fn otlp_doc(spans: &[SpanRow<'_>]) -> String {
         })
         .collect();
     json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
+}
+
+/// A span exported again (a retried batch, or listed twice in one document) is one
+/// `custom` event with `data.repeated: true`, so its call counts once; the same span id in
+/// another trace is another span.
+#[test]
+fn otlp_spans_exported_again_count_once() {
+    use EventType::*;
+    let first = otlp_doc(&[
+        ("00000000000000a1", None, "execute_tool deploy", Some("1"), Some("2")),
+        ("00000000000000a1", None, "execute_tool deploy", Some("1"), Some("2")),
+    ]);
+    let other_trace = first.replace("4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c");
+    let text = format!("{first}\n{first}\n{other_trace}\n");
+    let got: Vec<(EventType, Option<u64>, Option<bool>)> = events(&text)
+        .iter()
+        .map(|e| (e.event_type, e.source.as_ref().and_then(|s| s.line), e.data["repeated"].as_bool()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (ToolCallStart, Some(1), None),
+            (ToolCallEnd, Some(1), None),
+            (Custom, Some(1), Some(true)),
+            (Custom, Some(2), Some(true)),
+            (Custom, Some(2), Some(true)),
+            (ToolCallStart, Some(3), None),
+            (ToolCallEnd, Some(3), None),
+            (Custom, Some(3), Some(true)),
+        ]
+    );
+    let repeated = &events(&text)[2];
+    assert_eq!(repeated.data["kind"], json!("tool_call_start"));
+    assert!(repeated.source.as_ref().unwrap().raw.is_some(), "the raw span rides along");
+    assert_parallel_agrees(text.as_bytes(), None);
 }
 
 /// A span that took no time (an end equal to its start, before it, or missing) still starts

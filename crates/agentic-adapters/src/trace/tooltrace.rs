@@ -36,6 +36,15 @@ impl TraceAdapter for TooltraceAdapter {
             Some(other) => return Err(format!("`tool_name` must be a non-empty string, found {other}")),
             None => return Err("missing `tool_name`".to_owned()),
         };
+        // A Claude Code hook record in a tooltrace file (a capture that changed format part
+        // way through): read as tooltrace, its arguments (`tool_input`) would be lost and a
+        // call counted at its start and again at its end.
+        if let Some(field) = ["hook_event_name", "tool_input"].into_iter().find(|field| object.contains_key(*field)) {
+            return Err(format!(
+                "`{field}` is a field of Claude Code hook records, not of tooltrace (whose arguments are `args`): \
+                 keep each format in a file of its own and read the hook records with `--trace-format claude_hook`"
+            ));
+        }
         let timestamp = rfc3339(object, "timestamp")?;
         let span_type = opt_str(object, "span_type")?;
         if let Some(kind) = &span_type
@@ -352,6 +361,8 @@ fn key(scanner: &mut JsonScanner<'_>) -> Option<Key> {
         b"phase" => Key::Phase,
         b"status" => Key::Status,
         b"args" => Key::Args,
+        // Claude Code hook fields: the full adapter refuses the record.
+        b"hook_event_name" | b"tool_input" => return None,
         _ => Key::Other,
     })
 }

@@ -56,6 +56,24 @@ pub const MAX_OPEN_SPANS: usize = 100_000;
 /// The most tool or agent names with open starts without a span id the engine tracks.
 pub const MAX_IDLESS_NAMES: usize = 4096;
 
+/// Kind (agent or tool), trace and name of a start without a span id.
+type IdlessKey = (bool, Option<String>, String);
+
+fn idless_key(agent: bool, event: &EventRef<'_>) -> IdlessKey {
+    (agent, event.trace_id.map(str::to_owned), event.name.unwrap_or("").to_owned())
+}
+
+/// A call's arguments as a value, to compare a start's with an end's (`None` when the call
+/// has none, or when they are not JSON).
+fn args_value(args: ArgsRef<'_>) -> Option<Value> {
+    match args {
+        ArgsRef::None => None,
+        ArgsRef::Value(value) => Some(value.clone()),
+        ArgsRef::Json(text) => serde_json::from_str(text).ok(),
+    }
+    .filter(|value| !value.is_null())
+}
+
 /// How many scope spans that ended, or never get an end event (post-only spans, as in the
 /// seed's JSONL), a scope remembers; the oldest is forgotten first.
 pub const POST_ONLY_SCOPE_WINDOW: usize = 4096;
@@ -1686,6 +1704,10 @@ pub struct TraceOutcome {
     pub summarized: u64,
     /// The last calls, one line each (`line 12: Read {...}`), for tier-3 evaluators.
     pub excerpt: Vec<String>,
+    /// The first two traces (Claude Code sessions, OTLP traces) whose calls were seen, in
+    /// order; two when calls of several are in one file (rules then read them as one
+    /// sequence, and the notes of order rules warn). Tooltrace ids are file-wide: none.
+    pub traces: Vec<String>,
 }
 
 /// The streaming tier-2 engine: feed events in trace order, then [`SequenceEngine::finish`].
@@ -1699,15 +1721,19 @@ pub struct SequenceEngine {
     scopes: Vec<Option<Scope>>,
     open_calls: SpanSet,
     open_call_order: VecDeque<SpanKey>,
-    /// Starts without a span id that have not ended, by kind and name: an end without an id
-    /// pairs with one of its name (at most [`MAX_IDLESS_NAMES`] names are tracked).
-    open_idless: HashMap<(bool, String), u64>,
+    /// Starts without a span id that have not ended, by kind, trace and name, with their
+    /// arguments, oldest first: an end without an id pairs with one of its name whose
+    /// arguments agree (at most [`MAX_IDLESS_NAMES`] names, and as many starts per name, are
+    /// tracked).
+    open_idless: HashMap<IdlessKey, VecDeque<Option<Value>>>,
     /// The last calls, with their span's hash (to mark a failed end on its start's line).
     excerpt: VecDeque<(Option<u64>, String)>,
     excerpt_capacity: usize,
     events: u64,
     calls: u64,
     summarized: u64,
+    /// See [`TraceOutcome::traces`].
+    traces: Vec<String>,
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
@@ -1979,6 +2005,7 @@ impl SequenceEngine {
             events: 0,
             calls: 0,
             summarized: 0,
+            traces: Vec::new(),
             order: 0,
             scoped,
             links: Links::default(),
@@ -2108,7 +2135,7 @@ impl SequenceEngine {
                 let started = match span {
                     Some(span) => !self.open_calls.is_empty() && self.open_calls.remove(span),
                     // A start without an id, of the same name, is this call's start.
-                    None => !self.open_idless.is_empty() && self.end_idless(kind == CallKind::Agent, event.name),
+                    None => !self.open_idless.is_empty() && self.end_idless(kind == CallKind::Agent, event),
                 };
                 if started
                     && event.failed
@@ -2122,7 +2149,7 @@ impl SequenceEngine {
         };
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
         if is_start && span.is_none() {
-            self.start_idless(event.event_type == EventType::AgentInvokeStart, event.name);
+            self.start_idless(event.event_type == EventType::AgentInvokeStart, event);
         }
         if is_start
             && let Some(span) = span
@@ -2169,6 +2196,12 @@ impl SequenceEngine {
         if counts {
             self.calls += 1;
             self.push_excerpt(location, event, span.map(|span| span.hash));
+            if self.traces.len() < 2
+                && let Some(trace) = event.trace_id
+                && self.traces.iter().all(|seen| seen != trace)
+            {
+                self.traces.push(trace.to_owned());
+            }
         }
         // With precomputed bits, only rules that can change are visited: those with a
         // scope (which follows every event), those stepped on every event, and those one of
@@ -2282,19 +2315,34 @@ impl SequenceEngine {
         }
     }
 
-    fn start_idless(&mut self, agent: bool, name: Option<&str>) {
-        let key = (agent, name.unwrap_or("").to_owned());
-        if self.open_idless.len() < MAX_IDLESS_NAMES || self.open_idless.contains_key(&key) {
-            *self.open_idless.entry(key).or_insert(0) += 1;
+    fn start_idless(&mut self, agent: bool, event: &EventRef<'_>) {
+        let key = idless_key(agent, event);
+        if self.open_idless.len() >= MAX_IDLESS_NAMES && !self.open_idless.contains_key(&key) {
+            return;
         }
+        let starts = self.open_idless.entry(key).or_default();
+        if starts.len() == MAX_IDLESS_NAMES {
+            starts.pop_front();
+        }
+        starts.push_back(args_value(event.args));
     }
 
-    /// Pairs an end without an id with an open start of its name; false when there is none.
-    fn end_idless(&mut self, agent: bool, name: Option<&str>) -> bool {
-        let key = (agent, name.unwrap_or("").to_owned());
-        let Some(open) = self.open_idless.get_mut(&key) else { return false };
-        *open -= 1;
-        if *open == 0 {
+    /// Pairs an end without an id with the oldest open start of its kind, trace and name
+    /// whose arguments equal the end's (or, when one of the two has none, whose arguments
+    /// are unknown); false when there is none: an end whose arguments differ from every open
+    /// start's is a call of its own (a post-only record after a start that never ended).
+    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> bool {
+        let key = idless_key(agent, event);
+        let Some(starts) = self.open_idless.get_mut(&key) else { return false };
+        let args = args_value(event.args);
+        let found = match &args {
+            Some(args) => (starts.iter().position(|start| start.as_ref() == Some(args)))
+                .or_else(|| starts.iter().position(Option::is_none)),
+            None => Some(0),
+        };
+        let Some(idx) = found else { return false };
+        starts.remove(idx);
+        if starts.is_empty() {
             self.open_idless.remove(&key);
         }
         true
@@ -2429,6 +2477,21 @@ impl SequenceEngine {
                         ),
                     );
                 }
+                if let [first, second] = self.traces.as_slice()
+                    && matches!(
+                        rule.relation,
+                        Relation::Before(..) | Relation::OnlyAfter(..) | Relation::ImmediatelyBefore(..)
+                    )
+                {
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: the trace holds the calls of more than one session or trace (`{first}`, \
+                             `{second}`, ...), read as one sequence in file order, so a call of one can satisfy \
+                             or break this rule for another; check one session's records at a time."
+                        ),
+                    );
+                }
                 if scope.as_ref().is_some_and(|s| s.overflowed) {
                     outcome.passed = false;
                     outcome.notes = format!(
@@ -2445,6 +2508,7 @@ impl SequenceEngine {
             calls: self.calls,
             summarized: self.summarized,
             excerpt: self.excerpt.into_iter().map(|(_, line)| line).collect(),
+            traces: self.traces,
         }
     }
 }
@@ -4020,6 +4084,76 @@ mod tests {
             events,
         );
         assert_eq!(got, vec![true, true]);
+    }
+
+    /// An end without an id pairs only with a start of its name whose arguments agree: an
+    /// end with other arguments (a post-only record after a start that never ended, a
+    /// refused `rm -rf` after a `sleep` that hangs) is a call of its own, and a start of
+    /// another session is not its start.
+    #[test]
+    fn ends_without_ids_pair_only_with_starts_whose_arguments_agree() {
+        let event = |event_type, args: Value, line| call(event_type, "Bash", args, None, None, line);
+        let rules = || {
+            vec![
+                json!({"count": {"of": {"tool": "Bash"}, "at_least": 3, "at_most": 3}}),
+                json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm -rf"}}}}),
+            ]
+        };
+        let events = vec![
+            event(EventType::ToolCallStart, json!({"command": "sleep 999"}), 1),
+            event(EventType::ToolCallStart, json!({"command": "cargo test", "timeout": 5}), 2),
+            // Key order does not matter: this ends line 2's call.
+            event(EventType::ToolCallEnd, json!({"timeout": 5, "command": "cargo test"}), 3),
+            event(EventType::ToolCallEnd, json!({"command": "rm -rf /"}), 4),
+        ];
+        assert_eq!(verdicts(rules(), events), vec![true, false]);
+        // An end without arguments pairs with the oldest start of its name.
+        let events = vec![
+            event(EventType::ToolCallStart, json!({"command": "ls"}), 1),
+            event(EventType::ToolCallEnd, Value::Null, 2),
+            event(EventType::ToolCallEnd, json!({"command": "rm -rf /"}), 3),
+            event(EventType::ToolCallEnd, json!({"command": "pwd"}), 4),
+        ];
+        assert_eq!(verdicts(rules(), events), vec![true, false]);
+        // Two sessions: an end of session b does not end session a's call (whose start,
+        // without arguments, would pair with any end of its name).
+        let in_session = |mut event: CanonicalEvent, session: &str| {
+            event.span.get_or_insert_with(SpanContext::default).trace_id = Some(session.to_owned());
+            event
+        };
+        let events = vec![
+            in_session(event(EventType::ToolCallStart, Value::Null, 1), "a"),
+            in_session(event(EventType::ToolCallEnd, json!({"command": "rm -rf /"}), 2), "b"),
+            in_session(event(EventType::ToolCallEnd, Value::Null, 3), "a"),
+            in_session(event(EventType::ToolCallEnd, json!({"command": "ls"}), 4), "c"),
+        ];
+        assert_eq!(verdicts(rules(), events), vec![true, false]);
+    }
+
+    /// Calls of several sessions in one file are read as one sequence: order rules say so in
+    /// their notes, rules that do not depend on order do not.
+    #[test]
+    fn order_rules_warn_when_calls_of_several_sessions_are_mixed() {
+        let in_session = |tool: &str, session: &str, line| {
+            let mut event = call(EventType::ToolCallEnd, tool, json!({}), None, None, line);
+            event.span.get_or_insert_with(SpanContext::default).trace_id = Some(session.to_owned());
+            event
+        };
+        let rules = || {
+            vec![
+                rule(json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Bash"}}})),
+                rule(json!({"never": {"tool": "Write"}})),
+            ]
+        };
+        let mixed = vec![in_session("Bash", "A", 1), in_session("Read", "B", 2), in_session("Bash", "A", 3)];
+        let outcome = SequenceEngine::run(rules(), mixed, 0);
+        assert_eq!(outcome.traces, vec!["A".to_owned(), "B".to_owned()]);
+        assert!(outcome.outcomes[0].notes.contains("more than one session or trace (`A`, `B`, ...)"));
+        assert!(!outcome.outcomes[1].notes.contains("session"), "{}", outcome.outcomes[1].notes);
+        let one = vec![in_session("Read", "A", 1), in_session("Bash", "A", 2)];
+        let outcome = SequenceEngine::run(rules(), one, 0);
+        assert_eq!(outcome.traces, vec!["A".to_owned()]);
+        assert!(!outcome.outcomes[0].notes.contains("session"), "{}", outcome.outcomes[0].notes);
     }
 
     /// Spans recorded as they end (OTLP batches): the tool call, then its agent, then the

@@ -757,6 +757,13 @@ fn run_trace(
              evidence (is the trace capture installed, and is --trace-format right?)"
         );
     }
+    if let [first, second] = outcome.traces.as_slice() {
+        say_err!(
+            "warning: {path}: the trace holds the calls of more than one session or trace ({first:?}, {second:?}, ...); \
+             tier-2 rules read them as one sequence in file order (`before`, `only_after` and \
+             `immediately_before` can mix them up): check one session's records at a time"
+        );
+    }
     Ok(outcome)
 }
 
