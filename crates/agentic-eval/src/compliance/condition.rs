@@ -783,7 +783,60 @@ fn compile_nested(
     }
     let own: Vec<&Operator> = operators.iter().collect();
     report_contradictions(&path, contradiction_reasons(&own), pointer, diagnostics);
+    if path.segments.contains(&PathSegment::Each) {
+        check_list_operators(condition, path_text, pointer, diagnostics);
+    }
     Some(CompiledCondition::Check { path, operators })
+}
+
+/// A `[*]` path reads a list (of what each element has), or nothing: an operator that
+/// compares that list with one value, or reads it as text or a number, can never hold (or,
+/// `not_equals`, always holds): "no check failed" written `checks[*].status: {not_equals:
+/// failure}` would pass over a failed check.
+fn check_list_operators(condition: &Condition, path_text: &str, pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
+    let scalar = |value: &Value| !value.is_array();
+    let contains_hint = format!(
+        "`{path_text}` is a list: to ask whether an element is the value, write `contains:`; to ask that none is, `not: {{path: {path_text}, contains: ...}}`"
+    );
+    let never = |key: &str, why: &str| {
+        Diagnostic::error(
+            "condition-contradiction",
+            format!("`{path_text}` (a `[*]` path) is a list of what each element has, so `{key}` {why} can never hold"),
+        )
+        .at_pointer(format!("{pointer}/{key}"))
+    };
+    if condition.equals.as_ref().is_some_and(scalar) {
+        diagnostics.push(never("equals", "with a single value").with_hint(contains_hint.clone()));
+    }
+    if condition.one_of.as_ref().is_some_and(|values| !values.is_empty() && values.iter().all(scalar)) {
+        diagnostics.push(never("one_of", "with single values").with_hint(contains_hint.clone()));
+    }
+    if condition.matches.is_some() {
+        diagnostics.push(never("matches", "(which reads text)").with_hint(
+            "match one element (an index such as `[0]` in place of `[*]`), or list the values with `contains:`",
+        ));
+    }
+    for (key, bound) in [("gt", &condition.gt), ("gte", &condition.gte), ("lt", &condition.lt), ("lte", &condition.lte)]
+    {
+        if bound.is_some() {
+            diagnostics.push(never(key, "(which reads a number)").with_hint(
+                "compare one element (an index such as `[0]` in place of `[*]`), or bound the count with `length:`",
+            ));
+        }
+    }
+    if condition.not_equals.as_ref().is_some_and(scalar) {
+        diagnostics.push(
+            Diagnostic::warning(
+                "condition-always-holds",
+                format!(
+                    "`{path_text}` (a `[*]` path) is a list of what each element has, so `not_equals` with a single \
+                     value holds whenever the list is there, whatever its elements"
+                ),
+            )
+            .at_pointer(format!("{pointer}/not_equals"))
+            .with_hint(contains_hint),
+        );
+    }
 }
 
 /// What is wrong with a pattern, in one line: the regex crate's message ends with it
@@ -1144,6 +1197,52 @@ mod tests {
         let (_, diagnostics) = compile(json!({"not": {"not": contradiction}}));
         let codes: Vec<(&str, bool)> = diagnostics.iter().map(|d| (d.code.as_str(), d.is_error())).collect();
         assert_eq!(codes, vec![("condition-contradiction", true)], "{diagnostics:?}");
+    }
+
+    /// A `[*]` path reads a list: operators that compare it with one value, or read text or
+    /// a number, can never hold, and `not_equals` with one value always holds.
+    #[test]
+    fn list_paths_with_single_value_operators_are_reported() {
+        let cases = [
+            (json!({"path": "ci.checks[*].status", "not_equals": "failure"}), vec![("condition-always-holds", false)]),
+            (json!({"path": "ci.checks[*].status", "equals": "success"}), vec![("condition-contradiction", true)]),
+            (json!({"path": "ci.checks[*].status", "one_of": ["a", "b"]}), vec![("condition-contradiction", true)]),
+            (json!({"path": "ci.checks[*].status", "matches": "^ok$"}), vec![("condition-contradiction", true)]),
+            (
+                json!({"path": "ci.checks[*].took", "gt": 1, "lte": 5}),
+                vec![("condition-contradiction", true), ("condition-contradiction", true)],
+            ),
+            // Under `not`: flipped like any other.
+            (
+                json!({"not": {"path": "ci.checks[*].status", "equals": "success"}}),
+                vec![("condition-always-holds", false)],
+            ),
+        ];
+        for (condition, expected) in cases {
+            let (compiled, diagnostics) = compile(condition.clone());
+            assert!(compiled.is_some(), "{condition}");
+            let codes: Vec<(&str, bool)> = diagnostics.iter().map(|d| (d.code.as_str(), d.is_error())).collect();
+            assert_eq!(codes, expected, "{condition}: {diagnostics:?}");
+        }
+        assert!(
+            compile(json!({"path": "ci.checks[*].status", "not_equals": "failure"})).1[0]
+                .hint
+                .as_deref()
+                .is_some_and(|hint| hint.contains("contains"))
+        );
+        // Operators that read a list, and values that are lists, are fine.
+        for condition in [
+            json!({"path": "ci.checks[*].status", "contains": "failure"}),
+            json!({"path": "ci.checks[*].status", "equals": ["success", "success"]}),
+            json!({"path": "ci.checks[*].status", "not_equals": []}),
+            json!({"path": "ci.checks[*].status", "one_of": [["success"], []]}),
+            json!({"path": "ci.checks[*].status", "length": {"gte": 1}}),
+            json!({"path": "ci.checks[*].status", "exists": true}),
+            json!({"path": "ci.checks[0].status", "equals": "success"}),
+        ] {
+            let (_, diagnostics) = compile(condition.clone());
+            assert!(diagnostics.is_empty(), "{condition}: {diagnostics:?}");
+        }
     }
 
     #[test]

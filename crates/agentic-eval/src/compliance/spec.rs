@@ -708,16 +708,22 @@ fn detect_rule_conflicts(
     rules: &[CompiledRule],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    let forbidden: Vec<(&CompiledCheckpoint, &CompiledMatcher)> = checkpoints
+    // Unscoped rules that forbid every call of a matcher: `never`, and `count` with
+    // `at_most: 0` (the same thing written another way).
+    let forbidden: Vec<(&CompiledCheckpoint, &CompiledMatcher, bool)> = checkpoints
         .iter()
         .filter_map(|checkpoint| match checkpoint.check {
             CompiledCheck::Sequence(rule_idx) => match &rules[rule_idx] {
-                CompiledRule { relation: Relation::Never(matcher), within: None } => Some((checkpoint, matcher)),
+                CompiledRule { relation: Relation::Never(matcher), within: None } => Some((checkpoint, matcher, false)),
+                CompiledRule { relation: Relation::Count(matcher, _, Some(0)), within: None } => {
+                    Some((checkpoint, matcher, true))
+                }
                 _ => None,
             },
             _ => None,
         })
         .collect();
+    detect_opposite_orders(spec, checkpoints, rules, diagnostics);
     for (idx, checkpoint) in checkpoints.iter().enumerate() {
         let CompiledCheck::Sequence(rule_idx) = checkpoint.check else { continue };
         // A scoped rule needs its calls inside the scope, and those are calls of the trace
@@ -734,15 +740,17 @@ fn detect_rule_conflicts(
             if required[..at].iter().any(|earlier| earlier.source() == needed.source()) {
                 continue;
             }
-            let conflict = forbidden.iter().find(|(other, never)| {
-                other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
+            let conflict = forbidden.iter().find(|(other, never, _)| {
+                !std::ptr::eq(*other, checkpoint)
+                    && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
                     && matcher_covers(never.source(), needed.source())
             });
-            let Some((other, never)) = conflict else { continue };
-            let forbids = if never.source() == needed.source() {
-                "forbids with `never`".to_owned()
-            } else {
-                format!("forbids with `never: {}`", never.description)
+            let Some((other, never, by_count)) = conflict else { continue };
+            let forbids = match (by_count, never.source() == needed.source()) {
+                (false, true) => "forbids with `never`".to_owned(),
+                (false, false) => format!("forbids with `never: {}`", never.description),
+                (true, true) => "forbids with `count: {at_most: 0}`".to_owned(),
+                (true, false) => format!("forbids with `count: {{of: {}, at_most: 0}}`", never.description),
             };
             diagnostics.push(
                 Diagnostic::error(
@@ -756,6 +764,52 @@ fn detect_rule_conflicts(
                 .with_hint("both can never pass in one run; fix one of them"),
             );
         }
+    }
+}
+
+/// Flags two `before` rules (unscoped, or with the same scope, and the same `applies_when`)
+/// that ask for opposite orders: `before: {a: Read, b: Write}` next to `before: {a: Write,
+/// b: Read}`. Both need both calls, so with every call of the one's `a` a `b` of the other
+/// (and the other way round), the first of each cannot come first twice.
+fn detect_opposite_orders(
+    spec: &CheckpointSpec,
+    checkpoints: &[CompiledCheckpoint],
+    rules: &[CompiledRule],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let befores: Vec<(usize, &CompiledCheckpoint, &CompiledMatcher, &CompiledMatcher, Option<&EventMatcher>)> =
+        checkpoints
+            .iter()
+            .enumerate()
+            .filter_map(|(idx, checkpoint)| match checkpoint.check {
+                CompiledCheck::Sequence(rule_idx) => match &rules[rule_idx] {
+                    CompiledRule { relation: Relation::Before(a, b), within } => {
+                        Some((idx, checkpoint, a, b, within.as_ref().map(CompiledMatcher::source)))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+    for (at, (idx, checkpoint, a, b, within)) in befores.iter().enumerate() {
+        let opposite = befores[..at].iter().find(|(_, other, other_a, other_b, other_within)| {
+            other_within == within
+                && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
+                && matcher_covers(other_b.source(), a.source())
+                && matcher_covers(b.source(), other_a.source())
+        });
+        let Some((_, other, ..)) = opposite else { continue };
+        diagnostics.push(
+            Diagnostic::error(
+                "checkpoint-contradiction",
+                format!(
+                    "checkpoint `{}` needs the first {} before the first {}, and checkpoint `{}` needs the opposite order",
+                    checkpoint.checkpoint.id, a.description, b.description, other.checkpoint.id
+                ),
+            )
+            .at_pointer(format!("/checkpoints/{}/verification/rule", spec_index(spec, *idx, checkpoint)))
+            .with_hint("both can never pass in one run (each needs both calls); fix one of them"),
+        );
     }
 }
 
@@ -1342,6 +1396,68 @@ checkpoints:
             .filter(|d| d.code == "checkpoint-contradiction")
             .map(|d| d.message.clone())
             .collect()
+    }
+
+    /// `count: {at_most: 0}` forbids like `never`; a rule that both needs and forbids a call
+    /// is reported once, as its own bounds.
+    #[test]
+    fn a_count_of_at_most_zero_forbids_like_never() {
+        assert_eq!(
+            contradictions(&["{count: {of: {tool: Bash}, at_most: 0}}", "{count: {of: {tool: Bash}, at_least: 1}}"]),
+            vec!["checkpoint `P2-02` needs Bash, which checkpoint `P2-01` forbids with `count: {at_most: 0}`"]
+        );
+        assert_eq!(
+            contradictions(&[
+                "{count: {of: {tool: \"*\"}, at_most: 0}}",
+                "{before: {a: {tool: Read}, b: {tool: Bash}}}"
+            ])
+            .len(),
+            2
+        );
+        assert!(
+            contradictions(&["{count: {of: {tool: Bash}, at_most: 1}}", "{count: {of: {tool: Bash}, at_least: 1}}"])
+                .is_empty()
+        );
+        assert!(contradictions(&["{count: {of: {tool: Bash}, at_least: 1, at_most: 0}}"]).is_empty());
+    }
+
+    /// Two `before` rules asking for opposite orders can never both pass.
+    #[test]
+    fn before_rules_in_opposite_orders_are_a_contradiction() {
+        assert_eq!(
+            contradictions(&[
+                "{before: {a: {tool: Read}, b: {tool: Write}}}",
+                "{before: {a: {tool: Write}, b: {tool: Read}}}"
+            ]),
+            vec![
+                "checkpoint `P2-02` needs the first Write before the first Read, and checkpoint `P2-01` needs the opposite order"
+            ]
+        );
+        // Narrower `a` matchers are still covered by the other's `b`.
+        assert_eq!(
+            contradictions(&[
+                "{before: {a: {tool: Read, args: {file_path: {glob: \"**/skill.md\"}}}, b: {tool: Write}}}",
+                "{before: {a: {tool: Write}, b: {tool: [Read, Grep]}}}",
+            ])
+            .len(),
+            1
+        );
+        for pair in [
+            // A narrower `b` may be met by other calls than the other rule's `a`.
+            [
+                "{before: {a: {tool: Read}, b: {tool: Write}}}",
+                "{before: {a: {tool: Write}, b: {tool: Read, args: {file_path: {contains: x}}}}}",
+            ],
+            // Different scopes.
+            [
+                "{before: {a: {tool: Read}, b: {tool: Write}}, within: {tool: Task}}",
+                "{before: {a: {tool: Write}, b: {tool: Read}}}",
+            ],
+            // The same order twice.
+            ["{before: {a: {tool: Read}, b: {tool: Write}}}", "{before: {a: {tool: Read}, b: {tool: Write}}}"],
+        ] {
+            assert!(contradictions(&pair).is_empty(), "{pair:?}");
+        }
     }
 
     #[test]

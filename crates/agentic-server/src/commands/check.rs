@@ -266,6 +266,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Some(run_trace(&spec, path, args.trace_format, args.malformed)?),
         None => None,
     };
+    warn_on_missing_inputs(&spec, &args, &evidence);
     let mut judge = match &args.judge {
         Some(path) => Some(judge_evaluator(path, &args)?),
         None => None,
@@ -765,6 +766,59 @@ fn run_trace(
         );
     }
     Ok(outcome)
+}
+
+/// Warns about inputs whose absence turns checks into NOT_APPLICABLE or BLOCKED without a
+/// word: no `--trace` for a spec with tier-2 checkpoints, no `--evidence` for tier-1 ones,
+/// and a constraint that is active only because a source its `active_when` reads is absent
+/// (a misspelt source name makes `not`, `exists: false` and `not_equals` conditions hold,
+/// and the checkpoints it affects BLOCKED instead of FAIL).
+fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serde_json::Map<String, Value>) {
+    let ids_of = |tier: Tier| -> Vec<&str> {
+        spec.checkpoints.iter().filter(|c| c.tier == tier).map(|c| c.checkpoint.id.as_str()).collect()
+    };
+    let listed = |ids: &[&str]| {
+        let shown: Vec<&str> = ids.iter().take(5).copied().collect();
+        format!("{}{}", shown.join(", "), if ids.len() > 5 { ", ..." } else { "" })
+    };
+    let sequence = ids_of(Tier::Sequence);
+    if args.trace.is_none() && !sequence.is_empty() {
+        say_err!(
+            "warning: no --trace: the {} tier-2 checkpoint(s) ({}) are NOT_APPLICABLE; pass --trace FILE to check them",
+            sequence.len(),
+            listed(&sequence)
+        );
+    }
+    let state = ids_of(Tier::State);
+    if args.evidence.is_empty() && !state.is_empty() {
+        say_err!(
+            "warning: no --evidence: the {} tier-1 checkpoint(s) ({}) are NOT_APPLICABLE; pass --evidence FILE \
+             (for example from `agentic evidence git`) to check them",
+            state.len(),
+            listed(&state)
+        );
+    }
+    for constraint in &spec.constraints {
+        let Some(condition) = &constraint.active_when else { continue };
+        let mut absent: Vec<&str> = condition
+            .paths()
+            .into_iter()
+            .map(|path| path.source())
+            .filter(|source| evidence.get(*source).is_none_or(Value::is_null))
+            .collect();
+        absent.sort_unstable();
+        absent.dedup();
+        if !absent.is_empty() && condition.evaluate(evidence).holds {
+            say_err!(
+                "warning: constraint `{}` is active while evidence source(s) {} that its `active_when` reads are \
+                 absent from the evidence, so a failure of {} is reported BLOCKED; check the source name in \
+                 `active_when` and the evidence files",
+                constraint.constraint.id,
+                absent.iter().map(|source| format!("`{source}`")).collect::<Vec<_>>().join(", "),
+                listed(&constraint.constraint.affects.iter().map(String::as_str).collect::<Vec<_>>())
+            );
+        }
+    }
 }
 
 /// Warns when `--trace-format` names another format than the trace's first record looks

@@ -2342,6 +2342,41 @@ fn lint_previous_keeps_the_specs_own_errors_and_takes_one_spec() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("lint one spec at a time"));
 }
 
+/// `--previous` on a workflow is refused (it compares checkpoint ids), not linted as a
+/// broken spec.
+#[test]
+fn lint_previous_refuses_a_workflow() {
+    let workflow = format!("{}/../../examples/workflows/agent_summary.yaml", env!("CARGO_MANIFEST_DIR"));
+    let output =
+        agentic().arg("lint").arg(&workflow).arg("--previous").arg(example("code-review.yaml")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is a workflow; lint it without `--previous`"), "{stderr}");
+}
+
+/// Inputs whose absence changes verdicts without a word get a warning: no `--trace` for
+/// tier-2 checkpoints, and a constraint active only because its source is absent.
+#[test]
+fn check_warns_about_missing_trace_and_absent_constraint_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1\"\nenvironment_constraints:\n  - {id: ENV-01, constraint: c, affects: [P1-01], active_when: {not: {path: pull_request.ready, equals: true}}}\ncheckpoints:\n  - {id: P1-01, tier: 1, instruction: x, severity: low, verification: {method: api_state, evidence_sources: [pr], assert: {path: pr.ok, equals: true}}}\n  - {id: P2-01, tier: 2, instruction: y, severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash}}}}\n",
+    )
+    .unwrap();
+    let evidence = dir.path().join("evidence.json");
+    std::fs::write(&evidence, r#"{"pr": {"ok": false}}"#).unwrap();
+    let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no --trace: the 1 tier-2 checkpoint(s) (P2-01) are NOT_APPLICABLE"), "{stderr}");
+    assert!(stderr.contains("constraint `ENV-01` is active while evidence source(s) `pull_request`"), "{stderr}");
+    // With the source present, no warning.
+    std::fs::write(&evidence, r#"{"pr": {"ok": false}, "pull_request": {"ready": false}}"#).unwrap();
+    let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().unwrap();
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("ENV-01"));
+}
+
 /// A `tool_use_id` started again after its call ended is a new call with a span of its own
 /// (`ID#2`): a subagent the earlier call spawned stays under the earlier call, not under
 /// whatever scope the new call is in.
