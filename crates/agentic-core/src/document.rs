@@ -22,6 +22,13 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     schema_in::<T>(schemars::generate::SchemaSettings::draft2020_12())
 }
 
+/// The JSON Schema of an output `T` as it is *written* (published in `docs/schema/`): an
+/// `Option` field is a required key whose value may be `null`, since the writer always
+/// writes it.
+pub fn output_schema_for<T: JsonSchema>() -> Value {
+    schema_in::<T>(schemars::generate::SchemaSettings::draft2020_12().for_serialize())
+}
+
 /// The published JSON Schema of a document [`DocumentLoader`] reads as `T`: as
 /// [`schema_for`], but an optional field is left out, never `null` (the loader refuses a
 /// `null` there, so the published schema says the same).

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::report::{ComplianceReport, ResultState, round2};
+use super::report::{ComplianceReport, ResultState, round2, shown_on_one_line};
 
 /// The agreement (percent) below which calibration warns.
 pub const CALIBRATION_THRESHOLD: f64 = 90.0;
@@ -135,27 +135,32 @@ impl Calibration {
                 None => "\nCALIBRATION WARNING: nothing to compare, so the evaluator is not calibrated; annotate the tier-3 checkpoints the golden runs judged".to_owned(),
             });
         }
+        let line = shown_on_one_line;
         for d in &self.disagreements {
             out.push_str(&format!(
                 "\n  {}: {} human {} vs evaluator {}",
-                d.case,
-                d.id,
+                line(&d.case),
+                line(&d.id),
                 d.human.as_str(),
                 d.evaluator.as_str()
             ));
         }
         for (case, id) in &self.unknown_ids {
-            out.push_str(&format!("\n  {case}: annotation for unknown checkpoint `{id}` ignored"));
+            out.push_str(&format!("\n  {}: annotation for unknown checkpoint `{}` ignored", line(case), line(id)));
         }
         for (case, id) in &self.not_applicable {
             out.push_str(&format!(
-                "\n  {case}: annotation for `{id}` not compared: the checkpoint was not applicable in that case \
-                 (its evidence is absent or `applies_when` does not hold), so nothing was judged"
+                "\n  {}: annotation for `{}` not compared: the checkpoint was not applicable in that case \
+                 (its evidence is absent or `applies_when` does not hold), so nothing was judged",
+                line(case),
+                line(id)
             ));
         }
         for (case, id, tier) in &self.not_semantic {
             out.push_str(&format!(
-                "\n  {case}: annotation for tier-{tier} checkpoint `{id}` ignored (calibration compares tier-3 verdicts)"
+                "\n  {}: annotation for tier-{tier} checkpoint `{}` ignored (calibration compares tier-3 verdicts)",
+                line(case),
+                line(id)
             ));
         }
         out.push('\n');

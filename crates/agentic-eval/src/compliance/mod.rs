@@ -28,8 +28,8 @@ pub use calibration::{CALIBRATION_THRESHOLD, Calibration, GoldenCase, calibrate}
 pub use condition::{CompiledCondition, ConditionOutcome, EvidencePath};
 pub use evaluate::{CheckOptions, ComplianceError, EvidenceSet, evaluate};
 pub use report::{
-    ChangeKind, CheckpointChange, CheckpointResult, ComplianceReport, Rating, ReportComparison, ResultState,
-    append_sentence, compare_reports, confidence_status, rating_for, render_markdown, render_summary,
+    ChangeKind, CheckpointChange, CheckpointResult, ComplianceReport, MAX_EVAL_RUNS, Rating, ReportComparison,
+    ResultState, append_sentence, compare_reports, confidence_status, rating_for, render_markdown, render_summary,
 };
 pub use sequence::{
     ArgsRef, EventRef, MatchBits, MatchPlan, Prepared, RuleOutcome, SequenceEngine, Summarizer, Summary, SummaryLink,
@@ -43,10 +43,10 @@ pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3
 
 /// The published JSON Schemas: `(path under the workspace root, schema)`.
 pub fn published_schemas() -> Vec<(&'static str, serde_json::Value)> {
-    use agentic_core::document::{document_schema_for, schema_for};
+    use agentic_core::document::{document_schema_for, output_schema_for};
     vec![
         ("docs/schema/checkpoint-spec.schema.json", document_schema_for::<CheckpointSpec>()),
-        ("docs/schema/compliance-report.schema.json", schema_for::<ComplianceReport>()),
+        ("docs/schema/compliance-report.schema.json", output_schema_for::<ComplianceReport>()),
     ]
 }
 

@@ -33,13 +33,15 @@ pub const REPORT_SCHEMA_VERSION: &str = "1.0.0";
 #[serde(deny_unknown_fields)]
 #[schemars(title = "Compliance report", description = "The result of `agentic check`; see docs/checkpoints.md")]
 pub struct ComplianceReport {
-    /// The report schema version, `1.0.0`.
+    /// The report schema version, `1.0.0` (readers accept any `1.x`).
+    #[schemars(regex(pattern = r"^1\.[0-9]+\.[0-9]+$"))]
     pub schema_version: String,
     /// The spec's `workflow`.
     pub workflow: String,
     /// The spec's `spec_version`.
     pub spec_version: String,
     /// When the check ran (RFC 3339, UTC).
+    #[schemars(extend("format" = "date-time"))]
     pub evaluated_at: String,
     /// The two scores and the rating.
     pub scores: Scores,
@@ -52,6 +54,7 @@ pub struct ComplianceReport {
     /// Compliance per quartile of `position_index`.
     pub position_dropout_analysis: PositionDropout,
     /// One entry per checkpoint, in document order.
+    #[schemars(length(min = 1))]
     pub checkpoints: Vec<CheckpointResult>,
 }
 
@@ -60,8 +63,11 @@ pub struct ComplianceReport {
 #[serde(deny_unknown_fields)]
 pub struct Scores {
     /// Earned / possible * 100, N/A and BLOCKED excluded; null when nothing is scorable.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(range(min = 0.0, max = 100.0))]
     pub compliance_percent: Option<f64>,
     /// (total - blocked) / total * 100.
+    #[schemars(range(min = 0.0, max = 100.0))]
     pub spec_health_percent: f64,
     /// The band of `compliance_percent`.
     pub rating: Rating,
@@ -145,6 +151,9 @@ pub enum ConfidenceStatus {
     InsufficientData,
 }
 
+/// The most tier-3 runs one check makes (`--eval-runs`).
+pub const MAX_EVAL_RUNS: u32 = 100;
+
 /// The status for per-run compliance scores.
 pub fn confidence_status(scores: &[Option<f64>]) -> ConfidenceStatus {
     if scores.len() < 2 {
@@ -189,12 +198,19 @@ pub struct Tier3Confidence {
     /// True with two or more runs.
     pub protocol_enabled: bool,
     /// How many times tier 3 ran.
+    #[schemars(range(min = 1, max = 100))]
     pub runs: u32,
     /// Lowest and highest compliance over the runs.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(inner(range(min = 0.0, max = 100.0)))]
     pub score_range: Option<[f64; 2]>,
     /// Mean compliance over the runs.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(range(min = 0.0, max = 100.0))]
     pub mean: Option<f64>,
     /// Sample variance of compliance over the runs.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(range(min = 0.0))]
     pub variance: Option<f64>,
     /// See [`confidence_status`].
     pub status: ConfidenceStatus,
@@ -228,12 +244,20 @@ impl Tier3Confidence {
 #[serde(deny_unknown_fields)]
 pub struct PositionDropout {
     /// First quarter of the workflow.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(range(min = 0.0, max = 100.0))]
     pub quartile_1: Option<f64>,
     /// Second quarter.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(range(min = 0.0, max = 100.0))]
     pub quartile_2: Option<f64>,
     /// Third quarter.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(range(min = 0.0, max = 100.0))]
     pub quartile_3: Option<f64>,
     /// Last quarter.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(range(min = 0.0, max = 100.0))]
     pub quartile_4: Option<f64>,
 }
 
@@ -276,16 +300,20 @@ impl ResultState {
 #[serde(deny_unknown_fields)]
 pub struct CheckpointResult {
     /// The checkpoint id.
+    #[schemars(length(min = 1))]
     pub id: String,
     /// 1-based document order.
+    #[schemars(range(min = 1))]
     pub position_index: usize,
     /// 1, 2 or 3.
+    #[schemars(range(min = 1, max = 3))]
     pub tier: u8,
     /// As in the spec.
     pub severity: CheckpointSeverity,
     /// The state.
     pub result: ResultState,
     /// Weight earned (0 for N/A and BLOCKED).
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub earned_weight: f64,
     /// Why, with the evidence.
     pub notes: String,
@@ -378,9 +406,10 @@ impl ComplianceReport {
                 self.checkpoints.len()
             ));
         }
-        // The scores and the dropout table, to the 0.01 they are rounded to.
+        // The scores and the dropout table exactly as `check` rounds them (2 decimals): an
+        // edited figure is refused whichever way it moved.
         let differs = |written: Option<f64>, computed: Option<f64>| match (written, computed) {
-            (Some(written), Some(computed)) => (written - computed).abs() > 0.01,
+            (Some(written), Some(computed)) => (written - computed).abs() > 1e-9,
             (written, computed) => written.is_some() != computed.is_some(),
         };
         let show = |value: Option<f64>| value.map_or("null".to_owned(), |value| value.to_string());
@@ -414,6 +443,9 @@ impl ComplianceReport {
         if confidence.runs == 0 {
             return Some(format!("{at} has `runs` 0 (a check runs tier 3 at least once)"));
         }
+        if confidence.runs > MAX_EVAL_RUNS {
+            return Some(format!("{at} has `runs` {} (`--eval-runs` is at most {MAX_EVAL_RUNS})", confidence.runs));
+        }
         if confidence.protocol_enabled != (confidence.runs >= 2) {
             return Some(format!(
                 "{at} has `protocol_enabled` {} with {} run(s) (it is true exactly with two or more)",
@@ -428,6 +460,16 @@ impl ComplianceReport {
             && !(low - 0.01..=high + 0.01).contains(&mean)
         {
             return Some(format!("{at} has `mean` {mean} outside its `score_range` [{low}, {high}]"));
+        }
+        if confidence.runs == 1
+            && let (Some([low, high]), Some(mean), Some(variance)) =
+                (confidence.score_range, confidence.mean, confidence.variance)
+            && !(low == high && mean == low && variance == 0.0)
+        {
+            return Some(format!(
+                "{at} has one run but `score_range` [{low}, {high}], `mean` {mean} and `variance` {variance} (one run \
+                 has one score: its range is that score twice, its mean that score and its variance 0)"
+            ));
         }
         let expected = match (confidence.runs, confidence.score_range, confidence.variance) {
             (1, ..) => Some(ConfidenceStatus::SingleRun),
@@ -492,7 +534,8 @@ pub(crate) fn round4(value: f64) -> f64 {
 fn round_decimal(value: f64, factor: f64) -> f64 {
     let scaled = value * factor;
     let cleaned = if scaled.abs() < 1e9 { (scaled * 1e6).round() / 1e6 } else { scaled };
-    cleaned.round() / factor
+    // `+ 0.0` turns -0 into 0: a delta of nothing prints as +0.00, not -0.00.
+    cleaned.round() / factor + 0.0
 }
 
 /// Compliance over the scorable results, unrounded.
@@ -689,21 +732,22 @@ fn status_text(status: ConfidenceStatus) -> &'static str {
 fn change_line(change: &CheckpointChange) -> String {
     let state = |s: Option<ResultState>| s.map_or("-", ResultState::as_str);
     let weight = |w: Option<f64>| w.map_or_else(|| "-".to_owned(), |w| format!("{w}"));
-    format!(
-        "{} {}: {} ({}) -> {} ({})",
-        match change.kind {
-            ChangeKind::Regression => "REGRESSION",
-            ChangeKind::Improvement => "improvement",
-            ChangeKind::StateChanged => "changed",
-            ChangeKind::Added => "added",
-            ChangeKind::Removed => "removed",
-        },
-        change.id,
-        state(change.before),
-        weight(change.earned_before),
-        state(change.after),
-        weight(change.earned_after)
-    )
+    let (before, after) = (
+        format!("{} ({})", state(change.before), weight(change.earned_before)),
+        format!("{} ({})", state(change.after), weight(change.earned_after)),
+    );
+    match change.kind {
+        ChangeKind::Added => format!("added {}: {after} (not in the baseline)", change.id),
+        ChangeKind::Removed => format!("removed {}: was {before} (not in this spec)", change.id),
+        kind => {
+            let label = match kind {
+                ChangeKind::Regression => "REGRESSION",
+                ChangeKind::Improvement => "improvement",
+                _ => "changed",
+            };
+            format!("{label} {}: {before} -> {after}", change.id)
+        }
+    }
 }
 
 /// Appends `sentence` to a checkpoint's notes, ending the notes' last sentence first (with a
@@ -723,22 +767,21 @@ pub fn append_sentence(notes: &mut String, sentence: &str) {
 pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportComparison>) -> String {
     let mut out = String::new();
     let summary = &report.summary;
-    // One line per item: a line break in a name or note (an evaluator's, a matcher's text)
-    // is shown, not followed.
-    let shown = |text: &str| visible(&text.replace('\r', "\\r").replace('\n', "\\n"));
+    let shown = |text: &str| shown_on_one_line(text);
     let _ = writeln!(
         out,
-        "{} (spec {}): {} checkpoints",
+        "{} (spec {}): {} checkpoint{}",
         shown(&report.workflow),
         shown(&report.spec_version),
-        summary.total_checkpoints
+        summary.total_checkpoints,
+        if summary.total_checkpoints == 1 { "" } else { "s" }
     );
     for result in &report.checkpoints {
         let _ = writeln!(
             out,
             "  {:<14} {:<8} tier {} {:<8} {:>4}  {}",
             result.result.as_str(),
-            result.id,
+            shown(&result.id),
             result.tier,
             result.severity.as_str(),
             result.earned_weight,
@@ -800,7 +843,7 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
             comparison.regressions().count()
         );
         for change in &comparison.changes {
-            let _ = writeln!(out, "  {}", change_line(change));
+            let _ = writeln!(out, "  {}", shown(&change_line(change)));
         }
     }
     out
@@ -809,12 +852,12 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
 /// `text` as Markdown shows it as written, on one line: every character Markdown (with
 /// GitHub's tables) would read as markup is escaped, so a glob `src/*/mod.rs`, a regex
 /// `\.env$|a\|b`, `<script>` or `_x_` in an id or a note reads the same in the report as in
-/// the spec and the JSON report. Text between a pair of backticks (the notes quote paths
-/// and values that way) stays a code span, whose content Markdown shows as it is; only its
-/// pipes are escaped, for the table. An unpaired or empty pair of backticks is escaped.
+/// the spec and the JSON report. A code span (the notes quote paths and values that way)
+/// stays one, by CommonMark's rule: a run of backticks opens a span that the next run of
+/// the *same* length closes, and Markdown shows its content as it is; only its pipes are
+/// escaped, for the table. A run that nothing closes is escaped, backtick by backtick.
 fn markdown_text(text: &str) -> String {
     let line = one_line(text);
-    let parts: Vec<&str> = line.split('`').collect();
     let mut out = String::with_capacity(line.len() + 8);
     let escape = |out: &mut String, part: &str| {
         for c in part.chars() {
@@ -824,25 +867,37 @@ fn markdown_text(text: &str) -> String {
             out.push(c);
         }
     };
-    escape(&mut out, parts[0]);
-    let mut rest = &parts[1..];
-    while !rest.is_empty() {
-        match rest {
-            [code, after, more @ ..] if !code.is_empty() => {
-                out.push('`');
-                out.push_str(&code.replace('|', "\\|"));
-                out.push('`');
-                escape(&mut out, after);
-                rest = more;
+    let run_at = |from: usize| line[from..].bytes().take_while(|&b| b == b'`').count();
+    let mut rest = 0;
+    while let Some(found) = line[rest..].find('`') {
+        let open = rest + found;
+        escape(&mut out, &line[rest..open]);
+        let len = run_at(open);
+        // The next run of exactly `len` backticks closes the span.
+        let mut search = open + len;
+        let close = loop {
+            let Some(next) = line[search..].find('`') else { break None };
+            let at = search + next;
+            let run = run_at(at);
+            if run == len {
+                break Some(at);
             }
-            [part, more @ ..] => {
-                out.push_str("\\`");
-                escape(&mut out, part);
-                rest = more;
+            search = at + run;
+        };
+        match close {
+            Some(close) if line[open + len..close].chars().any(|c| c != ' ') => {
+                out.push_str(&line[open..open + len]);
+                out.push_str(&line[open + len..close].replace('|', "\\|"));
+                out.push_str(&line[close..close + len]);
+                rest = close + len;
             }
-            [] => break,
+            _ => {
+                escape(&mut out, &line[open..open + len]);
+                rest = open + len;
+            }
         }
     }
+    escape(&mut out, &line[rest..]);
     out
 }
 
@@ -851,6 +906,13 @@ fn markdown_text(text: &str) -> String {
 /// characters are shown escaped (see [`visible`]).
 fn one_line(text: &str) -> String {
     visible(&text.replace("\r\n", " ").replace(['\r', '\n'], " "))
+}
+
+/// `text` for one line of terminal output: a line break in a name or note (an evaluator's,
+/// a matcher's, a golden case's) is shown as `\n`, not followed, and other control
+/// characters as [`visible`] shows them.
+pub(crate) fn shown_on_one_line(text: &str) -> String {
+    visible(&text.replace('\r', "\\r").replace('\n', "\\n"))
 }
 
 /// `text` with control characters other than tab, and the bidirectional overrides, shown as
@@ -1003,9 +1065,41 @@ mod tests {
         assert_eq!(markdown_text("a ` b"), r"a \` b");
         assert_eq!(markdown_text("`x` `` *"), r"`x` \`\` \*");
         assert_eq!(markdown_text("`x` `y"), r"`x` \`y");
+        // CommonMark's rule: a run closes only at a run of its own length, so a value with a
+        // backtick quoted in a longer fence stays one code span.
+        assert_eq!(markdown_text("``a`b`` *"), r"``a`b`` \*");
+        assert_eq!(markdown_text("``a` *"), r"\`\`a\` \*");
+        assert_eq!(markdown_text("`a``b` |"), r"`a``b` \|");
+        assert_eq!(markdown_text("``` ``` x"), r"\`\`\` \`\`\` x");
         // Control characters cannot reach a terminal or a viewer raw.
         assert_eq!(markdown_text("\u{1b}[31mRED\u{1b}[0m"), r"\\u{1b}\[31mRED\\u{1b}\[0m");
         assert_eq!(visible("a\tb\u{7}\u{9b}c\u{202e}d"), r"a	b\u{7}\u{9b}c\u{202e}d");
+    }
+
+    #[test]
+    fn a_delta_of_nothing_is_not_negative() {
+        assert_eq!(format!("{:+.2}", round2(0.1 + 0.2 - 0.3 - 1e-3)), "+0.00");
+        assert_eq!(format!("{:+.2}", round2(-0.001)), "+0.00");
+    }
+
+    #[test]
+    fn added_and_removed_checkpoints_say_so() {
+        let change = |kind, before, after| CheckpointChange {
+            id: "C-01".into(),
+            kind,
+            before,
+            after,
+            earned_before: before.map(|_| 1.0),
+            earned_after: after.map(|_| 0.0),
+        };
+        let pass = Some(ResultState::Pass);
+        let fail = Some(ResultState::Fail);
+        assert_eq!(change_line(&change(ChangeKind::Added, None, fail)), "added C-01: FAIL (0) (not in the baseline)");
+        assert_eq!(
+            change_line(&change(ChangeKind::Removed, pass, None)),
+            "removed C-01: was PASS (1) (not in this spec)"
+        );
+        assert_eq!(change_line(&change(ChangeKind::Regression, pass, fail)), "REGRESSION C-01: PASS (1) -> FAIL (0)");
     }
 
     #[test]

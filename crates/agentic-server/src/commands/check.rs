@@ -32,10 +32,10 @@ use agentic_core::yaml::parse_yaml;
 use agentic_eval::compliance::report::REPORT_SCHEMA_VERSION;
 use agentic_eval::compliance::spec::Tier;
 use agentic_eval::compliance::{
-    ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase, MatchPlan,
-    Prepared, ReplayEvaluator, ResultState, SequenceEngine, Summarizer, Summary, Tier3Error, Tier3Evaluator,
-    Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec, parse_spec,
-    render_markdown, render_summary,
+    ArgsRef, Calibration, CheckOptions, CompiledSpec, ComplianceReport, EventRef, EvidenceSet, GoldenCase,
+    MAX_EVAL_RUNS, MatchPlan, Prepared, ReplayEvaluator, ResultState, SequenceEngine, Summarizer, Summary, Tier3Error,
+    Tier3Evaluator, Tier3Request, Tier3Verdict, calibrate, compare_reports, evaluate, lint_against_previous, load_spec,
+    parse_spec, render_markdown, render_summary,
 };
 use agentic_judge::{Aggregation, Judge, JudgeConfig, JudgeTier3Evaluator};
 use anyhow::{Context, bail};
@@ -112,7 +112,7 @@ pub(crate) struct CheckArgs {
     #[arg(long, requires = "judge")]
     judge_record: Option<String>,
     /// Run tier 3 this many times and report the spread of the compliance score.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_EVAL_RUNS)))]
     eval_runs: u32,
     /// The lowest passing compliance score, in percent.
     #[arg(long, default_value_t = 85.0, allow_negative_numbers = true)]
@@ -242,6 +242,13 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                      by `agentic check --json`, not an edited or merged one",
                     path,
                     twice.id
+                );
+            }
+            if chrono::DateTime::parse_from_rfc3339(&baseline.evaluated_at).is_err() {
+                bail!(
+                    "baseline `{path}` has `evaluated_at` `{}`, not an RFC 3339 time (like 2026-11-24T09:30:00Z); use a \
+                     report written by `agentic check --json`, not an edited one",
+                    baseline.evaluated_at
                 );
             }
             if let Some(problem) = baseline.inconsistency() {

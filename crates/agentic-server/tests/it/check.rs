@@ -1936,12 +1936,32 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         ("/tier_3_confidence/variance", json!(null), "some of `score_range`, `mean` and `variance`"),
         ("/evaluator_audit/tier_3_checkpoints_count", json!(99), "`evaluator_audit.tier_3_checkpoints_count` is 99"),
         ("/evaluator_audit/undocumented_passes", json!(5), "`evaluator_audit.undocumented_passes` is 5, more than"),
+        ("/tier_3_confidence/runs", json!(1000), "has `runs` 1000 (`--eval-runs` is at most 100)"),
+        ("/tier_3_confidence/score_range", json!([0.0, 100.0]), "has one run but `score_range` [0, 100]"),
+        ("/evaluated_at", json!("yesterday"), "has `evaluated_at` `yesterday`, not an RFC 3339 time"),
     ] {
         let mut report = first.report.clone();
         *report.pointer_mut(edit).unwrap() = value;
         let run = against(&report);
         assert_eq!(run.code(), 2, "{}", run.stderr());
         assert!(run.stderr().contains(expected), "{}", run.stderr());
+    }
+    // A score moved by the smallest step it is printed in, either way: refused alike.
+    let compliance = first.report["scores"]["compliance_percent"].as_f64().unwrap();
+    for moved in [compliance + 0.01, compliance - 0.01] {
+        let mut report = first.report.clone();
+        report["scores"]["compliance_percent"] = json!((moved * 100.0).round() / 100.0);
+        let run = against(&report);
+        assert_eq!(run.code(), 2, "{}", run.stderr());
+        assert!(run.stderr().contains("but its checkpoints give"), "{}", run.stderr());
+    }
+    // A key every report writes, even as `null`, is required: a missing one is no report.
+    for (object, key) in [("scores", "compliance_percent"), ("tier_3_confidence", "mean")] {
+        let mut report = first.report.clone();
+        report[object].as_object_mut().unwrap().remove(key);
+        let run = against(&report);
+        assert_eq!(run.code(), 2, "{}", run.stderr());
+        assert!(run.stderr().contains(&format!("missing field `{key}`")), "{}", run.stderr());
     }
     // No checkpoints at all (with a summary that counts them): a spec has at least one.
     let mut report = first.report.clone();
@@ -2295,7 +2315,7 @@ fn the_summary_shows_line_breaks_in_names() {
     let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().expect("agentic runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stdout}");
-    assert!(stdout.starts_with("w\\nPASS: forged (spec 1\\r\\n2): 1 checkpoints\n"), "{stdout}");
+    assert!(stdout.starts_with("w\\nPASS: forged (spec 1\\r\\n2): 1 checkpoint\n"), "{stdout}");
 }
 
 /// An end record of one session does not end a call with the same `tool_use_id` in
