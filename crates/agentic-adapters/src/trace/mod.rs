@@ -131,6 +131,15 @@ pub trait TraceAdapter {
     /// Appends the events of one record (read at 1-based `line`) to `out`, in trace order.
     /// `seq` is left at 0; the reader numbers events.
     fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String>;
+
+    /// [`TraceAdapter::ingest`] for a reader that reports every problem of a record read in
+    /// parts (an OTLP document's spans): one message per bad part goes to `problems`, and
+    /// the good parts to `out`. By default, the one message of `ingest`.
+    fn ingest_parts(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>, problems: &mut Vec<String>) {
+        if let Err(problem) = self.ingest(record, line, out) {
+            problems.push(problem);
+        }
+    }
 }
 
 /// One item of [`TraceReader::for_each_item`].
@@ -176,6 +185,9 @@ pub struct TraceReader<R> {
     /// Bytes of `reader` consumed as lines so far.
     consumed: u64,
     pending: VecDeque<CanonicalEvent>,
+    /// The problems of the record just read after the first (which was returned), reported
+    /// before its events.
+    pending_errors: VecDeque<TraceError>,
     scratch: Vec<CanonicalEvent>,
     buffer: Vec<u8>,
     /// The text of the multi-line document just read, for the lines of its spans.
@@ -217,6 +229,7 @@ impl<R: BufRead> TraceReader<R> {
             seq: 0,
             consumed: 0,
             pending: VecDeque::new(),
+            pending_errors: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
             document: None,
@@ -364,7 +377,9 @@ impl<R: BufRead> TraceReader<R> {
         visit: &mut impl FnMut(Result<TraceItem<'_>, TraceError>, Option<&S>) -> ControlFlow<()>,
     ) -> Queued {
         loop {
-            let flow = if let Some(event) = self.pending.pop_front() {
+            let flow = if let Some(error) = self.pending_errors.pop_front() {
+                visit(Err(error), None)
+            } else if let Some(event) = self.pending.pop_front() {
                 visit(Ok(TraceItem::Event(Box::new(event))), None)
             } else if self.done {
                 return Queued::Stop;
@@ -424,9 +439,12 @@ impl<R: BufRead> TraceReader<R> {
     /// lines is parsed once, not once per line.
     ///
     /// A document that is an object (its first line starts with `{`) ends, unclosed, at a
-    /// line that starts with `{` or `[` in its first column: that is the next record (a line
-    /// cut after a `,` or `{`, a pretty-printed batch cut off by a crash, then more records),
-    /// since a pretty-printer indents everything inside the outer braces. The document is
+    /// line that starts with `{` or `[` in its first column where the document cannot take
+    /// a value (after `{`, or after `,` between members): that is the next record (a line
+    /// cut after a `,` or `{`, a pretty-printed batch cut off by a crash, then more records).
+    /// Where it can (after `:`, or in a list after `[` or `,`), the line goes on with the
+    /// document: a printer that does not indent (`json.dumps(..., indent=0)`) writes the
+    /// elements of a list in the first column. The document is
     /// malformed and the line is read again as the next record, so one cut record never
     /// swallows the records after it. (A document that is a list may hold its elements in
     /// the first column, so it reads on.)
@@ -444,7 +462,7 @@ impl<R: BufRead> TraceReader<R> {
                     ));
                 }
                 true => {
-                    if object && matches!(self.buffer.first(), Some(b'{' | b'[')) {
+                    if object && matches!(self.buffer.first(), Some(b'{' | b'[')) && !nesting.wants_value() {
                         self.held = true;
                         return Err(TraceError::malformed(
                             start,
@@ -507,26 +525,26 @@ impl<R: BufRead> TraceReader<R> {
         }
         let adapter = self.adapter.as_mut().expect("set above");
         self.scratch.clear();
-        let result = match record {
-            // A list of records (an exporter's batch) is read record by record: a bad one is
-            // reported (the first, with the count) and the others are read; an empty list
-            // holds no record.
+        // Every problem is reported on its own (a bad span at its `spanId`'s line), the first
+        // one now and the others before the record's events.
+        let mut problems = Vec::new();
+        match record {
+            // A list of records (an exporter's batch) is read record by record: each bad one
+            // is reported and the others are read; an empty list holds no record.
             Value::Array(items) => {
-                let mut bad = Vec::new();
                 let faults = std::mem::take(&mut self.bad_elements);
+                let mut parts = Vec::new();
                 for (index, item) in items.into_iter().enumerate() {
                     if let Some((_, message)) = faults.iter().find(|(at, _)| *at == index) {
-                        bad.push(format!("list element {index}: {message}"));
+                        problems.push(format!("list element {index}: {message}"));
                         continue;
                     }
-                    if let Err(message) = adapter.ingest(item, line, &mut self.scratch) {
-                        bad.push(format!("list element {index}: {message}"));
-                    }
+                    adapter.ingest_parts(item, line, &mut self.scratch, &mut parts);
+                    problems.extend(parts.drain(..).map(|message| format!("list element {index}: {message}")));
                 }
-                first_problem(&bad, "bad element(s)", "")
             }
-            record => adapter.ingest(record, line, &mut self.scratch),
-        };
+            record => adapter.ingest_parts(record, line, &mut self.scratch, &mut problems),
+        }
         // In a document spread over lines, a span's events cite the line of its `spanId`.
         let span_lines = self.document.take().map(|text| span_lines(&text, line)).unwrap_or_default();
         // What the adapter read is kept even when part of the record failed (a bad span of
@@ -543,11 +561,19 @@ impl<R: BufRead> TraceReader<R> {
             }
             self.pending.push_back(event);
         }
-        result.map_err(|message| {
+        let format = adapter.format();
+        let mut errors = problems.into_iter().map(|message| {
             // A bad span of a document spread over lines is cited at its `spanId`'s line.
             let line = otlp::cited_span_id(&message).and_then(|id| span_lines.get(id)).copied().unwrap_or(line);
-            TraceError::malformed(line, format!("{} record: {message}", adapter.format()))
-        })
+            TraceError::malformed(line, format!("{format} record: {message}"))
+        });
+        match errors.next() {
+            None => Ok(()),
+            Some(first) => {
+                self.pending_errors.extend(errors);
+                Err(first)
+            }
+        }
     }
 }
 
@@ -574,6 +600,9 @@ impl<R: BufRead> Iterator for TraceReader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
+            if let Some(error) = self.pending_errors.pop_front() {
+                return Some(Err(error));
+            }
             if let Some(event) = self.pending.pop_front() {
                 return Some(Ok(event));
             }
@@ -685,6 +714,10 @@ struct Nesting {
     depth: i64,
     in_string: bool,
     escaped: bool,
+    /// The brackets open (`{` or `[`), innermost last.
+    open: Vec<u8>,
+    /// The last byte outside strings that is not whitespace.
+    last: u8,
 }
 
 impl Nesting {
@@ -701,9 +734,18 @@ impl Nesting {
             }
             match byte {
                 b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => self.depth -= 1,
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.open.push(byte);
+                }
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    self.open.pop();
+                }
                 _ => {}
+            }
+            if !byte.is_ascii_whitespace() {
+                self.last = byte;
             }
         }
     }
@@ -712,6 +754,12 @@ impl Nesting {
     /// end of a line, which JSON never allows: parsing then tells what the text is.
     fn may_be_complete(&self) -> bool {
         self.depth <= 0 || self.in_string
+    }
+
+    /// True when the document so far wants a value next (after `:`, or after `[` or `,`
+    /// inside a list), so a line that opens an object or a list can continue it.
+    fn wants_value(&self) -> bool {
+        !self.in_string && (self.last == b':' || (self.open.last() == Some(&b'[') && matches!(self.last, b'[' | b',')))
     }
 }
 

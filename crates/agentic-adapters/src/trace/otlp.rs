@@ -91,6 +91,33 @@ impl TraceAdapter for OtlpJsonAdapter {
     }
 
     fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String> {
+        let mut bad = Vec::new();
+        self.read_document(record, line, out, &mut bad)?;
+        first_problem(&bad, "bad span(s)", "; the document's other spans are fine")
+    }
+
+    fn ingest_parts(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>, problems: &mut Vec<String>) {
+        let mut bad = Vec::new();
+        match self.read_document(record, line, out, &mut bad) {
+            Err(problem) => problems.push(problem),
+            Ok(()) => {
+                let fine = if bad.len() == 1 { "; the document's other spans are fine" } else { "" };
+                problems.extend(bad.into_iter().map(|problem| format!("{problem}{fine}")));
+            }
+        }
+    }
+}
+
+impl OtlpJsonAdapter {
+    /// Reads one document: its good spans to `out`, one message per bad span to `bad`; `Err`
+    /// when the document itself is not an OTLP export (nothing is read then).
+    fn read_document(
+        &mut self,
+        record: Value,
+        line: u64,
+        out: &mut Vec<CanonicalEvent>,
+        bad: &mut Vec<String>,
+    ) -> Result<(), String> {
         let Value::Object(mut object) = record else {
             return Err(format!("expected a JSON object, found {}", kind_of(&record)));
         };
@@ -140,7 +167,6 @@ impl TraceAdapter for OtlpJsonAdapter {
         }
         // A bad span is reported and skipped; the document's other spans are read.
         let mut parsed = Vec::with_capacity(spans.len());
-        let mut bad: Vec<String> = Vec::new();
         let mut repeated = Vec::new();
         for (idx, (span, resource_attributes)) in spans.into_iter().enumerate() {
             match parse_span(span, resource_attributes, idx, line) {
@@ -218,7 +244,7 @@ impl TraceAdapter for OtlpJsonAdapter {
         });
         out.extend(pending.into_iter().map(|p| p.event));
         out.extend(repeated);
-        first_problem(&bad, "bad span(s)", "; the document's other spans are fine")
+        Ok(())
     }
 }
 

@@ -263,6 +263,33 @@ fn pretty_printed_documents_span_lines() {
     assert_eq!(second.source.as_ref().unwrap().line, Some(pretty.lines().count() as u64 + 1));
 }
 
+/// A printer that does not indent (Python's `json.dumps(doc, indent=0)`) puts the objects of
+/// a list in the first column: they continue the document. A record cut after `{` or after
+/// `,` between members still ends at the next line that opens an object.
+#[test]
+fn unindented_documents_span_lines_and_cut_records_still_end() {
+    let value = serde_json::from_str::<Value>(OTLP).unwrap();
+    let pretty = serde_json::to_string_pretty(&value).unwrap();
+    let flat: String = pretty.lines().map(|line| format!("{}\n", line.trim_start())).collect();
+    assert!(flat.lines().filter(|line| line.starts_with('{')).count() > 2, "{flat}");
+    let got = read(&flat, None);
+    assert!(got.iter().all(Result::is_ok), "{got:?}");
+    assert_eq!(got.len(), 4, "{got:?}");
+    for event in got.iter().flatten() {
+        let source = event.source.as_ref().unwrap();
+        assert_eq!(source.line, Some(span_line(&flat, source)), "{event:?}");
+    }
+    assert_parallel_agrees(flat.as_bytes(), None);
+
+    let next = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Read\"}\n";
+    for cut in ["{\"timestamp\":\"2026-02-19T10:00:00Z\",\n", "{\n", "{\"args\": {\n\"a\": [\n1\n],\n"] {
+        let got = read(&format!("{cut}{next}{next}"), None);
+        assert_eq!(got.len(), 3, "{cut:?}: {got:?}");
+        assert!(got[0].as_ref().unwrap_err().message.contains("is not closed before line"), "{cut:?}: {got:?}");
+        assert!(got[1..].iter().all(Result::is_ok), "{cut:?}: {got:?}");
+    }
+}
+
 /// A bad span of a pretty-printed document is reported at its `spanId`'s line and named by
 /// its id; the other span is read.
 #[test]
@@ -284,6 +311,30 @@ fn a_bad_span_of_a_pretty_document_is_cited_at_its_line() {
     assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2, "{got:?}");
 }
 
+/// Every bad span of a document is reported on its own, at its `spanId`'s line; the good
+/// ones are read.
+#[test]
+fn every_bad_span_of_a_document_is_reported_at_its_line() {
+    let bad = OTLP
+        .replace("\"startTimeUnixNano\":\"1718000000000000000\"", "\"startTimeUnixNano\":\"abc\"")
+        .replace("\"startTimeUnixNano\":\"1717999999000000000\"", "\"startTimeUnixNano\":\"xyz\"");
+    assert_eq!(bad.matches("\"abc\"").count() + bad.matches("\"xyz\"").count(), 2, "{bad}");
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(&bad).unwrap()).unwrap();
+    for text in [bad.replace('\n', ""), pretty.clone()] {
+        let got = read(&text, None);
+        let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+        assert_eq!(errors.len(), 2, "{got:?}");
+        assert!(errors[0].message.contains("\"abc\" is not a whole number"), "{}", errors[0]);
+        assert!(errors[1].message.contains("\"xyz\" is not a whole number"), "{}", errors[1]);
+        assert_ne!(errors[0].message, errors[1].message);
+        assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 0, "{got:?}");
+    }
+    // In the pretty document each error cites its own span's line.
+    let got = read(&pretty, None);
+    let lines: Vec<u64> = got.iter().filter_map(|r| r.as_ref().err()).map(|e| e.line).collect();
+    assert_ne!(lines[0], lines[1], "{got:?}");
+}
+
 #[test]
 fn malformed_records_name_their_line_and_reading_continues() {
     let text = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Read\"}\n\
@@ -302,11 +353,14 @@ fn malformed_records_name_their_line_and_reading_continues() {
             Err(error) => Err(error.line),
         })
         .collect();
-    assert_eq!(lines, vec![Ok(1), Err(2), Err(4), Err(5), Err(6), Err(7), Ok(8)]);
+    // Each bad element of a list is reported on its own.
+    assert_eq!(lines, vec![Ok(1), Err(2), Err(4), Err(5), Err(6), Err(6), Err(7), Ok(8)]);
     let messages: Vec<String> = got.iter().filter_map(|r| r.as_ref().err()).map(ToString::to_string).collect();
     assert!(messages[0].starts_with("line 2: invalid JSON"), "{messages:?}");
     assert!(messages[1].contains("`timestamp` \"yesterday\" is not an RFC 3339 time"), "{messages:?}");
     assert!(messages[2].contains("`tool_name` must be a non-empty string"), "{messages:?}");
+    assert!(messages[3].contains("list element 0: expected a JSON object"), "{messages:?}");
+    assert!(messages[4].contains("list element 1: expected a JSON object"), "{messages:?}");
     assert_eq!(got.iter().filter_map(|r| r.as_ref().ok()).map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
 }
 

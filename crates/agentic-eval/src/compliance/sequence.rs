@@ -1555,6 +1555,9 @@ struct Scope {
     firsts: [Option<u64>; 2],
     /// Whether any span matched the scope's root.
     rooted: bool,
+    /// Records that matched the scope's root but had no span id, so nothing could be under
+    /// them (a Claude Code hook without `tool_use_id`, a tooltrace line without `trace_id`).
+    idless_roots: u64,
     /// Hashes of scope spans dropped from the window of ended spans (by hash modulo its size,
     /// the latest drop wins), made when the first is dropped.
     dropped: Option<Box<[u64]>>,
@@ -2302,6 +2305,8 @@ impl SequenceEngine {
                         // call) leaves the scope its earlier run was in.
                         scope.open.remove(span);
                     }
+                } else if !scope.rooted && (!is_end || counts) && matches.check(root, ids.within) {
+                    scope.idless_roots += 1;
                 }
                 inside
             }
@@ -2397,13 +2402,20 @@ impl SequenceEngine {
                     && !scope.rooted
                 {
                     // Likely a spec or capture problem, not a clean pass: say so.
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
+                    let note = if scope.idless_roots > 0 {
+                        format!(
+                            "Note: {} call(s) matched the scope ({}) but carried no span id (a Claude Code hook \
+                             record without `tool_use_id`, a tooltrace line without `trace_id`), so nothing could \
+                             be placed inside them and nothing was inside the scope.",
+                            scope.idless_roots, within.description
+                        )
+                    } else {
+                        format!(
                             "Note: no span matched the scope ({}) in the trace, so nothing was inside it.",
                             within.description
-                        ),
-                    );
+                        )
+                    };
+                    append_sentence(&mut outcome.notes, &note);
                 }
                 if let Some(lost) = scope.as_ref().map(|s| s.forgotten).filter(|&lost| lost > 0) {
                     append_sentence(
@@ -4253,6 +4265,31 @@ mod tests {
         let agent = span(EventType::AgentInvokeStart, "code-reviewer", "a", None, 1);
         let opened = SequenceEngine::run(rules(), vec![agent, write], 0);
         assert!(!opened.outcomes[0].notes.contains("no span matched"), "{}", opened.outcomes[0].notes);
+    }
+
+    /// A scope root without a span id (a hook record without `tool_use_id`) can hold
+    /// nothing: the note says that, not that no span matched.
+    #[test]
+    fn a_scope_root_without_an_id_is_named_in_the_note() {
+        let rules = || vec![rule(json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}))];
+        let events = vec![
+            call(EventType::ToolCallStart, "Task", json!({"d": 1}), None, None, 1),
+            call(EventType::ToolCallEnd, "Write", json!({}), Some("w"), None, 2),
+            call(EventType::ToolCallEnd, "Task", json!({"d": 1}), None, None, 3),
+            // A post-only Task line without an id is one call too.
+            call(EventType::ToolCallEnd, "Task", json!({"d": 2}), None, None, 4),
+        ];
+        let outcome = SequenceEngine::run(rules(), events, 0);
+        let notes = &outcome.outcomes[0].notes;
+        assert!(outcome.outcomes[0].passed, "{notes}");
+        assert!(
+            notes.ends_with(
+                "Note: 2 call(s) matched the scope (Task) but carried no span id (a Claude Code hook record \
+                 without `tool_use_id`, a tooltrace line without `trace_id`), so nothing could be placed inside them \
+                 and nothing was inside the scope."
+            ),
+            "{notes}"
+        );
     }
 
     /// A number in an argument path picks a list element, on parsed and on borrowed
