@@ -240,7 +240,7 @@ impl DocumentLoader {
                     )
                     .at(position)
                     .at_pointer(pointer.clone())
-                    .with_hint(type_hint(&expected)),
+                    .with_hint(type_hint(&expected, found)),
                 );
             }
             ValidationErrorKind::Enum { options } => {
@@ -499,7 +499,14 @@ fn article(expected: &str) -> String {
     }
 }
 
-fn type_hint(expected: &str) -> String {
+fn type_hint(expected: &str, found: Option<&Value>) -> String {
+    // YAML's infinity and not-a-number have no JSON number: say so, not "remove the quotes".
+    let special = found.and_then(Value::as_str).map(|text| text.trim_start_matches(['+', '-']).to_ascii_lowercase());
+    if matches!(expected, "number" | "integer") && matches!(special.as_deref(), Some(".inf" | ".nan")) {
+        return "infinity and NaN are not numbers here (JSON has neither): write a finite number, or leave the \
+                bound out when it should not limit anything"
+            .to_owned();
+    }
     match expected {
         "object" => "write a mapping of `key: value` lines, indented under this key".to_owned(),
         "array" => "write a list: `[a, b]` or one `- item` per line".to_owned(),
@@ -543,6 +550,19 @@ mod tests {
         assert!(found.contains(&("missing-field".to_owned(), 1)), "{found:?}");
         assert!(found.contains(&("invalid-type".to_owned(), 2)), "{found:?}");
         assert!(found.contains(&("unknown-key".to_owned(), 4)), "{found:?}");
+    }
+
+    /// YAML's `.inf` has no JSON number: the hint says that, not "remove the quotes".
+    #[test]
+    fn infinity_is_named_as_such() {
+        let loader = DocumentLoader::new::<Doc>("test");
+        for text in ["name: x\ncount: .inf\n", "name: x\ncount: -.Inf\n", "name: x\ncount: .NaN\n"] {
+            let loaded: Loaded<Doc> = loader.load(text);
+            let hint = loaded.diagnostics[0].hint.as_deref().unwrap_or_default();
+            assert!(hint.starts_with("infinity and NaN are not numbers here"), "{text}: {hint}");
+        }
+        let loaded: Loaded<Doc> = loader.load("name: x\ncount: \"3\"\n");
+        assert!(loaded.diagnostics[0].hint.as_deref().unwrap_or_default().contains("without quotes"));
     }
 
     #[test]

@@ -415,13 +415,15 @@ impl CompiledCondition {
                 let value = path.resolve(evidence);
                 for operator in operators {
                     if !operator_holds(operator, value.as_ref()) {
+                        let why = value.as_ref().and_then(|value| kind_mismatch(operator, value));
                         return ConditionOutcome {
                             holds: false,
                             explanation: format!(
-                                "`{}` is {}; expected {}",
+                                "`{}` is {}; expected {}{}",
                                 path.text,
                                 describe_value(value.as_ref()),
-                                describe_operator(operator)
+                                describe_operator(operator),
+                                why.map(|why| format!(" ({why})")).unwrap_or_default()
                             ),
                         };
                     }
@@ -496,6 +498,31 @@ fn operator_holds(operator: &Operator, value: Option<&Value>) -> bool {
             let length = Number::from(length as u64);
             comparisons.iter().all(|comparison| comparison.holds(&length))
         }
+    }
+}
+
+/// Why `operator` cannot hold on a value of this kind, when that is the reason it failed:
+/// evidence written by another tool may hold `"5"` where the spec compares a number.
+fn kind_mismatch(operator: &Operator, value: &Value) -> Option<&'static str> {
+    match (operator, value) {
+        (Operator::Contains(needle), Value::String(_)) if !needle.is_string() => {
+            Some("a string contains text only: quote the value to look for its text")
+        }
+        (Operator::Contains(needle), Value::Object(_)) if !needle.is_string() => {
+            Some("a mapping contains keys, which are text: quote the value")
+        }
+        (Operator::Contains(_), Value::Number(_) | Value::Bool(_)) => {
+            Some("`contains` looks into text, lists and mappings; use `equals` for a single value")
+        }
+        (Operator::Matches(_), value) if !value.is_string() => {
+            Some("`matches` applies to text; the value is not a string")
+        }
+        (Operator::Compare(_), Value::String(_)) => {
+            Some("a comparison needs a number, and the value is a string; write the evidence as a JSON number")
+        }
+        (Operator::Compare(_), value) if !value.is_number() => Some("a comparison needs a number"),
+        (Operator::Length(_), Value::Number(_) | Value::Bool(_)) => Some("`length` measures text, lists and mappings"),
+        _ => None,
     }
 }
 
@@ -939,12 +966,20 @@ fn contradiction_reasons(operators: &[&Operator]) -> Vec<String> {
     let mut reasons = Vec::new();
     let equals: Vec<&Value> =
         operators.iter().filter_map(|op| if let Operator::Equals(v) = op { Some(v) } else { None }).collect();
-    let mut equals_differ = false;
-    for pair in equals.windows(2) {
-        if !values_equal(pair[0], pair[1]) {
-            equals_differ = true;
-            reasons.push(format!("it must equal both {} and {}", pair[0], pair[1]));
+    // The distinct values it must equal, said in one reason.
+    let mut distinct: Vec<&Value> = Vec::new();
+    for value in &equals {
+        if !distinct.iter().any(|seen| values_equal(seen, value)) {
+            distinct.push(value);
         }
+    }
+    let equals_differ = distinct.len() > 1;
+    if let [init @ .., last] = distinct.as_slice()
+        && !init.is_empty()
+    {
+        let init: Vec<String> = init.iter().map(ToString::to_string).collect();
+        let both = if init.len() == 1 { "both " } else { "all of " };
+        reasons.push(format!("it must equal {both}{} and {last}", init.join(", ")));
     }
     for op in operators {
         match op {
@@ -1057,6 +1092,34 @@ mod tests {
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
     }
 
+    /// An operator that cannot apply to the kind of value found says so in the note: the
+    /// usual cause is evidence that writes a number as text, or a number where text was meant.
+    #[test]
+    fn a_failure_from_the_kind_of_value_says_why() {
+        let evidence = json!({"v": "build 5", "n": "12", "m": {"5": 1}, "b": true}).as_object().unwrap().clone();
+        let explain = |condition: Value| {
+            let (compiled, diagnostics) = compile(condition);
+            assert!(diagnostics.is_empty(), "{diagnostics:?}");
+            let outcome = compiled.unwrap().evaluate(&evidence);
+            assert!(!outcome.holds);
+            outcome.explanation
+        };
+        let cases = [
+            (json!({"path": "v", "contains": 5}), "a string contains text only: quote the value"),
+            (json!({"path": "m", "contains": 5}), "a mapping contains keys, which are text"),
+            (json!({"path": "b", "contains": "t"}), "use `equals` for a single value"),
+            (json!({"path": "n", "gt": 3}), "a comparison needs a number, and the value is a string"),
+            (json!({"path": "b", "matches": "t"}), "`matches` applies to text"),
+            (json!({"path": "b", "length": {"gt": 0}}), "`length` measures text, lists and mappings"),
+        ];
+        for (condition, why) in cases {
+            let explanation = explain(condition.clone());
+            assert!(explanation.contains(why), "{condition}: {explanation}");
+        }
+        // A plain miss gives no such reason.
+        assert!(!explain(json!({"path": "v", "contains": "7"})).contains('('));
+    }
+
     #[test]
     fn every_operator_on_present_and_missing_values() {
         assert!(holds(json!({"path": "git.current_branch", "equals": "feature/login"})));
@@ -1122,6 +1185,10 @@ mod tests {
             ]
         );
         assert!(EvidencePath::parse("e[\"a]").unwrap_err().contains("unclosed quote"));
+        // No escapes in a quoted key (docs/checkpoints.md): a backslash is itself, and the
+        // other quote character holds a quote.
+        let plain = EvidencePath::parse(r#"m["a\b"]['say "hi"']"#).unwrap();
+        assert_eq!(plain.segments[1..], [PathSegment::Key(r"a\b".into()), PathSegment::Key(r#"say "hi""#.into())]);
         assert_eq!(path.segments.len(), 5);
         assert_eq!(path.source(), "a");
         for bad in ["", "a.", ".a", "a..b", "a[x]", "a[0", "[0]"] {
@@ -1159,6 +1226,12 @@ mod tests {
         // Said once: two different `equals` are not also "numeric bounds".
         let (_, diagnostics) = compile(json!({"all": [{"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}]}));
         assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        // Three values in one `all`: one diagnostic naming them all.
+        let (_, diagnostics) = compile(json!({"all": [
+            {"path": "a.x", "equals": 1}, {"path": "a.x", "equals": 2}, {"path": "a.x", "equals": 1.0}, {"path": "a.x", "equals": 3}
+        ]}));
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        assert!(diagnostics[0].message.ends_with("it must equal all of 1, 2 and 3"), "{diagnostics:?}");
         // A path spelled two ways is one path; an `all` inside an `all` is part of it; what one
         // check contradicts alone is said once, by that check.
         let (_, diagnostics) = compile(json!({"all": [

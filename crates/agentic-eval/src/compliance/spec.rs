@@ -339,7 +339,13 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                     .with_hint(format!("ids are unique and immutable; give the new checkpoint the next free id (first use at {previous})")),
             );
         }
-        if !id_looks_stable(&checkpoint.id) {
+        if checkpoint.id.trim().is_empty() {
+            diagnostics.push(
+                Diagnostic::error("id-empty", "a checkpoint id is empty or blank")
+                    .at_pointer(format!("/checkpoints/{idx}/id"))
+                    .with_hint("give the checkpoint an id such as `P1-01` (reports, baselines and `affects` name it)"),
+            );
+        } else if !id_looks_stable(&checkpoint.id) {
             diagnostics.push(
                 Diagnostic::warning(
                     "id-format",
@@ -347,6 +353,32 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                 )
                 .at_pointer(format!("/checkpoints/{idx}/id"))
                 .with_hint("use a prefix, a dash and a number, so new ids can take the next number"),
+            );
+        }
+    }
+    for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
+        if checkpoint.instruction.trim().is_empty() {
+            // A judge is asked about the instruction; for tiers 1 and 2 it is what a reader of
+            // the report is told the checkpoint is about.
+            let message = format!("checkpoint `{}` has an empty instruction", checkpoint.id);
+            let diagnostic = if checkpoint.tier == 3 {
+                Diagnostic::error("instruction-empty", message)
+            } else {
+                Diagnostic::warning("instruction-empty", message)
+            };
+            diagnostics.push(
+                diagnostic
+                    .at_pointer(format!("/checkpoints/{idx}/instruction"))
+                    .with_hint("write the instruction the agent was given, as the workflow states it"),
+            );
+        }
+    }
+    for (idx, constraint) in spec.environment_constraints.iter().enumerate() {
+        if constraint.id.trim().is_empty() {
+            diagnostics.push(
+                Diagnostic::error("id-empty", "an environment constraint id is empty or blank")
+                    .at_pointer(format!("/environment_constraints/{idx}/id"))
+                    .with_hint("give the constraint an id such as `ENV-01` (BLOCKED notes name it)"),
             );
         }
     }
@@ -1211,6 +1243,31 @@ checkpoints:
             .iter()
             .map(|d| (d.code.clone(), d.position.map(|p| p.line).unwrap_or(0)))
             .collect()
+    }
+
+    /// A blank id cannot be named by `affects`, a report or a baseline: an error. A blank
+    /// instruction is an error where a judge is asked about it (tier 3), a warning elsewhere.
+    #[test]
+    fn blank_ids_and_instructions_are_reported() {
+        let text = r#"workflow: w
+spec_version: "1.0.0"
+environment_constraints:
+  - {id: " ", constraint: c, affects: [P1-01], active_when: {path: a.x, equals: true}}
+checkpoints:
+  - {id: "", tier: 1, instruction: "x", severity: low, verification: {method: evidence_state, evidence_sources: [a], assert: {path: a.v, equals: true}}}
+  - {id: P1-01, tier: 1, instruction: " ", severity: low, verification: {method: evidence_state, evidence_sources: [a], assert: {path: a.v, equals: true}}}
+  - {id: P1-02, tier: 3, instruction: "", severity: low, verification: {method: content_analysis, evidence_sources: [a]}}
+"#;
+        let load = load_spec(text, "spec.yaml");
+        let found: Vec<(&str, bool, usize)> = load
+            .diagnostics
+            .iter()
+            .map(|d| (d.code.as_str(), d.is_error(), d.position.map(|p| p.line).unwrap_or(0)))
+            .collect();
+        assert!(found.contains(&("id-empty", true, 4)), "{found:?}");
+        assert!(found.contains(&("id-empty", true, 6)), "{found:?}");
+        assert!(found.contains(&("instruction-empty", false, 7)), "{found:?}");
+        assert!(found.contains(&("instruction-empty", true, 8)), "{found:?}");
     }
 
     #[test]
