@@ -223,18 +223,37 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let baseline = match &args.baseline {
         Some(path) => {
             let text = read_text(path, "the --baseline report")?;
-            let baseline: ComplianceReport = from_strict_json(&text).with_context(|| {
-                format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)")
-            })?;
-            let major = |version: &str| version.split('.').next().unwrap_or_default().to_owned();
-            if major(&baseline.schema_version) != major(REPORT_SCHEMA_VERSION) {
-                bail!(
-                    "baseline `{path}` is a report of schema_version `{}`; this agentic reads reports of schema_version {}.x; \
-                     run `agentic check` again on the baseline's trace to make a comparable report",
-                    baseline.schema_version,
-                    major(REPORT_SCHEMA_VERSION)
-                );
+            let not_a_report =
+                || format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)");
+            let mut value: Value = agentic_core::json_strict::from_str(&text).with_context(not_a_report)?;
+            // The version first: a report of another major version is named as such, not as
+            // a field this agentic does not know.
+            let version = value.get("schema_version").and_then(Value::as_str).map(str::to_owned);
+            let part = |version: &str, idx: usize| version.split('.').nth(idx).unwrap_or_default().to_owned();
+            if let Some(version) = &version {
+                if part(version, 0) != part(REPORT_SCHEMA_VERSION, 0) {
+                    bail!(
+                        "baseline `{path}` is a report of schema_version `{version}`; this agentic reads reports of \
+                         schema_version {}.x; run `agentic check` again on the baseline's trace to make a comparable \
+                         report",
+                        part(REPORT_SCHEMA_VERSION, 0)
+                    );
+                }
+                // A newer minor version only adds fields: they are ignored, with a note.
+                let minor = |version: &str| part(version, 1).parse::<u64>().ok();
+                if minor(version) > minor(REPORT_SCHEMA_VERSION) {
+                    let mut ignored = Vec::new();
+                    prune_to_schema(&mut value, &report_schema(), "", &mut ignored);
+                    if !ignored.is_empty() {
+                        say_err!(
+                            "note: baseline `{path}` is a report of schema_version `{version}`, newer than this \
+                             agentic's {REPORT_SCHEMA_VERSION}; ignored the fields it does not know: {}",
+                            ignored.join(", ")
+                        );
+                    }
+                }
             }
+            let baseline: ComplianceReport = serde_json::from_value(value).with_context(not_a_report)?;
             let mut seen = std::collections::HashSet::new();
             if let Some(twice) = baseline.checkpoints.iter().find(|c| !seen.insert(c.id.as_str())) {
                 bail!(
@@ -636,6 +655,51 @@ fn percent_text(value: f64) -> String {
 
 /// JSON that people write, read strictly (a key repeated in one object is an error with its
 /// line) into `T`.
+/// The published JSON Schema of the compliance report.
+fn report_schema() -> Value {
+    agentic_eval::compliance::published_schemas()
+        .into_iter()
+        .find_map(|(path, schema)| path.ends_with("compliance-report.schema.json").then_some(schema))
+        .unwrap_or_default()
+}
+
+/// Removes from `value` the object keys `schema` does not list (a report of a newer minor
+/// version), naming each removed key by its JSON pointer in `ignored`.
+fn prune_to_schema(value: &mut Value, schema: &Value, at: &str, ignored: &mut Vec<String>) {
+    prune_in(value, schema, schema, at, ignored);
+}
+
+fn prune_in(value: &mut Value, schema: &Value, root: &Value, at: &str, ignored: &mut Vec<String>) {
+    // Follow `$ref: #/$defs/Name`.
+    let schema = match schema.get("$ref").and_then(Value::as_str).and_then(|r| r.strip_prefix("#/$defs/")) {
+        Some(name) => root.pointer(&format!("/$defs/{name}")).unwrap_or(schema),
+        None => schema,
+    };
+    match value {
+        Value::Object(map) => {
+            let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+            map.retain(|key, _| {
+                let known = properties.contains_key(key);
+                if !known {
+                    ignored.push(format!("`{at}/{key}`"));
+                }
+                known
+            });
+            for (key, member) in map.iter_mut() {
+                prune_in(member, &properties[key], root, &format!("{at}/{key}"), ignored);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (idx, item) in items.iter_mut().enumerate() {
+                    prune_in(item, item_schema, root, &format!("{at}/{idx}"), ignored);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn from_strict_json<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
     Ok(serde_json::from_value(agentic_core::json_strict::from_str(text)?)?)
 }

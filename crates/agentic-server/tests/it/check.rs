@@ -1893,6 +1893,49 @@ fn verdicts_and_eval_runs_that_do_not_fit_are_said() {
     assert!(run.stderr().contains("`P3-01` has one verdict for all 3 runs"), "{}", run.stderr());
 }
 
+/// A baseline of a newer minor report version (fields added) is read, its unknown fields
+/// named in a note and ignored; another major version is refused by its version.
+#[test]
+fn a_baseline_of_a_newer_minor_version_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let first = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    let against = |report: &Value| {
+        std::fs::write(&baseline, report.to_string()).unwrap();
+        run_example(
+            "feature-workflow",
+            "feature-workflow.trace.tooltrace.jsonl",
+            &["--baseline", baseline.to_str().unwrap()],
+        )
+    };
+    let mut newer = first.report.clone();
+    newer["schema_version"] = json!("1.7.0");
+    newer["provenance"] = json!({"host": "ci"});
+    newer["checkpoints"][1]["duration_ms"] = json!(12);
+    let run = against(&newer);
+    assert_ne!(run.code(), 2, "{}", run.stderr());
+    assert!(
+        run.stderr().contains(
+            "newer than this agentic's 1.0.0; ignored the fields it does not know: `/provenance`, `/checkpoints/1/duration_ms`"
+        ),
+        "{}",
+        run.stderr()
+    );
+    // The same extra field in a report of this version is no report `check` wrote.
+    let mut same = first.report.clone();
+    same["provenance"] = json!({"host": "ci"});
+    let run = against(&same);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("unknown field `provenance`"), "{}", run.stderr());
+    // Another major version is named by its version, whatever its fields.
+    let mut major = first.report.clone();
+    major["schema_version"] = json!("2.0.0");
+    major["scores"] = json!({"renamed": 1});
+    let run = against(&major);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("is a report of schema_version `2.0.0`"), "{}", run.stderr());
+}
+
 /// A baseline that lists one checkpoint twice is no report `agentic check` wrote: refused.
 #[test]
 fn a_baseline_with_a_repeated_checkpoint_is_refused() {
