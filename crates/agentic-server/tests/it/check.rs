@@ -88,6 +88,17 @@ fn full_example(name: &str, trace: &str) -> Vec<String> {
     ]
 }
 
+/// The feature-workflow example checked against `report` as its baseline (written in `dir`).
+fn example_against(dir: &std::path::Path, report: &Value) -> Check {
+    let baseline = dir.join("baseline.json");
+    std::fs::write(&baseline, report.to_string()).unwrap();
+    run_example(
+        "feature-workflow",
+        "feature-workflow.trace.tooltrace.jsonl",
+        &["--baseline", baseline.to_str().unwrap()],
+    )
+}
+
 fn run_example(name: &str, trace: &str, extra: &[&str]) -> Check {
     let mut args = full_example(name, trace);
     args.extend(extra.iter().map(|s| (*s).to_owned()));
@@ -1898,16 +1909,8 @@ fn verdicts_and_eval_runs_that_do_not_fit_are_said() {
 #[test]
 fn a_baseline_of_a_newer_minor_version_is_read() {
     let dir = tempfile::tempdir().unwrap();
-    let baseline = dir.path().join("baseline.json");
     let first = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
-    let against = |report: &Value| {
-        std::fs::write(&baseline, report.to_string()).unwrap();
-        run_example(
-            "feature-workflow",
-            "feature-workflow.trace.tooltrace.jsonl",
-            &["--baseline", baseline.to_str().unwrap()],
-        )
-    };
+    let against = |report: &Value| example_against(dir.path(), report);
     let mut newer = first.report.clone();
     newer["schema_version"] = json!("1.7.0");
     newer["provenance"] = json!({"host": "ci"});
@@ -1940,17 +1943,8 @@ fn a_baseline_of_a_newer_minor_version_is_read() {
 #[test]
 fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let baseline = dir.path().join("baseline.json");
     let first = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
-    // The example checked against `report` as its baseline.
-    let against = |report: &Value| {
-        std::fs::write(&baseline, report.to_string()).unwrap();
-        run_example(
-            "feature-workflow",
-            "feature-workflow.trace.tooltrace.jsonl",
-            &["--baseline", baseline.to_str().unwrap()],
-        )
-    };
+    let against = |report: &Value| example_against(dir.path(), report);
     let mut report = first.report.clone();
     let repeated = report["checkpoints"][0].clone();
     report["checkpoints"].as_array_mut().unwrap().push(repeated);
