@@ -461,15 +461,58 @@ impl ComplianceReport {
         {
             return Some(format!("{at} has `mean` {mean} outside its `score_range` [{low}, {high}]"));
         }
-        if confidence.runs == 1
-            && let (Some([low, high]), Some(mean), Some(variance)) =
-                (confidence.score_range, confidence.mean, confidence.variance)
-            && !(low == high && mean == low && variance == 0.0)
-        {
-            return Some(format!(
-                "{at} has one run but `score_range` [{low}, {high}], `mean` {mean} and `variance` {variance} (one run \
-                 has one score: its range is that score twice, its mean that score and its variance 0)"
-            ));
+        // The report's scores are run 1's: its compliance is one of the figures' runs.
+        let compliance = self.scores.compliance_percent;
+        let figures = confidence.score_range.zip(confidence.mean).zip(confidence.variance);
+        let show = |value: Option<f64>| value.map_or("null".to_owned(), |value| value.to_string());
+        match (confidence.runs, compliance, figures) {
+            // One run: its range is its score twice, its mean that score, its variance 0;
+            // nothing scorable, no figures.
+            (1, Some(score), Some((([low, high], mean), variance)))
+                if !(low == score && high == score && mean == score && variance == 0.0) =>
+            {
+                return Some(format!(
+                    "{at} has one run but `score_range` [{low}, {high}], `mean` {mean} and `variance` {variance} where \
+                     the report's compliance is {score} (one run has one score: its range is that score twice, its \
+                     mean that score and its variance 0)"
+                ));
+            }
+            (1, score, figures) if score.is_some() != figures.is_some() => {
+                return Some(format!(
+                    "{at} has one run, figures {} and the report's compliance {} (a run gives figures exactly when it \
+                     scored something)",
+                    if figures.is_some() { "given" } else { "null" },
+                    show(score)
+                ));
+            }
+            // Run 1 scored nothing: no figures. Else its score is inside the range.
+            (_, None, Some(_)) => {
+                return Some(format!(
+                    "{at} gives figures over its runs, but the report (run 1) scored nothing, and figures need every \
+                     run scored"
+                ));
+            }
+            (_, Some(score), Some((([low, high], _), _))) if !(low - 1e-9..=high + 1e-9).contains(&score) => {
+                return Some(format!(
+                    "{at} has `score_range` [{low}, {high}], which leaves out the report's own compliance {score} (run 1)"
+                ));
+            }
+            // Two runs are the two ends of the range: the mean is their middle and the sample
+            // variance half the squared width (to the rounding of the printed figures).
+            (2, _, Some((([low, high], mean), variance))) => {
+                let width = high - low;
+                if (mean - (low + high) / 2.0).abs() > 0.0101
+                    || (variance - width * width / 2.0).abs() > width * 0.0101 + 0.0002
+                {
+                    return Some(format!(
+                        "{at} has two runs with `score_range` [{low}, {high}] but `mean` {mean} and `variance` {variance} \
+                         (two runs give mean {} and variance {})",
+                        round2((low + high) / 2.0),
+                        round4(width * width / 2.0)
+                    ));
+                }
+            }
+            _ => {}
         }
         let expected = match (confidence.runs, confidence.score_range, confidence.variance) {
             (1, ..) => Some(ConfidenceStatus::SingleRun),
@@ -1074,6 +1117,48 @@ mod tests {
         // Control characters cannot reach a terminal or a viewer raw.
         assert_eq!(markdown_text("\u{1b}[31mRED\u{1b}[0m"), r"\\u{1b}\[31mRED\\u{1b}\[0m");
         assert_eq!(visible("a\tb\u{7}\u{9b}c\u{202e}d"), r"a	b\u{7}\u{9b}c\u{202e}d");
+    }
+
+    /// A report `check` writes is a baseline `check` accepts, whatever the tier-3 runs
+    /// scored: one tier-3 checkpoint scored by run 1, and the confidence over all runs.
+    #[test]
+    fn reports_of_any_runs_are_consistent() {
+        use proptest::prelude::*;
+        let weight = prop_oneof![Just(0.0), Just(1.0), 0.0001f64..0.9999];
+        proptest!(ProptestConfig::with_cases(2000), |(weights in proptest::collection::vec(weight, 1..6))| {
+            let w = weights[0];
+            let result = if w == 1.0 {
+                ResultState::Pass
+            } else if w == 0.0 {
+                ResultState::Fail
+            } else {
+                ResultState::Partial
+            };
+            let checkpoints = vec![CheckpointResult {
+                id: "S-01".into(),
+                position_index: 1,
+                tier: 3,
+                severity: CheckpointSeverity::Low,
+                result,
+                earned_weight: w,
+                notes: "n".into(),
+            }];
+            let (scores, summary, dropout) = score(&checkpoints);
+            let runs: Vec<Option<f64>> = weights.iter().map(|w| Some(w * 100.0)).collect();
+            let report = ComplianceReport {
+                schema_version: REPORT_SCHEMA_VERSION.into(),
+                workflow: "w".into(),
+                spec_version: "1".into(),
+                evaluated_at: "2026-01-01T00:00:00Z".into(),
+                scores,
+                summary,
+                evaluator_audit: EvaluatorAudit { tier_3_checkpoints_count: 1, ..EvaluatorAudit::default() },
+                tier_3_confidence: Tier3Confidence::from_runs(&runs),
+                position_dropout_analysis: dropout,
+                checkpoints,
+            };
+            prop_assert_eq!(report.inconsistency(), None, "{:?}", report.tier_3_confidence);
+        });
     }
 
     #[test]

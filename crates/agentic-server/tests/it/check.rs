@@ -1975,6 +1975,16 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         ("/evaluator_audit/undocumented_passes", json!(5), "`evaluator_audit.undocumented_passes` is 5, more than"),
         ("/tier_3_confidence/runs", json!(1000), "has `runs` 1000 (`--eval-runs` is at most 100)"),
         ("/tier_3_confidence/score_range", json!([0.0, 100.0]), "has one run but `score_range` [0, 100]"),
+        (
+            "/tier_3_confidence",
+            json!({"protocol_enabled": false, "runs": 1, "score_range": [0.0, 0.0], "mean": 0.0, "variance": 0.0, "status": "SINGLE_RUN"}),
+            "where the report's compliance is",
+        ),
+        (
+            "/tier_3_confidence",
+            json!({"protocol_enabled": false, "runs": 1, "score_range": null, "mean": null, "variance": null, "status": "SINGLE_RUN"}),
+            "figures null and the report's compliance",
+        ),
         ("/evaluated_at", json!("yesterday"), "has `evaluated_at` `yesterday`, not an RFC 3339 time"),
     ] {
         let mut report = first.report.clone();
@@ -1982,6 +1992,27 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         let run = against(&report);
         assert_eq!(run.code(), 2, "{}", run.stderr());
         assert!(run.stderr().contains(expected), "{}", run.stderr());
+    }
+    // Two runs: run 1 (the report's score) is inside the range, and the mean and variance
+    // are those of the range's two ends.
+    let two = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--eval-runs", "2"]);
+    assert_eq!(two.report["tier_3_confidence"]["runs"], json!(2), "{}", two.stderr());
+    assert_ne!(against(&two.report).code(), 2);
+    let [low, high] = [0, 1].map(|i| two.report["tier_3_confidence"]["score_range"][i].as_f64().unwrap());
+    for (edit, value, expected) in [
+        ("/tier_3_confidence/variance", json!((high - low).powi(2) / 2.0 + 5.0), "two runs give mean"),
+        (
+            "/tier_3_confidence",
+            json!({"protocol_enabled": true, "runs": 2, "score_range": [high + 1.0, high + 2.0], "mean": high + 1.5,
+                   "variance": 0.5, "status": "HIGH_CONFIDENCE"}),
+            "leaves out the report's own compliance",
+        ),
+    ] {
+        let mut report = two.report.clone();
+        *report.pointer_mut(edit).unwrap() = value;
+        let run = against(&report);
+        assert_eq!(run.code(), 2, "{edit}: {}", run.stderr());
+        assert!(run.stderr().contains(expected), "{edit}: {}", run.stderr());
     }
     // A score moved by the smallest step it is printed in, either way: refused alike.
     let compliance = first.report["scores"]["compliance_percent"].as_f64().unwrap();
