@@ -222,7 +222,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         let timestamp = rfc3339(object, "timestamp")?;
         let session_id = opt_id(object, "session_id")?;
         let agent_id = opt_id(object, "agent_id")?;
-        let agent_type = opt_str(object, "agent_type")?;
+        let agent_type = opt_str(object, "agent_type")?.filter(|text| !text.is_empty());
         let tool_use_id = opt_id(object, "tool_use_id")?;
         // A subagent is known by its session and id (one id may recur in another session).
         let agent_key = agent_id.clone().map(|id| (session_id.clone(), id));

@@ -67,7 +67,8 @@ impl TraceInput {
 }
 
 /// Whether a trace starting with `magic` is gzip-compressed; an error for the compressed
-/// formats agentic does not read, saying how to decompress them.
+/// formats agentic does not read, saying how to decompress them, and for UTF-16 text
+/// (PowerShell's `>` writes it), saying how to convert it.
 fn gzip(magic: &[u8]) -> std::io::Result<bool> {
     let refuse = |name: &str, command: &str| {
         Err(std::io::Error::new(
@@ -80,6 +81,15 @@ fn gzip(magic: &[u8]) -> std::io::Result<bool> {
         [0x28, 0xb5, 0x2f, 0xfd, ..] => refuse("zstd", "zstd -d FILE"),
         [0xfd, b'7', b'z', b'X', b'Z', 0x00, ..] => refuse("xz", "xz -d FILE"),
         [b'B', b'Z', b'h', ..] => refuse("bzip2", "bzip2 -d FILE"),
+        // A byte order mark, or a `{` or `[` with a zero byte beside it.
+        [0xff, 0xfe, ..] | [b'{' | b'[', 0x00, ..] | [0xfe, 0xff, ..] | [0x00, b'{' | b'[', ..] => {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the trace is UTF-16 text (as PowerShell's `>` writes it), and traces are UTF-8; convert it first \
+                 (`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`, or in PowerShell `Get-Content FILE | Out-File -Encoding \
+                 utf8 OUT`)",
+            ))
+        }
         _ => Ok(false),
     }
 }
@@ -129,6 +139,17 @@ mod tests {
         assert_eq!(read_all(stream(gz.clone()).unwrap()), text);
         assert_eq!(read_all(stream(text.as_bytes().to_vec()).unwrap()), text);
         assert!(stream(vec![0x28, 0xb5, 0x2f, 0xfd, 0]).unwrap_err().to_string().contains("zstd -d"));
+
+        // UTF-16, with or without a byte order mark, either byte order.
+        for bytes in [
+            vec![0xff, 0xfe, b'{', 0, b'"', 0],
+            vec![0xfe, 0xff, 0, b'{', 0, b'"'],
+            vec![b'{', 0, b'"', 0, b't', 0],
+            vec![0, b'[', 0, b'{', 0, b'"'],
+        ] {
+            let error = stream(bytes.clone()).unwrap_err().to_string();
+            assert!(error.contains("UTF-16") && error.contains("iconv -f UTF-16 -t UTF-8"), "{bytes:?}: {error}");
+        }
 
         let empty = dir.path().join("empty.jsonl");
         std::fs::write(&empty, "").unwrap();

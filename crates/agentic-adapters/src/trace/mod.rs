@@ -107,7 +107,7 @@ impl TraceFormat {
 
     fn adapter(self) -> Box<dyn TraceAdapter> {
         match self {
-            TraceFormat::Tooltrace => Box::new(TooltraceAdapter),
+            TraceFormat::Tooltrace => Box::new(TooltraceAdapter::default()),
             TraceFormat::ClaudeHook => Box::new(ClaudeHookAdapter::default()),
             TraceFormat::OtlpJson => Box::new(OtlpJsonAdapter::new()),
         }
@@ -676,9 +676,11 @@ pub(crate) fn opt_str(record: &serde_json::Map<String, Value>, key: &str) -> Res
 /// An optional id field: a string, or an integer taken as its decimal text (`7` and `"7"`
 /// are the same id). Any other number is an error, since `1`, `1.0` and `1e0` would
 /// otherwise be the same number but different ids, or the reverse, depending on how a
-/// writer formats it.
+/// writer formats it. An empty string is no id (`jq '.tool_use_id // ""'` writes one for a
+/// missing id), as `null` is.
 pub(crate) fn opt_id(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match record.get(key) {
+        Some(Value::String(text)) if text.is_empty() => Ok(None),
         Some(Value::Number(number)) if number.is_i64() || number.is_u64() => Ok(Some(number.to_string())),
         // A fraction, an exponent, or an integer beyond 64 bits (read as a float, so its
         // digits are gone): only the writer knows the id it meant.

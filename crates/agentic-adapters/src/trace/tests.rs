@@ -187,6 +187,69 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
     assert_eq!(spawned(text), owned_links(&[("ag_1", None)]));
 }
 
+/// An empty id is no id, as `null` is (a capture that writes `jq '.id // ""'`): two hook
+/// calls without ids are two calls, a main-thread record with `agent_id: ""` is no
+/// subagent, and tooltrace lines with `trace_id: ""` do not nest under each other.
+#[test]
+fn empty_ids_are_absent_ids() {
+    let hooks = r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"","agent_id":"","agent_type":""}
+{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":""}
+{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{},"tool_use_id":""}
+{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_response":{},"tool_use_id":""}
+"#;
+    let without = hooks.replace(r#","tool_use_id":"""#, "").replace(r#","agent_id":"","agent_type":"""#, "");
+    let shape = |text: &str| -> Vec<(EventType, Option<agentic_core::event::SpanContext>)> {
+        events(text).into_iter().map(|event| (event.event_type, event.span)).collect()
+    };
+    assert_eq!(shape(hooks), shape(&without));
+    assert!(!shape(hooks).iter().any(|(kind, _)| *kind == EventType::AgentInvokeStart || *kind == EventType::Custom));
+
+    let v2 = r#"{"schema":"tooltrace/2","phase":"pre","timestamp":"2026-02-19T10:00:00Z","session_id":"s1","tool_use_id":"u1","tool_name":"Bash","span_type":"parent","trace_id":"","parent_trace_id":"","args":{"command":"ls"}}
+{"schema":"tooltrace/2","phase":"post","timestamp":"2026-02-19T10:00:01Z","session_id":"s1","tool_use_id":"u1","tool_name":"Bash","span_type":"parent","trace_id":"","parent_trace_id":"","args":{"command":"ls"}}
+{"schema":"tooltrace/2","phase":"pre","timestamp":"2026-02-19T10:00:02Z","session_id":"","tool_use_id":"u2","tool_name":"Bash","span_type":"parent","trace_id":"","parent_trace_id":"","agent_id":"","args":{"command":"pwd"}}
+"#;
+    for event in events(v2) {
+        let span = event.span.clone().unwrap();
+        assert_eq!(span.parent_span_id, None, "{event:?}");
+        assert!(matches!(span.span_id.as_deref(), Some("u1" | "u2")), "{event:?}");
+        assert_ne!(span.trace_id.as_deref(), Some(""), "{event:?}");
+    }
+    assert_parallel_agrees(v2.as_bytes(), None);
+}
+
+/// A v2 end takes its start's span id by `tool_use_id`, whatever `trace_id` each carries
+/// (a writer that numbers every record, as v1 does), so the engine sees one call.
+#[test]
+fn v2_ends_pair_with_their_starts_by_tool_use_id() {
+    let line = |phase: &str, call: &str, trace: Option<&str>, session: &str| {
+        let trace = trace.map_or(String::new(), |trace| format!(",\"trace_id\":\"{trace}\""));
+        format!(
+            "{{\"schema\":\"tooltrace/2\",\"phase\":\"{phase}\",\"timestamp\":\"2026-02-19T10:00:04Z\",\"session_id\":\"{session}\",\"tool_use_id\":\"{call}\"{trace},\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"args\":{{\"command\":\"git push\"}}}}\n"
+        )
+    };
+    let text = [
+        line("pre", "toolu_9", Some("t-17"), "s1"),
+        line("post", "toolu_9", Some("t-18"), "s1"),
+        line("pre", "toolu_10", Some("t-19"), "s1"),
+        line("post_failure", "toolu_10", None, "s1"),
+        // Another session's call of the same id is another call.
+        line("pre", "toolu_11", None, "s1"),
+        line("post", "toolu_11", Some("t-20"), "s2"),
+        // Without ids on the start, the end keeps its own.
+        line("post", "toolu_12", Some("t-21"), "s1"),
+    ]
+    .concat();
+    let spans: Vec<(EventType, Option<String>)> =
+        events(&text).into_iter().map(|event| (event.event_type, event.span.and_then(|span| span.span_id))).collect();
+    let start = |id: &str| (EventType::ToolCallStart, Some(id.to_owned()));
+    let end = |id: &str| (EventType::ToolCallEnd, Some(id.to_owned()));
+    assert_eq!(
+        spans,
+        vec![start("t-17"), end("t-17"), start("t-19"), end("t-19"), start("toolu_11"), end("t-20"), end("t-21")]
+    );
+    assert_parallel_agrees(text.as_bytes(), None);
+}
+
 const OTLP: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"agent"}}]},
   "scopeSpans":[{"scope":{"name":"agent_framework","version":"1.x"},
    "spans":[

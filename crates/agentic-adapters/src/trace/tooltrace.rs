@@ -19,8 +19,20 @@ use serde_json::{Map, Value, json};
 use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads tooltrace records.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TooltraceAdapter;
+///
+/// v2 pairs a `phase: pre` record with its `post` or `post_failure` by `tool_use_id` (the
+/// hook pairs them that way): a writer that numbers every record's `trace_id` (as v1 does)
+/// gives the pre and the post different ones, and the end takes its start's span id, so the
+/// call counts once.
+#[derive(Debug, Clone, Default)]
+pub struct TooltraceAdapter {
+    /// Calls started (`phase: pre` with a `tool_use_id`) and not ended, by session and
+    /// `tool_use_id`, with their span id (at most [`MAX_OPEN_CALLS`]).
+    open_calls: std::collections::HashMap<(Option<String>, String), Option<String>>,
+}
+
+/// The most v2 calls in flight whose end is paired by `tool_use_id`.
+const MAX_OPEN_CALLS: usize = 65_536;
 
 impl TraceAdapter for TooltraceAdapter {
     fn format(&self) -> TraceFormat {
@@ -87,11 +99,20 @@ impl TraceAdapter for TooltraceAdapter {
             });
         }
         event.data = if data.is_empty() { Value::Null } else { Value::Object(data) };
-        event.span = Some(SpanContext {
-            trace_id: session_id,
-            span_id: trace_id.clone().or_else(|| tool_use_id.clone()),
-            parent_span_id: parent_trace_id.or(agent_id),
-        });
+        let mut span_id = trace_id.clone().or_else(|| tool_use_id.clone());
+        if phase.is_some()
+            && let Some(call) = &tool_use_id
+        {
+            let key = (session_id.clone(), call.clone());
+            if event_type == EventType::ToolCallStart {
+                if self.open_calls.len() < MAX_OPEN_CALLS || self.open_calls.contains_key(&key) {
+                    self.open_calls.insert(key, span_id.clone());
+                }
+            } else if let Some(started) = self.open_calls.remove(&key) {
+                span_id = started;
+            }
+        }
+        event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id: parent_trace_id.or(agent_id) });
         let attributes = &mut event.attributes;
         attributes.insert("gen_ai.operation.name".to_owned(), json!("execute_tool"));
         attributes.insert("gen_ai.tool.name".to_owned(), Value::String(tool_name));
@@ -468,6 +489,25 @@ fn line_end(scanner: &mut JsonScanner<'_>) -> Option<()> {
 #[inline(always)]
 fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>, hour: &mut CheckedHour) -> Option<Record> {
     if fields.tool_name.text(bytes)?.is_empty() {
+        return None;
+    }
+    // v2 ends are paired with their starts by `tool_use_id` (state the full adapter keeps):
+    // an end with one, and a start with one and a `trace_id`, go to the full adapter. A
+    // start whose span id is its `tool_use_id` pairs with an end of that id either way.
+    if fields.phase.text(bytes).is_some()
+        && fields.tool_use_id.text(bytes).is_some()
+        && (fields.phase.text(bytes) != Some(b"pre") || fields.trace_id.text(bytes).is_some())
+    {
+        return None;
+    }
+    // An empty id is an absent one: the full adapter reads such a line.
+    let empty = |field: Field| field.text(bytes).is_some_and(<[u8]>::is_empty);
+    if empty(fields.trace_id)
+        || empty(fields.parent_trace_id)
+        || empty(fields.tool_use_id)
+        || empty(fields.agent_id)
+        || empty(fields.session_id)
+    {
         return None;
     }
     if let Some(timestamp) = fields.timestamp.text(bytes)

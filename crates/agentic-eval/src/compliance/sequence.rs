@@ -1707,9 +1707,9 @@ pub struct TraceOutcome {
     pub summarized: u64,
     /// The last calls, one line each (`line 12: Read {...}`), for tier-3 evaluators.
     pub excerpt: Vec<String>,
-    /// The first two traces (Claude Code sessions, OTLP traces) whose calls were seen, in
-    /// order; two when calls of several are in one file (rules then read them as one
-    /// sequence, and the notes of order rules warn). Tooltrace ids are file-wide: none.
+    /// The first three traces (Claude Code sessions, OTLP traces) whose calls were seen, in
+    /// order; two or more when calls of several are in one file (rules then read them as
+    /// one sequence, and the notes of order rules warn). Tooltrace ids are file-wide: none.
     pub traces: Vec<String>,
 }
 
@@ -2199,7 +2199,7 @@ impl SequenceEngine {
         if counts {
             self.calls += 1;
             self.push_excerpt(location, event, span.map(|span| span.hash));
-            if self.traces.len() < 2
+            if self.traces.len() < 3
                 && let Some(trace) = event.trace_id
                 && self.traces.iter().all(|seen| seen != trace)
             {
@@ -2489,7 +2489,7 @@ impl SequenceEngine {
                         ),
                     );
                 }
-                if let [first, second] = self.traces.as_slice()
+                if let [first, second, more @ ..] = self.traces.as_slice()
                     && matches!(
                         rule.relation,
                         Relation::Before(..) | Relation::OnlyAfter(..) | Relation::ImmediatelyBefore(..)
@@ -2499,8 +2499,9 @@ impl SequenceEngine {
                         &mut outcome.notes,
                         &format!(
                             "Warning: the trace holds the calls of more than one session or trace (`{first}`, \
-                             `{second}`, ...), read as one sequence in file order, so a call of one can satisfy \
-                             or break this rule for another; check one session's records at a time."
+                             `{second}`{}), read as one sequence in file order, so a call of one can satisfy \
+                             or break this rule for another; check one session's records at a time.",
+                            if more.is_empty() { "" } else { ", ..." }
                         ),
                     );
                 }
@@ -4160,7 +4161,10 @@ mod tests {
         let mixed = vec![in_session("Bash", "A", 1), in_session("Read", "B", 2), in_session("Bash", "A", 3)];
         let outcome = SequenceEngine::run(rules(), mixed, 0);
         assert_eq!(outcome.traces, vec!["A".to_owned(), "B".to_owned()]);
-        assert!(outcome.outcomes[0].notes.contains("more than one session or trace (`A`, `B`, ...)"));
+        assert!(outcome.outcomes[0].notes.contains("more than one session or trace (`A`, `B`), read"));
+        let three = vec![in_session("Bash", "A", 1), in_session("Read", "B", 2), in_session("Bash", "C", 3)];
+        let outcome = SequenceEngine::run(rules(), three, 0);
+        assert!(outcome.outcomes[0].notes.contains("more than one session or trace (`A`, `B`, ...), read"));
         assert!(!outcome.outcomes[1].notes.contains("session"), "{}", outcome.outcomes[1].notes);
         let one = vec![in_session("Read", "A", 1), in_session("Bash", "A", 2)];
         let outcome = SequenceEngine::run(rules(), one, 0);

@@ -49,9 +49,11 @@ pub(crate) enum TraceFormatArg {
     Auto,
     /// The seed's tool-trace JSONL.
     Tooltrace,
-    /// Claude Code hook records.
+    /// Claude Code hook records (also spelled `claude_hook`, the format's name in reports).
+    #[value(alias = "claude_hook")]
     ClaudeHook,
-    /// OTLP/JSON traces.
+    /// OTLP/JSON traces (also spelled `otlp_json`).
+    #[value(alias = "otlp_json")]
     OtlpJson,
 }
 
@@ -829,9 +831,10 @@ fn run_trace(
              evidence (is the trace capture installed, and is --trace-format right?)"
         );
     }
-    if let [first, second] = outcome.traces.as_slice() {
+    if let [first, second, more @ ..] = outcome.traces.as_slice() {
+        let more = if more.is_empty() { "" } else { ", ..." };
         say_err!(
-            "warning: {path}: the trace holds the calls of more than one session or trace ({first:?}, {second:?}, ...); \
+            "warning: {path}: the trace holds the calls of more than one session or trace ({first:?}, {second:?}{more}); \
              tier-2 rules read them as one sequence in file order (`before`, `only_after` and \
              `immediately_before` can mix them up): check one session's records at a time"
         );

@@ -650,6 +650,9 @@ fn golden_set_agreement_below_ninety_percent_warns() {
 fn an_explicit_trace_format_is_used_as_given() {
     let forced = run_example("code-review", "code-review.trace.claude_hook.jsonl", &["--trace-format", "claude-hook"]);
     assert_eq!(forced.report["scores"]["compliance_percent"], json!(62.5));
+    // The format's own name (as messages and file names spell it) is accepted too.
+    let named = run_example("code-review", "code-review.trace.claude_hook.jsonl", &["--trace-format", "claude_hook"]);
+    assert_eq!(named.redacted(), forced.redacted());
     let wrong = run_example("code-review", "code-review.trace.claude_hook.jsonl", &["--trace-format", "otlp-json"]);
     assert!(
         wrong.stderr().contains(
