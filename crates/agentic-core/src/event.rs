@@ -155,6 +155,13 @@ pub struct EventSource {
     pub raw: Option<Value>,
 }
 
+/// The attribute an ingest adapter puts on the end of a call that could have spawned a
+/// subagent and spawned none, while an earlier such call of its session, linked to a
+/// subagent, has not ended: the earlier call's id. The link was likely wrong (a Claude Code
+/// call that was denied ends without a record), so scopes may hold that subagent's calls
+/// under the wrong call; the tier-2 engine warns in the notes of scoped rules.
+pub const SPAWN_MISATTRIBUTED: &str = "x.claude_hook.spawn_misattributed";
+
 /// One canonical event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CanonicalEvent {

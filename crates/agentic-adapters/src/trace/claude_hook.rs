@@ -62,6 +62,9 @@ pub struct ClaudeHookAdapter {
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
     /// (at most [`MAX_SPAWNERS`]).
     spawners: VecDeque<Spawner>,
+    /// Spawning calls linked to a subagent and not yet ended, oldest first (at most
+    /// [`MAX_SPAWNERS`]).
+    linked: VecDeque<Spawner>,
     /// For a `tool_use_id` started again after its call ended: which call of that id this
     /// is (2, 3, ...). Its span id is `ID#N`, so the earlier call, and a subagent it
     /// spawned, keep their own place in the span tree (at most [`MAX_OPEN_TOOLS`] ids).
@@ -151,31 +154,41 @@ impl ClaudeHookAdapter {
     }
 
     /// Notes a tool record: a started call that may spawn a subagent is kept, an ended one
-    /// is dropped.
+    /// is dropped. For the end of a call that spawned nothing while an earlier call of the
+    /// same session and subagent type, linked to a subagent, has not ended: that earlier
+    /// call (the subagent was most likely this call's, and the earlier call was denied,
+    /// which ends without a record).
     fn track_spawner(
         &mut self,
         hook: &str,
         object: &Map<String, Value>,
         tool_use_id: Option<&String>,
         session_id: Option<&String>,
-    ) {
-        let Some(id) = tool_use_id else { return };
+    ) -> Option<String> {
+        let id = tool_use_id?;
         if hook != "PreToolUse" {
             // The same id in another session is another call.
-            if let Some(at) = self
-                .spawners
-                .iter()
-                .position(|spawner| &spawner.tool_use_id == id && spawner.session_id.as_ref() == session_id)
-            {
-                self.spawners.remove(at);
+            let this = |spawner: &Spawner| &spawner.tool_use_id == id && spawner.session_id.as_ref() == session_id;
+            if let Some(at) = self.linked.iter().position(this) {
+                self.linked.remove(at);
+                return None;
             }
-            return;
+            let at = self.spawners.iter().position(this)?;
+            let ended = self.spawners.remove(at)?;
+            let kinds_meet = |a: &Option<String>, b: &Option<String>| a.is_none() || b.is_none() || a == b;
+            return self
+                .linked
+                .iter()
+                .find(|linked| {
+                    linked.session_id == ended.session_id && kinds_meet(&linked.subagent_type, &ended.subagent_type)
+                })
+                .map(|linked| linked.tool_use_id.clone());
         }
         let input = object.get("tool_input");
         let subagent_type = input.and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
         let named = matches!(object.get("tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
         if !named && subagent_type.is_none() {
-            return;
+            return None;
         }
         if self.spawners.len() == MAX_SPAWNERS {
             self.spawners.pop_front();
@@ -185,6 +198,7 @@ impl ClaudeHookAdapter {
             session_id: session_id.cloned(),
             subagent_type: subagent_type.map(str::to_owned),
         });
+        None
     }
 
     /// The call that spawned a subagent of `agent_type` starting now in `session_id` (taken
@@ -201,7 +215,13 @@ impl ClaudeHookAdapter {
             .or_else(|| {
                 self.spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.is_none())
             })?;
-        self.spawners.remove(at).map(|spawner| spawner.tool_use_id)
+        let spawner = self.spawners.remove(at)?;
+        if self.linked.len() == MAX_SPAWNERS {
+            self.linked.pop_front();
+        }
+        let id = spawner.tool_use_id.clone();
+        self.linked.push_back(spawner);
+        Some(id)
     }
 }
 
@@ -324,9 +344,11 @@ impl TraceAdapter for ClaudeHookAdapter {
             let spawner = self.take_spawner(Some(kind), session_id.as_ref());
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }
-        if is_tool_event && !repeated {
-            self.track_spawner(&hook, object, call_span.as_ref(), session_id.as_ref());
-        }
+        let misattributed = if is_tool_event && !repeated {
+            self.track_spawner(&hook, object, call_span.as_ref(), session_id.as_ref())
+        } else {
+            None
+        };
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
         event.step_name = step_name;
         event.status = status;
@@ -339,6 +361,9 @@ impl TraceAdapter for ClaudeHookAdapter {
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id });
         let attributes = &mut event.attributes;
+        if let Some(earlier) = misattributed {
+            attributes.insert(agentic_core::event::SPAWN_MISATTRIBUTED.to_owned(), Value::String(earlier));
+        }
         if let Some(name) = &tool_name {
             attributes.insert("gen_ai.operation.name".to_owned(), json!("execute_tool"));
             attributes.insert("gen_ai.tool.name".to_owned(), Value::String(name.clone()));

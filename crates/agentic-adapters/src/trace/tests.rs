@@ -250,6 +250,43 @@ fn v2_ends_pair_with_their_starts_by_tool_use_id() {
     assert_parallel_agrees(text.as_bytes(), None);
 }
 
+/// A denied Task call ends without a record, so the next subagent of its type is linked to
+/// it; when the call that really spawned the subagent ends without one, its end carries the
+/// earlier call's id (the engine warns). Parallel calls that each got their subagent do not.
+#[test]
+fn a_link_that_a_later_end_contradicts_is_marked() {
+    let pre = |id: &str| {
+        format!(
+            r#"{{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{{"subagent_type":"gp"}},"tool_use_id":"{id}"}}"#
+        )
+    };
+    let post = |id: &str| {
+        format!(
+            r#"{{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{{"subagent_type":"gp"}},"tool_response":{{}},"tool_use_id":"{id}"}}"#
+        )
+    };
+    let start = |agent: &str| {
+        format!(r#"{{"session_id":"s1","hook_event_name":"SubagentStart","agent_id":"{agent}","agent_type":"gp"}}"#)
+    };
+    let stop = |agent: &str| {
+        format!(r#"{{"session_id":"s1","hook_event_name":"SubagentStop","agent_id":"{agent}","agent_type":"gp"}}"#)
+    };
+    let marks = |lines: Vec<String>| -> Vec<(Option<String>, String)> {
+        events(&(lines.join("\n") + "\n"))
+            .into_iter()
+            .filter_map(|event| {
+                let mark = event.attributes.get(agentic_core::event::SPAWN_MISATTRIBUTED)?.as_str()?.to_owned();
+                Some((event.span.and_then(|span| span.span_id), mark))
+            })
+            .collect()
+    };
+    let denied = vec![pre("A"), pre("B"), start("ag-1"), stop("ag-1"), post("B")];
+    assert_eq!(marks(denied), vec![(Some("B".to_owned()), "A".to_owned())]);
+    let parallel =
+        vec![pre("A"), pre("B"), start("ag-1"), start("ag-2"), stop("ag-2"), post("B"), stop("ag-1"), post("A")];
+    assert_eq!(marks(parallel), vec![]);
+}
+
 const OTLP: &str = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"agent"}}]},
   "scopeSpans":[{"scope":{"name":"agent_framework","version":"1.x"},
    "spans":[

@@ -1711,6 +1711,9 @@ pub struct TraceOutcome {
     /// order; two or more when calls of several are in one file (rules then read them as
     /// one sequence, and the notes of order rules warn). Tooltrace ids are file-wide: none.
     pub traces: Vec<String>,
+    /// Subagents likely linked to the wrong spawning call (events marked
+    /// [`agentic_core::event::SPAWN_MISATTRIBUTED`]), and the line of the first mark.
+    pub misattributed_spawns: (u64, Option<u64>),
 }
 
 /// The streaming tier-2 engine: feed events in trace order, then [`SequenceEngine::finish`].
@@ -1737,6 +1740,8 @@ pub struct SequenceEngine {
     summarized: u64,
     /// See [`TraceOutcome::traces`].
     traces: Vec<String>,
+    /// See [`TraceOutcome::misattributed_spawns`].
+    misattributed_spawns: (u64, Option<u64>),
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
@@ -2009,6 +2014,7 @@ impl SequenceEngine {
             calls: 0,
             summarized: 0,
             traces: Vec::new(),
+            misattributed_spawns: (0, None),
             order: 0,
             scoped,
             links: Links::default(),
@@ -2030,6 +2036,11 @@ impl SequenceEngine {
 
     /// Processes one event.
     pub fn feed(&mut self, event: &CanonicalEvent) {
+        if event.attributes.contains_key(agentic_core::event::SPAWN_MISATTRIBUTED) {
+            self.misattributed_spawns.0 += 1;
+            let line = event.source.as_ref().and_then(|source| source.line);
+            self.misattributed_spawns.1 = self.misattributed_spawns.1.or(line);
+        }
         self.feed_ref(&EventRef::from_event(event));
     }
 
@@ -2489,6 +2500,18 @@ impl SequenceEngine {
                         ),
                     );
                 }
+                if let (Some(_), (count @ 1.., first)) = (&rule.within, self.misattributed_spawns) {
+                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {count} spawning call(s) ended without a subagent while an earlier call of \
+                             their session and subagent type, linked to a subagent, had not ended{at}: that \
+                             subagent was most likely the later call's (the earlier call was denied, which Claude \
+                             Code ends without a record), so its calls may be counted under the wrong call."
+                        ),
+                    );
+                }
                 if let [first, second, more @ ..] = self.traces.as_slice()
                     && matches!(
                         rule.relation,
@@ -2522,6 +2545,7 @@ impl SequenceEngine {
             summarized: self.summarized,
             excerpt: self.excerpt.into_iter().map(|(_, line)| line).collect(),
             traces: self.traces,
+            misattributed_spawns: self.misattributed_spawns,
         }
     }
 }

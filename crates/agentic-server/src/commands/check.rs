@@ -831,6 +831,14 @@ fn run_trace(
              evidence (is the trace capture installed, and is --trace-format right?)"
         );
     }
+    if let (count @ 1.., first) = outcome.misattributed_spawns {
+        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        say_err!(
+            "warning: {path}: {count} spawning call(s) ended without a subagent while an earlier call of their type, \
+             linked to one, had not ended{at}: the subagent was most likely the later call's (Claude Code ends a \
+             denied call without a record), so `within` rules may count its calls under the wrong call"
+        );
+    }
     if let [first, second, more @ ..] = outcome.traces.as_slice() {
         let more = if more.is_empty() { "" } else { ", ..." };
         say_err!(

@@ -2369,6 +2369,33 @@ fn a_record_read_between_blocks_is_counted_once() {
     }
 }
 
+/// A denied `Task` call (Claude Code ends it without a record) takes the next subagent of
+/// its type; when the call that really spawned it ends without one, scoped rules warn in
+/// their notes and on stderr, and unscoped rules do not.
+#[test]
+fn a_subagent_linked_to_a_denied_call_is_warned_about() {
+    let trace = r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"general-purpose","description":"deploy prod","prompt":"deploy"},"tool_use_id":"toolu_A"}
+{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/r/README.md"},"tool_use_id":"toolu_R"}
+{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{"file_path":"/r/README.md"},"tool_response":{},"tool_use_id":"toolu_R"}
+{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"general-purpose","description":"review code","prompt":"review"},"tool_use_id":"toolu_B"}
+{"session_id":"s1","hook_event_name":"SubagentStart","agent_id":"ag-1","agent_type":"general-purpose"}
+{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /data"},"tool_use_id":"toolu_3","agent_id":"ag-1","agent_type":"general-purpose"}
+{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /data"},"tool_response":{},"tool_use_id":"toolu_3","agent_id":"ag-1","agent_type":"general-purpose"}
+{"session_id":"s1","hook_event_name":"SubagentStop","agent_id":"ag-1","agent_type":"general-purpose"}
+{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"general-purpose","description":"review code","prompt":"review"},"tool_response":{},"tool_use_id":"toolu_B"}
+"#;
+    let scoped = "{never: {tool: Bash, args: {command: {contains: rm -rf}}}, within: {tool: Task, args: {description: {contains: review}}}}";
+    let run = check_rules(&[("S-01", scoped), ("S-02", "{never: {tool: Write}}")], trace);
+    let notes = |idx: usize| run.report["checkpoints"][idx]["notes"].as_str().unwrap().to_owned();
+    assert!(
+        notes(0).contains("Warning: 1 spawning call(s) ended without a subagent while an earlier call of their session and subagent type, linked to a subagent, had not ended (first at line 9)"),
+        "{}",
+        notes(0)
+    );
+    assert!(!notes(1).contains("spawning"), "{}", notes(1));
+    assert!(run.stderr().contains("so `within` rules may count its calls under the wrong call"), "{}", run.stderr());
+}
+
 /// The terminal summary keeps one line per item: a line break in the workflow name or the
 /// spec version is shown as `\n`, not followed.
 #[test]
