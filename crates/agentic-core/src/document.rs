@@ -97,13 +97,16 @@ impl DocumentLoader {
         if let Value::Object(map) = &mut document.value {
             map.retain(|key, _| !key.starts_with("x-"));
         }
-        let mut diagnostics = self.check(&document.value, &document.source_map);
+        let Found { mut diagnostics, substitutes } = self.check_found(&document.value, &document.source_map);
         let mut repaired = None;
         let value = if diagnostics.is_empty() {
             let (value, refused) = self.deserialize_located::<T>(&mut document.value, &document.source_map);
             diagnostics.extend(refused);
             value
         } else {
+            // What the schema rejected is removed; a value of the wrong type or outside its
+            // allowed values is replaced by a valid stand-in when removing it leaves a
+            // required field missing (a typo in `severity` must not hide the other findings).
             let mut pruned = document.value.clone();
             for diagnostic in &diagnostics {
                 if let Some(pointer) = &diagnostic.pointer {
@@ -111,6 +114,18 @@ impl DocumentLoader {
                 }
             }
             repaired = serde_json::from_value::<T>(pruned).ok();
+            if repaired.is_none() && !substitutes.is_empty() {
+                let mut fixed = document.value.clone();
+                for (pointer, stand_in) in &substitutes {
+                    set_pointer(&mut fixed, pointer, stand_in.clone());
+                }
+                for pointer in diagnostics.iter().filter_map(|d| d.pointer.as_deref()) {
+                    if !substitutes.iter().any(|(at, _)| at == pointer) {
+                        remove_pointer(&mut fixed, pointer);
+                    }
+                }
+                repaired = serde_json::from_value::<T>(fixed).ok();
+            }
             None
         };
         Loaded { value, document: Some(document), diagnostics, repaired }
@@ -175,22 +190,27 @@ impl DocumentLoader {
 
     /// Checks a JSON value against the schema and returns every problem as a diagnostic.
     pub fn check(&self, value: &Value, source_map: &SourceMap) -> Vec<Diagnostic> {
-        if value.is_null() {
-            return vec![
-                Diagnostic::error("empty-document", format!("the {} file is empty", self.kind))
-                    .with_hint(format!("write a {} as a YAML mapping", self.kind)),
-            ];
-        }
-        let mut diagnostics = Vec::new();
-        for error in self.validator.iter_errors(value) {
-            self.describe(&error, value, source_map, &mut diagnostics);
-        }
-        let mut seen = BTreeSet::new();
-        diagnostics.retain(|d| seen.insert((d.pointer.clone(), d.code.clone(), d.message.clone())));
-        diagnostics
+        self.check_found(value, source_map).diagnostics
     }
 
-    fn describe(&self, error: &ValidationError<'_>, root: &Value, source_map: &SourceMap, out: &mut Vec<Diagnostic>) {
+    /// [`DocumentLoader::check`] with a valid stand-in for each value of the wrong type or
+    /// outside its allowed values, to repair the document for further checks.
+    fn check_found(&self, value: &Value, source_map: &SourceMap) -> Found {
+        if value.is_null() {
+            let empty = Diagnostic::error("empty-document", format!("the {} file is empty", self.kind))
+                .with_hint(format!("write a {} as a YAML mapping", self.kind));
+            return Found { diagnostics: vec![empty], substitutes: Vec::new() };
+        }
+        let mut found = Found::default();
+        for error in self.validator.iter_errors(value) {
+            self.describe(&error, value, source_map, &mut found);
+        }
+        let mut seen = BTreeSet::new();
+        found.diagnostics.retain(|d| seen.insert((d.pointer.clone(), d.code.clone(), d.message.clone())));
+        found
+    }
+
+    fn describe(&self, error: &ValidationError<'_>, root: &Value, source_map: &SourceMap, out: &mut Found) {
         let pointer = error.instance_path().as_str().to_owned();
         let field = field_name(&pointer);
         let position = source_map.nearest(&pointer);
@@ -212,12 +232,12 @@ impl DocumentLoader {
                         }
                         None => diagnostic,
                     };
-                    out.push(diagnostic);
+                    out.diagnostics.push(diagnostic);
                 }
             }
             ValidationErrorKind::Required { property } => {
                 let property = property.as_str().unwrap_or_default();
-                out.push(
+                out.diagnostics.push(
                     Diagnostic::error(
                         "missing-field",
                         format!("missing required key `{property}` in {}", describe_place(&pointer, self.kind, root)),
@@ -233,7 +253,14 @@ impl DocumentLoader {
                     TypeKind::Multiple(ts) => ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
                 };
                 let found = lookup(root, &pointer);
-                out.push(
+                let placeholder = match kind {
+                    TypeKind::Single(t) => placeholder_of(&t.to_string()),
+                    TypeKind::Multiple(ts) => ts.iter().find_map(|t| placeholder_of(&t.to_string())),
+                };
+                if let Some(placeholder) = placeholder {
+                    out.substitutes.push((pointer.clone(), placeholder));
+                }
+                out.diagnostics.push(
                     Diagnostic::error(
                         "invalid-type",
                         format!("`{field}` must be {}, found {}", article(&expected), describe_value(found)),
@@ -244,13 +271,22 @@ impl DocumentLoader {
                 );
             }
             ValidationErrorKind::Enum { options } => {
-                let options: Vec<String> = options
+                let options_text: Vec<String> = options
                     .as_array()
                     .map(|items| {
                         items.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect()
                     })
                     .unwrap_or_default();
-                out.push(enum_diagnostic(&field, lookup(root, &pointer), &options, position, &pointer));
+                if let Some(first) = options.as_array().and_then(|items| items.first()) {
+                    out.substitutes.push((pointer.clone(), first.clone()));
+                }
+                out.diagnostics.push(enum_diagnostic(
+                    &field,
+                    lookup(root, &pointer),
+                    &options_text,
+                    position,
+                    &pointer,
+                ));
             }
             ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }
                 if !context.is_empty()
@@ -268,7 +304,14 @@ impl DocumentLoader {
                         _ => None,
                     })
                     .collect();
-                out.push(enum_diagnostic(&field, lookup(root, &pointer), &options, position, &pointer));
+                let first = context.first().and_then(|branch| match branch[0].kind() {
+                    ValidationErrorKind::Constant { expected_value } => Some(expected_value.clone()),
+                    _ => None,
+                });
+                if let Some(first) = first {
+                    out.substitutes.push((pointer.clone(), (*first).clone()));
+                }
+                out.diagnostics.push(enum_diagnostic(&field, lookup(root, &pointer), &options, position, &pointer));
             }
             ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
                 // Report the branch that got furthest: the one whose errors are deepest and
@@ -296,7 +339,7 @@ impl DocumentLoader {
                             self.describe(inner, root, source_map, out);
                         }
                     }
-                    _ => out.push(
+                    _ => out.diagnostics.push(
                         Diagnostic::error(
                             "invalid-type",
                             format!("`{field}` has the wrong shape: {}", describe_value(lookup(root, &pointer))),
@@ -317,7 +360,7 @@ impl DocumentLoader {
                     ValidationErrorKind::MaxItems { limit } => format!("give at most {limit} item(s)"),
                     _ => format!("see the {} schema in docs/schema/ for what `{field}` accepts", self.kind),
                 };
-                out.push(
+                out.diagnostics.push(
                     Diagnostic::error("invalid-value", format!("`{field}`: {error}"))
                         .at(position)
                         .at_pointer(pointer.clone())
@@ -475,6 +518,49 @@ fn describe_place(pointer: &str, kind: &str, root: &Value) -> String {
     }
 }
 
+/// What [`DocumentLoader::check_found`] found.
+#[derive(Debug, Default)]
+struct Found {
+    diagnostics: Vec<Diagnostic>,
+    /// `(pointer, valid stand-in)` for values of the wrong type or outside their options.
+    substitutes: Vec<(String, Value)>,
+}
+
+/// A valid value of a JSON Schema type, to stand in for a wrong one.
+fn placeholder_of(kind: &str) -> Option<Value> {
+    Some(match kind {
+        "string" => Value::String(String::new()),
+        "integer" | "number" => Value::from(1),
+        "boolean" => Value::Bool(false),
+        "array" => Value::Array(Vec::new()),
+        "object" => Value::Object(serde_json::Map::new()),
+        _ => return None,
+    })
+}
+
+/// Sets the value at `pointer` (its parent must exist), as a removed one would have been.
+fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
+    let Some((parent, last)) = pointer.rsplit_once('/') else { return };
+    let key = last.replace("~1", "/").replace("~0", "~");
+    match root.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            map.insert(key, value);
+        }
+        Some(Value::Array(items)) => {
+            if let Ok(idx) = key.parse::<usize>()
+                && idx <= items.len()
+            {
+                if idx == items.len() {
+                    items.push(value);
+                } else {
+                    items[idx] = value;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn describe_value(value: Option<&Value>) -> String {
     match value {
         None | Some(Value::Null) => "nothing (null)".to_owned(),
@@ -552,11 +638,14 @@ mod tests {
         assert!(found.contains(&("unknown-key".to_owned(), 4)), "{found:?}");
     }
 
-    /// YAML's `.inf` has no JSON number: the hint says that, not "remove the quotes".
+    /// YAML's `.inf` has no JSON number: the YAML layer refuses it; quoted, it is text, and
+    /// the hint for a number field says infinity is no number here, not "remove the quotes".
     #[test]
     fn infinity_is_named_as_such() {
         let loader = DocumentLoader::new::<Doc>("test");
-        for text in ["name: x\ncount: .inf\n", "name: x\ncount: -.Inf\n", "name: x\ncount: .NaN\n"] {
+        let loaded: Loaded<Doc> = loader.load("name: x\ncount: .inf\n");
+        assert_eq!(loaded.diagnostics[0].code, "yaml-non-finite");
+        for text in ["name: x\ncount: '.inf'\n", "name: x\ncount: \"-.Inf\"\n", "name: x\ncount: '.NaN'\n"] {
             let loaded: Loaded<Doc> = loader.load(text);
             let hint = loaded.diagnostics[0].hint.as_deref().unwrap_or_default();
             assert!(hint.starts_with("infinity and NaN are not numbers here"), "{text}: {hint}");

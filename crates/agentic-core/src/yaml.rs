@@ -111,7 +111,8 @@ pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocu
         bytes: 0,
         anchors: HashMap::new(),
         source_map: SourceMap::default(),
-        duplicate_keys: Vec::new(),
+        deferred: Vec::new(),
+        aliased: false,
     };
     let mut parser = Parser::new_from_str(text);
     let mut root: Option<Value> = None;
@@ -136,8 +137,8 @@ pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocu
             }
         }
     }
-    if !builder.duplicate_keys.is_empty() {
-        return Err(builder.duplicate_keys);
+    if !builder.deferred.is_empty() {
+        return Err(builder.deferred);
     }
     Ok(YamlDocument { value: root.unwrap_or(Value::Null), source_map: builder.source_map })
 }
@@ -150,6 +151,14 @@ fn next<'a>(parser: &mut Parser<'a, saphyr_parser::StrInput<'a>>) -> Result<Opti
         Some(Ok(item)) => Ok(Some(item)),
         Some(Err(error)) => {
             let marker = error.marker();
+            if error.info().contains("recursion limit") {
+                // The parser's own depth limit, above ours (flow collections nest before we see them).
+                return Err(vec![
+                    Diagnostic::error("yaml-too-deep", "nesting is deeper than the parser follows")
+                        .at(Position { line: marker.line(), column: marker.col() + 1 })
+                        .with_hint("flatten the structure"),
+                ]);
+            }
             Err(vec![
                 Diagnostic::error("yaml-syntax", format!("malformed YAML: {}", error.info()))
                     .at(Position { line: marker.line(), column: marker.col() + 1 })
@@ -171,7 +180,10 @@ struct Builder {
     /// Each anchor's value, with the values and bytes it expands to.
     anchors: HashMap<usize, (Value, usize, usize)>,
     source_map: SourceMap,
-    duplicate_keys: Vec<Diagnostic>,
+    /// Whether an alias was expanded (a document over the limits without one is just large).
+    aliased: bool,
+    /// Errors that do not stop the parse (repeated keys, infinite numbers), all reported.
+    deferred: Vec<Diagnostic>,
 }
 
 impl Builder {
@@ -181,6 +193,17 @@ impl Builder {
         self.nodes = self.nodes.saturating_add(nodes);
         self.bytes = self.bytes.saturating_add(bytes);
         let (what, hint) = if self.nodes > self.limits.max_nodes {
+            if !self.aliased {
+                // No alias: the file itself is that large.
+                return Err(vec![
+                    Diagnostic::error(
+                        "yaml-too-large",
+                        format!("the document has more than {} values", self.limits.max_nodes),
+                    )
+                    .at(position(span))
+                    .with_hint("split it into smaller files"),
+                ]);
+            }
             (format!("{} values", self.limits.max_nodes), "remove nested aliases (`*name`) that multiply the document")
         } else if self.bytes > self.limits.max_expanded_bytes {
             (
@@ -221,7 +244,23 @@ impl Builder {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 self.charge(0, text.len(), &span)?;
-                let value = resolve_scalar(&text, style, tag.as_deref().map(|t| t.suffix.as_str()));
+                let tag_name = tag.as_deref().map(|t| t.suffix.as_str());
+                if style == ScalarStyle::Plain
+                    && !matches!(tag_name, Some("str"))
+                    && let Some(what) = non_finite(&text)
+                {
+                    // YAML 1.2 reads `.inf`, `.nan` and `1e400` as floats, which JSON (and so
+                    // every document here) cannot hold: not silently a string.
+                    self.deferred.push(
+                        Diagnostic::error(
+                            "yaml-non-finite",
+                            format!("`{text}` is {what}, which no field here can hold"),
+                        )
+                        .at(position(&span))
+                        .with_hint(format!("write a finite number, or quote it (\"{text}\") if you mean the text")),
+                    );
+                }
+                let value = resolve_scalar(&text, style, tag_name);
                 if anchor > 0 {
                     self.anchors.insert(anchor, (value.clone(), 1, text.len()));
                 }
@@ -230,6 +269,7 @@ impl Builder {
             Event::Alias(anchor) => match self.anchors.get(&anchor) {
                 Some((_, size, bytes)) => {
                     let (size, bytes) = (*size, *bytes);
+                    self.aliased = true;
                     // Counted before the value is copied: a bomb stops before it takes memory.
                     self.charge(size, bytes, &span)?;
                     Ok(self.anchors[&anchor].0.clone())
@@ -287,7 +327,7 @@ impl Builder {
                         continue;
                     }
                     if map.contains_key(&key) {
-                        self.duplicate_keys.push(
+                        self.deferred.push(
                             Diagnostic::error(
                                 "duplicate-key",
                                 format!("key `{key}` appears twice in the same mapping"),
@@ -367,6 +407,21 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
     parse_number(text).unwrap_or_else(|| Value::String(text.to_owned()))
 }
 
+/// What a plain scalar that YAML 1.2 reads as a non-finite float is: `.inf`, `-.Inf`, `.NaN`
+/// and the like, or a decimal too large for a float (`1e400`).
+fn non_finite(text: &str) -> Option<&'static str> {
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if matches!(unsigned, ".inf" | ".Inf" | ".INF") {
+        return Some("infinity");
+    }
+    if matches!(text, ".nan" | ".NaN" | ".NAN") {
+        return Some("not a number");
+    }
+    let decimal = unsigned.bytes().any(|b| b.is_ascii_digit())
+        && unsigned.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'));
+    (decimal && text.parse::<f64>().is_ok_and(f64::is_infinite)).then_some("a number too large for a float")
+}
+
 fn parse_bool(text: &str) -> Option<bool> {
     match text {
         "true" | "True" | "TRUE" => Some(true),
@@ -435,6 +490,33 @@ mod tests {
             doc.value,
             serde_json::json!({"a": 255, "b": u64::MAX, "c": 15, "d": "0x-1", "e": "0x1FFFFFFFFFFFFFFFF", "f": u64::MAX})
         );
+    }
+
+    /// `.inf`, `.nan` and `1e400` are floats in YAML 1.2 that JSON cannot hold: an error at
+    /// each, not a string; quoted, they are text.
+    #[test]
+    fn non_finite_floats_are_errors_and_quoted_ones_text() {
+        let errors = parse_yaml("a: .inf\nb: [-.Inf, .NaN]\nc: 1e400\nd: 1e308\n").unwrap_err();
+        let found: Vec<(&str, usize)> = errors.iter().map(|e| (e.code.as_str(), e.position.unwrap().line)).collect();
+        assert_eq!(
+            found,
+            vec![("yaml-non-finite", 1), ("yaml-non-finite", 2), ("yaml-non-finite", 2), ("yaml-non-finite", 3)]
+        );
+        let doc = parse_yaml("a: '.inf'\nb: !!str .nan\nc: 1e308\nd: .infinity\n").unwrap();
+        assert_eq!(doc.value, serde_json::json!({"a": ".inf", "b": ".nan", "c": 1e308, "d": ".infinity"}));
+    }
+
+    /// Over the limits without an alias, the document is just large (not an alias bomb); past
+    /// the parser's own depth, it is too deep (not a syntax error).
+    #[test]
+    fn large_and_deep_documents_are_named_as_such() {
+        let limits = YamlLimits { max_nodes: 50, ..YamlLimits::default() };
+        let long: String = (0..60).map(|n| format!("k{n}: {n}\n")).collect();
+        let errors = parse_yaml_with_limits(&long, limits).unwrap_err();
+        assert_eq!(errors[0].code, "yaml-too-large", "{errors:?}");
+        let deep = format!("a: {}1{}\n", "[".repeat(2000), "]".repeat(2000));
+        let errors = parse_yaml(&deep).unwrap_err();
+        assert_eq!(errors[0].code, "yaml-too-deep", "{errors:?}");
     }
 
     #[test]

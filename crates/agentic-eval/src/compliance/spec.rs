@@ -329,14 +329,20 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                 .with_hint("add at least one checkpoint under `checkpoints:`"),
         );
     }
-    let mut first_seen: HashMap<&str, String> = HashMap::new();
+    let mut first_seen: HashMap<&str, usize> = HashMap::new();
     for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
         let pointer = format!("/checkpoints/{idx}/id");
-        if let Some(previous) = first_seen.insert(checkpoint.id.as_str(), pointer.clone()) {
+        let first = *first_seen.entry(checkpoint.id.as_str()).or_insert(idx);
+        if let Some(previous) = (first != idx).then_some(first) {
             diagnostics.push(
                 Diagnostic::error("duplicate-id", format!("checkpoint id `{}` is used twice", checkpoint.id))
                     .at_pointer(pointer)
-                    .with_hint(format!("ids are unique and immutable; give the new checkpoint the next free id (first use at {previous})")),
+                    .with_hint(format!(
+                        "ids are unique and immutable; give the new checkpoint the next free id (first used by \
+                         checkpoint {} of {})",
+                        previous + 1,
+                        spec.checkpoints.len()
+                    )),
             );
         }
         if checkpoint.id.trim().is_empty() {
@@ -536,15 +542,18 @@ fn check_checkpoint(
     }
     let mut seen = HashSet::new();
     for (source_idx, source) in sources.iter().enumerate() {
-        if source.trim().is_empty() || !seen.insert(source.as_str()) {
-            diagnostics.push(
-                Diagnostic::error(
-                    "invalid-evidence-source",
-                    format!("evidence source `{source}` is empty or listed twice"),
-                )
-                .at_pointer(format!("{pointer}/verification/evidence_sources/{source_idx}")),
-            );
-        }
+        let (message, hint) = if source.trim().is_empty() {
+            ("an evidence source is empty".to_owned(), "name a top-level key of the evidence JSON, or `trace_file`")
+        } else if !seen.insert(source.as_str()) {
+            (format!("evidence source `{source}` is listed twice"), "list each source once")
+        } else {
+            continue;
+        };
+        diagnostics.push(
+            Diagnostic::error("invalid-evidence-source", message)
+                .at_pointer(format!("{pointer}/verification/evidence_sources/{source_idx}"))
+                .with_hint(hint),
+        );
     }
     let reads_trace = sources.iter().any(|s| s == TRACE_SOURCE);
     match tier {
@@ -1243,6 +1252,38 @@ checkpoints:
             .iter()
             .map(|d| (d.code.clone(), d.position.map(|p| p.line).unwrap_or(0)))
             .collect()
+    }
+
+    /// A value of the wrong type or outside its options (a typo in `severity`, `tier: "1"`)
+    /// does not hide the other problems of the spec: a valid stand-in takes its place for
+    /// the further checks, and what is reported about the stand-in itself is dropped.
+    #[test]
+    fn a_bad_value_does_not_hide_the_other_findings() {
+        const SPEC: &str = r#"workflow: wf
+spec_version: "1"
+checkpoints:
+  - {id: P1-01, tier: 1, instruction: "x", severity: high, verification: {method: api_state, evidence_sources: [pr], assert: {path: pr.merged, equals: true}}}
+  - id: P1-03
+    tier: 2
+    instruction: "x"
+    severity: low
+    verification:
+      method: tool_sequence
+      evidence_sources: [pr, pr]
+      rule: {before: {a: {tool: Bash}, b: {tool: Bash}}}
+  - {id: P1-01, tier: 3, instruction: "y", severity: low, verification: {method: content_analysis, evidence_sources: [pr]}}
+"#;
+        for (from, bad) in [("severity: high", "severity: critcal"), ("tier: 1,", "tier: \"1\",")] {
+            let text = SPEC.replacen(from, bad, 1);
+            let codes: Vec<String> = load_spec(&text, "spec.yaml").diagnostics.iter().map(|d| d.code.clone()).collect();
+            for expected in
+                ["evidence-sources-missing", "invalid-evidence-source", "rule-contradiction", "duplicate-id"]
+            {
+                assert!(codes.iter().any(|code| code == expected), "{bad}: {expected} missing from {codes:?}");
+            }
+            let first = if bad.starts_with("tier") { "invalid-type" } else { "invalid-value" };
+            assert_eq!(codes.iter().filter(|code| *code == first).count(), 1, "{bad}: {codes:?}");
+        }
     }
 
     /// A blank id cannot be named by `affects`, a report or a baseline: an error. A blank
