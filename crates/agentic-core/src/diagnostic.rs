@@ -144,7 +144,12 @@ pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut best: Option<(usize, &str)> = None;
     for candidate in candidates {
-        let distance = edit_distance(word, candidate);
+        // Case is a typo too (`HIGH` for `high`), and the closest one.
+        let distance = if word != candidate && word.to_lowercase() == candidate.to_lowercase() {
+            0
+        } else {
+            edit_distance(word, candidate)
+        };
         let limit = (word.chars().count().max(candidate.chars().count()) / 3).max(1);
         if distance <= limit && best.is_none_or(|(d, _)| distance < d) {
             best = Some((distance, candidate));
@@ -189,5 +194,6 @@ mod tests {
         assert_eq!(did_you_mean("depnds_on", keys), Some("depends_on"));
         assert_eq!(did_you_mean("timeout", keys), Some("timeout_s"));
         assert_eq!(did_you_mean("colour", keys), None);
+        assert_eq!(did_you_mean("HIGH", ["critical", "high", "medium", "low"]), Some("high"));
     }
 }

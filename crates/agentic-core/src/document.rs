@@ -164,12 +164,22 @@ impl DocumentLoader {
                 continue;
             }
             let field = error.path().to_string();
-            let text = if field == "." {
+            // A whole number too large for its field reads as a float: say so plainly.
+            let too_large = fraction
+                && working
+                    .pointer(&pointer)
+                    .and_then(Value::as_f64)
+                    .is_some_and(|v| v.fract() == 0.0 && v.abs() >= 9.0e15);
+            let text = if too_large {
+                format!("`{field}` is too large for its field (the largest whole number here is {})", u64::MAX)
+            } else if field == "." {
                 format!("invalid {}: {message}", self.kind)
             } else {
                 format!("`{field}`: {message}")
             };
-            let hint = if fraction {
+            let hint = if too_large {
+                "write a smaller number".to_owned()
+            } else if fraction {
                 "write a whole number without a fraction, within the field's range".to_owned()
             } else {
                 format!("compare the file with the {} schema in docs/schema/", self.kind)
@@ -586,6 +596,9 @@ fn article(expected: &str) -> String {
 }
 
 fn type_hint(expected: &str, found: Option<&Value>) -> String {
+    if matches!(found, None | Some(Value::Null)) {
+        return format!("the key has no value: write {} after it", article(expected));
+    }
     // YAML's infinity and not-a-number have no JSON number: say so, not "remove the quotes".
     let special = found.and_then(Value::as_str).map(|text| text.trim_start_matches(['+', '-']).to_ascii_lowercase());
     if matches!(expected, "number" | "integer") && matches!(special.as_deref(), Some(".inf" | ".nan")) {

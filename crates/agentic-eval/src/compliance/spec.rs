@@ -1246,6 +1246,9 @@ checkpoints:
       assert: {path: pr.checks_run, gte: 1}
 "#;
 
+    /// One tier-1 checkpoint, asserting `pr.n` equals 1.
+    const SPEC_ONE_TIER1: &str = "workflow: wf\nspec_version: \"1\"\ncheckpoints:\n  - {id: P1-01, tier: 1, instruction: x, severity: high, verification: {method: api_state, evidence_sources: [pr], assert: {path: pr.n, equals: 1}}}\n";
+
     fn codes(text: &str) -> Vec<(String, usize)> {
         load_spec(text, "spec.yaml")
             .diagnostics
@@ -1284,6 +1287,23 @@ checkpoints:
             let first = if bad.starts_with("tier") { "invalid-type" } else { "invalid-value" };
             assert_eq!(codes.iter().filter(|code| *code == first).count(), 1, "{bad}: {codes:?}");
         }
+    }
+
+    /// A whole number past 64 bits (read as a float) is named as too large, not with serde's
+    /// words about floating point.
+    #[test]
+    fn a_number_too_large_for_its_field_says_so() {
+        let text = SPEC_ONE_TIER1
+            .replace("assert: {path: pr.n, equals: 1}", "assert: {path: pr.n, length: {gt: 18446744073709551616}}");
+        let load = load_spec(&text, "spec.yaml");
+        assert_eq!(load.diagnostics.len(), 1, "{:?}", load.diagnostics);
+        assert!(
+            load.diagnostics[0]
+                .message
+                .starts_with("`checkpoints[0].verification.assert.length.gt` is too large for its field"),
+            "{:?}",
+            load.diagnostics
+        );
     }
 
     /// A blank id cannot be named by `affects`, a report or a baseline: an error. A blank

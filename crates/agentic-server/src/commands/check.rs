@@ -15,7 +15,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -599,25 +599,7 @@ fn same_file(a: &str, b: &str) -> bool {
     if a == "-" || b == "-" {
         return false;
     }
-    matches!((where_written(Path::new(a)), where_written(Path::new(b))), (Some(a), Some(b)) if a == b)
-}
-
-/// The file a write to `path` creates or replaces: its canonical path, following a symbolic
-/// link whose target does not exist yet (writing through it creates the target).
-fn where_written(path: &Path) -> Option<PathBuf> {
-    let mut path = path.to_path_buf();
-    // As many links as the kernel follows (`ELOOP` beyond).
-    for _ in 0..40 {
-        if let Ok(real) = std::fs::canonicalize(&path) {
-            return Some(real);
-        }
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-        match std::fs::read_link(&path) {
-            Ok(target) => path = parent.join(target),
-            Err(_) => return Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?)),
-        }
-    }
-    None
+    matches!((super::where_written(Path::new(a)), super::where_written(Path::new(b))), (Some(a), Some(b)) if a == b)
 }
 
 /// A text input of the check (spec, evidence, verdicts, baseline, golden set), without the

@@ -11,6 +11,8 @@ pub(crate) mod promote;
 pub(crate) mod run;
 pub(crate) mod score;
 
+use std::path::{Path, PathBuf};
+
 /// Writes `bytes` to the file at `path` so that a failed write (a full disk, a closed
 /// device) never leaves it half-written: a regular file (or a new one) is replaced whole by
 /// renaming a complete copy written beside it, keeping the old file's permissions; a symbolic
@@ -19,7 +21,10 @@ pub(crate) mod score;
 pub(crate) fn write_file_whole(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
     let target = match std::fs::symlink_metadata(path) {
-        Ok(metadata) if metadata.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        // A link whose target does not exist yet is followed too: the write creates it.
+        Ok(metadata) if metadata.file_type().is_symlink() => where_written(path).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "the symbolic link's target directory does not exist")
+        })?,
         _ => path.to_owned(),
     };
     let existing = std::fs::metadata(&target).ok();
@@ -41,6 +46,24 @@ pub(crate) fn write_file_whole(path: &std::path::Path, bytes: &[u8]) -> std::io:
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+/// The file a write to `path` creates or replaces: its canonical path, following a symbolic
+/// link whose target does not exist yet (writing through it creates the target).
+pub(crate) fn where_written(path: &Path) -> Option<PathBuf> {
+    let mut path = path.to_path_buf();
+    // As many links as the kernel follows (`ELOOP` beyond).
+    for _ in 0..40 {
+        if let Ok(real) = std::fs::canonicalize(&path) {
+            return Some(real);
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        match std::fs::read_link(&path) {
+            Ok(target) => path = parent.join(target),
+            Err(_) => return Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?)),
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -65,12 +88,18 @@ mod tests {
         write_file_whole(&link, b"three").unwrap();
         assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read(&report).unwrap(), b"three");
+        // A link whose target does not exist yet creates it, as the shell's `>` does.
+        let dangling = dir.path().join("next.json");
+        std::os::unix::fs::symlink("created.json", &dangling).unwrap();
+        write_file_whole(&dangling, b"four").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("created.json")).unwrap(), b"four");
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
         // A device is written, not replaced.
         write_file_whole(std::path::Path::new("/dev/null"), b"gone").unwrap();
         assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
         // A write that fails leaves no partial copy behind.
         assert!(write_file_whole(&dir.path().join("missing/report.json"), b"x").is_err());
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names.len(), 2, "{names:?}");
+        assert_eq!(names.len(), 4, "{names:?}");
     }
 }
