@@ -193,6 +193,18 @@ impl Field {
         Field { start: range.start as u32, end: range.end as u32 }
     }
 
+    /// A value (not absent, not `null`).
+    #[inline(always)]
+    pub(crate) fn is_present(self) -> bool {
+        self.start != u32::MAX
+    }
+
+    /// An empty string (`""`).
+    #[inline(always)]
+    pub(crate) fn is_empty_text(self) -> bool {
+        self.start == self.end && self.start != u32::MAX
+    }
+
     /// The range of a string value.
     #[inline(always)]
     pub(crate) fn range(self) -> Option<Range<usize>> {
@@ -494,19 +506,18 @@ fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>, hour: &mut CheckedHo
     // v2 ends are paired with their starts by `tool_use_id` (state the full adapter keeps):
     // an end with one, and a start with one and a `trace_id`, go to the full adapter. A
     // start whose span id is its `tool_use_id` pairs with an end of that id either way.
-    if fields.phase.text(bytes).is_some()
-        && fields.tool_use_id.text(bytes).is_some()
-        && (fields.phase.text(bytes) != Some(b"pre") || fields.trace_id.text(bytes).is_some())
+    if fields.phase.is_present()
+        && fields.tool_use_id.is_present()
+        && (fields.phase.text(bytes) != Some(b"pre") || fields.trace_id.is_present())
     {
         return None;
     }
     // An empty id is an absent one: the full adapter reads such a line.
-    let empty = |field: Field| field.text(bytes).is_some_and(<[u8]>::is_empty);
-    if empty(fields.trace_id)
-        || empty(fields.parent_trace_id)
-        || empty(fields.tool_use_id)
-        || empty(fields.agent_id)
-        || empty(fields.session_id)
+    if fields.trace_id.is_empty_text()
+        | fields.parent_trace_id.is_empty_text()
+        | fields.tool_use_id.is_empty_text()
+        | fields.agent_id.is_empty_text()
+        | fields.session_id.is_empty_text()
     {
         return None;
     }
