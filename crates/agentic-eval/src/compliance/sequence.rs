@@ -1555,6 +1555,9 @@ struct Scope {
     firsts: [Option<u64>; 2],
     /// Whether any span matched the scope's root.
     rooted: bool,
+    /// Whether a call the rule counts, or a span that could hold one, had a parent (with
+    /// [`Links::linked`]: whether anything could be inside the scope at all).
+    parented: bool,
     /// Records that matched the scope's root but had no span id, so nothing could be under
     /// them (a Claude Code hook without `tool_use_id`, a tooltrace line without `trace_id`).
     idless_roots: u64,
@@ -1714,6 +1717,10 @@ pub struct TraceOutcome {
     /// Subagents likely linked to the wrong spawning call (events marked
     /// [`agentic_core::event::SPAWN_MISATTRIBUTED`]), and the line of the first mark.
     pub misattributed_spawns: (u64, Option<u64>),
+    /// Rules whose scope matched spans in a trace where no call records a parent (a Claude
+    /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
+    /// could be placed inside those scopes, so the rules saw nothing inside.
+    pub unlinked_scopes: u64,
 }
 
 /// The streaming tier-2 engine: feed events in trace order, then [`SequenceEngine::finish`].
@@ -1776,6 +1783,9 @@ struct Links {
     /// newest `unindexed` entries.
     table: HashTable<u32>,
     unindexed: usize,
+    /// Whether any span noted had a parent: without one, nothing can be inside a scope (a
+    /// capture that does not link calls to their subagent).
+    linked: bool,
 }
 
 impl Default for Links {
@@ -1786,7 +1796,14 @@ impl Default for Links {
 
 impl Links {
     fn with_capacity(capacity: usize) -> Links {
-        Links { capacity: capacity.max(1), ring: Vec::new(), next: 0, table: HashTable::new(), unindexed: 0 }
+        Links {
+            capacity: capacity.max(1),
+            ring: Vec::new(),
+            next: 0,
+            table: HashTable::new(),
+            unindexed: 0,
+            linked: false,
+        }
     }
 
     /// Records that the span whose id hashes to `span` is under `parent` (0: it has none).
@@ -1794,6 +1811,7 @@ impl Links {
         if span == 0 {
             return;
         }
+        self.linked |= parent != 0;
         let at = self.next;
         if self.ring.len() < self.capacity {
             if self.ring.capacity() == 0 {
@@ -1821,6 +1839,7 @@ impl Links {
     /// ring (spans are never 0 here: span hashes are at least 1).
     fn note_all(&mut self, mut pairs: &[(u64, u64)]) {
         debug_assert!(pairs.iter().all(|&(span, _)| span != 0));
+        self.linked = self.linked || pairs.iter().any(|&(_, parent)| parent != 0);
         while !pairs.is_empty() {
             let at = self.next;
             let take;
@@ -2273,6 +2292,7 @@ impl SequenceEngine {
                 let placed =
                     if steps || is_container { parent.map(|parent| place(links, scope, parent)) } else { None };
                 let inside = placed == Some(Climb::Inside);
+                scope.parented |= placed.is_some();
                 if counted
                     && let (Some(parent), Some(placed)) = (parent, placed)
                     && placed != Climb::Inside
@@ -2399,6 +2419,10 @@ impl SequenceEngine {
 
     /// The verdicts.
     pub fn finish(self) -> TraceOutcome {
+        let unlinked = |scope: &Option<Scope>| {
+            !self.links.linked && scope.as_ref().is_some_and(|scope| scope.rooted && !scope.parented)
+        };
+        let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         let outcomes = self
             .rules
             .iter()
@@ -2427,6 +2451,18 @@ impl SequenceEngine {
                         )
                     };
                     append_sentence(&mut outcome.notes, &note);
+                }
+                if unlinked(scope) {
+                    // The scope's spans came, but nothing can be under them: a pass here
+                    // proves nothing about the calls made inside.
+                    append_sentence(
+                        &mut outcome.notes,
+                        "Warning: spans matched the scope, but no span and no call the rule counts records a parent \
+                         (Claude Code hook records without `agent_id`, as versions before subagent ids \
+                         write them; tooltrace lines without `parent_trace_id`), so no call could be placed \
+                         inside the scope and the rule saw nothing inside it; capture the subagent links to \
+                         check this rule.",
+                    );
                 }
                 if let Some(lost) = scope.as_ref().map(|s| s.forgotten).filter(|&lost| lost > 0) {
                     append_sentence(
@@ -2546,6 +2582,7 @@ impl SequenceEngine {
             excerpt: self.excerpt.into_iter().map(|(_, line)| line).collect(),
             traces: self.traces,
             misattributed_spawns: self.misattributed_spawns,
+            unlinked_scopes,
         }
     }
 }

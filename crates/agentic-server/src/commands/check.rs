@@ -821,6 +821,14 @@ fn run_trace(
              denied call without a record), so `within` rules may count its calls under the wrong call"
         );
     }
+    if outcome.unlinked_scopes > 0 {
+        say_err!(
+            "warning: {path}: {} `within` rule(s) matched their scope, but no span and no call they count records a parent \
+             (Claude Code hook records without `agent_id`, tooltrace lines without `parent_trace_id`), so nothing \
+             could be inside a scope: those rules saw nothing inside it (capture the subagent links)",
+            outcome.unlinked_scopes
+        );
+    }
     if let [first, second, more @ ..] = outcome.traces.as_slice() {
         let more = if more.is_empty() { "" } else { ", ..." };
         say_err!(

@@ -56,10 +56,16 @@ impl Check {
 
 /// Runs `agentic check` with the JSON and Markdown reports written to a temp dir.
 fn check(args: &[&str]) -> Check {
+    check_in(args, &[])
+}
+
+/// [`check`] with `env` set for the process.
+fn check_in(args: &[&str], env: &[(&str, &str)]) -> Check {
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("report.json");
     let markdown_path = dir.path().join("report.md");
     let output = agentic()
+        .envs(env.iter().copied())
         .arg("check")
         .args(args)
         .arg("--json")
@@ -123,6 +129,11 @@ fn check_rules(rules: &[(&str, &str)], trace: &str) -> Check {
 
 /// [`check_rules`] with `extra` arguments.
 fn check_rules_with(rules: &[(&str, &str)], trace: &str, extra: &[&str]) -> Check {
+    check_rules_in(rules, trace, extra, &[])
+}
+
+/// [`check_rules_with`] with `env` set for the process.
+fn check_rules_in(rules: &[(&str, &str)], trace: &str, extra: &[&str], env: &[(&str, &str)]) -> Check {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = String::from("workflow: \"w\"\nspec_version: \"1.0.0\"\ncheckpoints:\n");
     for (id, rule) in rules {
@@ -135,7 +146,7 @@ fn check_rules_with(rules: &[(&str, &str)], trace: &str, extra: &[&str]) -> Chec
     std::fs::write(&trace_path, trace).unwrap();
     let mut args = vec![spec_path.to_str().unwrap(), "--trace", trace_path.to_str().unwrap(), "--threshold", "0"];
     args.extend(extra);
-    check(&args)
+    check_in(&args, env)
 }
 
 /// The feature-workflow example with `verdicts` (JSON text) as its tier-3 verdicts file.
@@ -1724,6 +1735,59 @@ fn hook_subagents_are_inside_the_task_call_that_started_them() {
         "{}",
         run.stdout()
     );
+}
+
+/// A capture that links no call to a parent (Claude Code hooks without `agent_id`, as older
+/// versions write them; tooltrace lines without `parent_trace_id`) cannot put anything inside
+/// a scope: a scoped rule's pass is warned about in its notes and on stderr, not given silently.
+#[test]
+fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
+    let linked = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/checkpoints/code-review.trace.claude_hook.jsonl"
+    ))
+    .unwrap();
+    let unlinked: String = linked
+        .lines()
+        .filter(|line| !line.contains("\"SubagentStart\"") && !line.contains("\"SubagentStop\""))
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            let record = record.as_object_mut().unwrap();
+            record.remove("agent_id");
+            record.remove("agent_type");
+            format!("{}\n", Value::Object(record.clone()))
+        })
+        .collect();
+    assert_ne!(linked, unlinked);
+    let rules = [
+        ("K-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}"),
+        ("K-02", "{never: {tool: Write}}"),
+    ];
+    let warning = "no span and no call the rule counts records a parent";
+    let run = check_rules(&rules, &unlinked);
+    let notes = |run: &Check, idx: usize| run.report["checkpoints"][idx]["notes"].as_str().unwrap().to_owned();
+    // The subagent's `rm -rf` is no longer seen inside the Task: the pass is warned about.
+    assert_eq!(run.results()[0], ("K-01".to_owned(), "PASS".to_owned(), 1.0), "{}", run.stdout());
+    assert!(notes(&run, 0).contains(&format!("Warning: spans matched the scope, but {warning}")), "{}", notes(&run, 0));
+    assert!(!notes(&run, 1).contains(warning), "{}", notes(&run, 1));
+    assert!(
+        run.stderr()
+            .contains("1 `within` rule(s) matched their scope, but no span and no call they count records a parent"),
+        "{}",
+        run.stderr()
+    );
+    // With the links, the same rule fails and nothing is warned about.
+    let run = check_rules(&rules, &linked);
+    assert_eq!(run.results()[0], ("K-01".to_owned(), "FAIL".to_owned(), 0.0), "{}", run.stdout());
+    assert!(!notes(&run, 0).contains(warning) && !run.stderr().contains(warning), "{}", run.stderr());
+    // Tooltrace lines without `parent_trace_id`, read by the fast path and by the full
+    // reader (several workers, one worker), warn alike.
+    let flat = "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"t-1\",\"args\":{}}\n\
+                {\"timestamp\":\"2026-02-19T10:00:01Z\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"t-2\",\"args\":{\"command\":\"rm -rf /\"}}\n";
+    for workers in ["reference", "0", "1", "2"] {
+        let run = check_rules_in(&rules, flat, &[], &[("AGENTIC_CHECK_WORKERS", workers)]);
+        assert!(notes(&run, 0).contains(warning), "{workers}: {}", notes(&run, 0));
+    }
 }
 
 /// A standard output that cannot be written (a full disk) is an error with exit 2, not a
