@@ -24,7 +24,11 @@
 //! with the attribute `x.claude_hook.spawned_by`. A call spawns one subagent. So
 //! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
 //! A subagent that starts again after its stop (resumed under its `agent_id`) is a new run,
-//! linked to the call in flight then.
+//! linked to the call in flight then. In a session without `PreToolUse` records (a capture
+//! of the end hooks only), the spawning call's only record comes after its subagent's: the
+//! subagent gets a stand-in parent span, and the end of the spawning call (by type, oldest
+//! subagent first) takes the stand-in as its span id (attribute
+//! `x.claude_hook.spawner_stand_in` on both), so the subagent's calls are under that call.
 //!
 //! A repeated record (a capture hook registered twice writes each record twice: a second
 //! `PreToolUse` of a call in flight, an end of a call among the latest ended, a second
@@ -69,6 +73,26 @@ pub struct ClaudeHookAdapter {
     /// is (2, 3, ...). Its span id is `ID#N`, so the earlier call, and a subagent it
     /// spawned, keep their own place in the span tree (at most [`MAX_OPEN_TOOLS`] ids).
     generations: HashMap<(Option<String>, String), u32>,
+    /// Sessions that had a `PreToolUse` (at most [`MAX_AGENTS`]; beyond, every session is
+    /// taken to have one). In a session without, a spawning call's only record comes after
+    /// its subagent's (see [`ClaudeHookAdapter::claim_subagent`]).
+    pre_sessions: HashSet<Option<String>>,
+    /// Subagents that started in a session without `PreToolUse` records, oldest first (at
+    /// most [`MAX_SPAWNERS`]): their parent span is a stand-in that the end of the call that
+    /// spawned them takes as its span id.
+    unclaimed: VecDeque<Unclaimed>,
+    /// How many stand-ins were made (each is unique).
+    stand_ins: u64,
+}
+
+/// A subagent whose spawning call has not been read yet (see
+/// [`ClaudeHookAdapter::unclaimed`]).
+#[derive(Debug, Clone)]
+struct Unclaimed {
+    session_id: Option<String>,
+    agent_type: Option<String>,
+    /// The subagent's parent span id, for the spawning call to take.
+    stand_in: String,
 }
 
 /// A tool call in flight that may spawn a subagent.
@@ -86,6 +110,11 @@ enum Run {
     Running,
     Stopped,
 }
+
+/// The attribute of a subagent start whose spawning call was not read yet, and of the end
+/// of the call that then claims it: the stand-in span id that links the two (the subagent's
+/// parent, the call's span).
+const SPAWNER_STAND_IN: &str = "x.claude_hook.spawner_stand_in";
 
 /// The most subagents the adapter remembers; later ones are not inferred.
 const MAX_AGENTS: usize = 65_536;
@@ -201,6 +230,62 @@ impl ClaudeHookAdapter {
         None
     }
 
+    /// Whether `session_id` had a `PreToolUse` record.
+    fn has_starts(&self, session_id: Option<&String>) -> bool {
+        self.pre_sessions.len() >= MAX_AGENTS || self.pre_sessions.contains(&session_id.cloned())
+    }
+
+    /// The parent span of a subagent starting now without a spawning call in flight: in a
+    /// session without `PreToolUse` records, a stand-in that the end record of the call
+    /// that spawned it (read later: a call ends after its subagent) takes as its span id,
+    /// so calls inside the subagent are under that call; otherwise none.
+    fn stand_in(&mut self, agent_id: &str, agent_type: Option<&str>, session_id: Option<&String>) -> Option<String> {
+        if self.has_starts(session_id) {
+            return None;
+        }
+        self.stand_ins += 1;
+        let stand_in = format!("{agent_id}#spawner{}", self.stand_ins);
+        if self.unclaimed.len() == MAX_SPAWNERS {
+            self.unclaimed.pop_front();
+        }
+        self.unclaimed.push_back(Unclaimed {
+            session_id: session_id.cloned(),
+            agent_type: agent_type.map(str::to_owned),
+            stand_in: stand_in.clone(),
+        });
+        Some(stand_in)
+    }
+
+    /// For the end of a spawning call in a session without `PreToolUse` records: the
+    /// stand-in parent span of the subagent it spawned (taken out), the oldest of the session
+    /// whose type is the call's `subagent_type` (a call without one takes the oldest
+    /// `general-purpose` subagent, else the oldest of any type). One subagent per call.
+    fn claim_subagent(
+        &mut self,
+        hook: &str,
+        object: &Map<String, Value>,
+        session_id: Option<&String>,
+    ) -> Option<String> {
+        if hook == "PreToolUse" || self.unclaimed.is_empty() || self.has_starts(session_id) {
+            return None;
+        }
+        let input = object.get("tool_input");
+        let subagent_type = input.and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
+        let named = matches!(object.get("tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
+        if !named && subagent_type.is_none() {
+            return None;
+        }
+        let same_session = |agent: &Unclaimed| agent.session_id.as_ref() == session_id;
+        let of_type = |kind: &str| {
+            self.unclaimed.iter().position(|agent| same_session(agent) && agent.agent_type.as_deref() == Some(kind))
+        };
+        let at = match subagent_type {
+            Some(kind) => of_type(kind),
+            None => of_type("general-purpose").or_else(|| self.unclaimed.iter().position(same_session)),
+        }?;
+        self.unclaimed.remove(at).map(|agent| agent.stand_in)
+    }
+
     /// The call that spawned a subagent of `agent_type` starting now in `session_id` (taken
     /// out of the calls in flight): the oldest that asked for that type, else the oldest that
     /// asked for none.
@@ -261,14 +346,24 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             hook == "SubagentStop" && agent_key.as_ref().is_some_and(|key| self.agents.get(key) == Some(&Run::Stopped))
         };
-        // The span of this call: its id, or `ID#N` for the N-th call of a reused id.
-        let call_span = tool_use_id.as_ref().map(|id| match self.generations.get(&(session_id.clone(), id.clone())) {
-            Some(generation) => format!("{id}#{generation}"),
-            None => id.clone(),
+        if hook == "PreToolUse" && self.pre_sessions.len() < MAX_AGENTS {
+            self.pre_sessions.insert(session_id.clone());
+        }
+        // The span of this call: its id, or `ID#N` for the N-th call of a reused id; the
+        // stand-in parent of the subagent it spawned when its start was not captured.
+        let claimed =
+            if is_tool_event && !repeated { self.claim_subagent(&hook, object, session_id.as_ref()) } else { None };
+        let call_span = claimed.clone().or_else(|| {
+            tool_use_id.as_ref().map(|id| match self.generations.get(&(session_id.clone(), id.clone())) {
+                Some(generation) => format!("{id}#{generation}"),
+                None => id.clone(),
+            })
         });
         let mut data = Map::new();
         let mut status = None;
         let mut error = None;
+        // A subagent start whose parent is a stand-in (see `stand_in`).
+        let mut awaits_spawner = false;
         let (event_type, span_id, parent_span_id, step_name) = match hook.as_str() {
             // A repeated record is kept as a `custom` event: counting it would count one call twice.
             _ if repeated => {
@@ -319,7 +414,13 @@ impl TraceAdapter for ClaudeHookAdapter {
                 if let Some(key) = &agent_key {
                     self.note_agent(key, Run::Running);
                 }
-                let spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
+                let mut spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
+                if spawner.is_none()
+                    && let Some(id) = agent_id.as_deref()
+                {
+                    spawner = self.stand_in(id, agent_type.as_deref(), session_id.as_ref());
+                    awaits_spawner = spawner.is_some();
+                }
                 (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
             }
             "SubagentStop" => {
@@ -341,7 +442,10 @@ impl TraceAdapter for ClaudeHookAdapter {
             && self.note_agent(&key, Run::Running)
         {
             let id = key.1.clone();
-            let spawner = self.take_spawner(Some(kind), session_id.as_ref());
+            let mut spawner = self.take_spawner(Some(kind), session_id.as_ref()).map(|id| (id, false));
+            if spawner.is_none() {
+                spawner = self.stand_in(&id, Some(kind), session_id.as_ref()).map(|id| (id, true));
+            }
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }
         let misattributed = if is_tool_event && !repeated {
@@ -357,7 +461,11 @@ impl TraceAdapter for ClaudeHookAdapter {
         if event_type == EventType::AgentInvokeStart
             && let Some(spawner) = &parent_span_id
         {
-            event.attributes.insert("x.claude_hook.spawned_by".to_owned(), json!(spawner));
+            let key = if awaits_spawner { SPAWNER_STAND_IN } else { "x.claude_hook.spawned_by" };
+            event.attributes.insert(key.to_owned(), json!(spawner));
+        }
+        if let Some(stand_in) = &claimed {
+            event.attributes.insert(SPAWNER_STAND_IN.to_owned(), json!(stand_in));
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id });
         let attributes = &mut event.attributes;
@@ -399,7 +507,7 @@ impl TraceAdapter for ClaudeHookAdapter {
 fn inferred_start(
     agent_id: &str,
     agent_type: &str,
-    spawner: Option<String>,
+    spawner: Option<(String, bool)>,
     session_id: Option<String>,
     timestamp: Option<chrono::DateTime<chrono::Utc>>,
     line: u64,
@@ -407,9 +515,11 @@ fn inferred_start(
 ) -> CanonicalEvent {
     let mut event = CanonicalEvent::new(EventType::AgentInvokeStart, timestamp.unwrap_or_else(no_time));
     event.step_name = Some(agent_type.to_owned());
-    if let Some(spawner) = &spawner {
-        event.attributes.insert("x.claude_hook.spawned_by".to_owned(), json!(spawner));
+    if let Some((spawner, stand_in)) = &spawner {
+        let key = if *stand_in { SPAWNER_STAND_IN } else { "x.claude_hook.spawned_by" };
+        event.attributes.insert(key.to_owned(), json!(spawner));
     }
+    let spawner = spawner.map(|(spawner, _)| spawner);
     event.span =
         Some(SpanContext { trace_id: session_id, span_id: Some(agent_id.to_owned()), parent_span_id: spawner });
     let attributes = &mut event.attributes;

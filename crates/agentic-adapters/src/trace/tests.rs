@@ -116,6 +116,48 @@ fn claude_hook_subagents_without_their_start_are_inferred() {
     assert_eq!(got[5].span.as_ref().unwrap().parent_span_id.as_deref(), Some("ag_2"));
 }
 
+/// A capture without `PreToolUse` records: a spawning call's only record (its end) comes
+/// after its subagent's. The subagent's start gets a stand-in parent span, and the end of the
+/// call that spawned it (by `subagent_type`, oldest first, one subagent per call, same
+/// session) takes the stand-in as its span id, so the subagent is under that call.
+#[test]
+fn claude_hook_post_only_spawning_calls_claim_their_subagents_later() {
+    let text = r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{},"tool_use_id":"t1","agent_id":"ag_1","agent_type":"reviewer"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_2","agent_type":"explorer"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t2","agent_id":"ag_2","agent_type":"explorer"}
+{"session_id":"s2","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"explorer"},"tool_use_id":"task_0"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"explorer"},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer"},"tool_use_id":"task_2"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"reviewer"},"tool_use_id":"task_3"}
+"#;
+    let got = events(text);
+    let span = |idx: usize| got[idx].span.clone().unwrap();
+    // The inferred reviewer and the explorer: stand-in parents, named in an attribute.
+    let (reviewer, explorer) = (span(0), span(2));
+    assert_eq!(got[0].event_type, EventType::AgentInvokeStart);
+    assert_eq!(got[2].event_type, EventType::AgentInvokeStart);
+    let (reviewer_parent, explorer_parent) = (reviewer.parent_span_id.unwrap(), explorer.parent_span_id.unwrap());
+    assert_ne!(reviewer_parent, explorer_parent);
+    assert_eq!(got[0].attributes["x.claude_hook.spawner_stand_in"], json!(reviewer_parent));
+    assert!(!got[0].attributes.contains_key("x.claude_hook.spawned_by"));
+    // The Task of another session claims nothing; each Task of `s` claims the subagent of
+    // its type; a second reviewer Task finds none left and keeps its own id.
+    let ends: Vec<_> = got.iter().filter(|e| e.step_name.as_deref() == Some("Task")).collect();
+    let ids: Vec<_> = ends.iter().map(|e| e.span.clone().unwrap().span_id.unwrap()).collect();
+    assert_eq!(ids, vec!["task_0".to_owned(), explorer_parent.clone(), reviewer_parent.clone(), "task_3".to_owned()]);
+    assert_eq!(ends[1].attributes["x.claude_hook.spawner_stand_in"], json!(explorer_parent));
+    assert_eq!(ends[1].attributes["gen_ai.tool.call.id"], json!("task_1"));
+    // With a `PreToolUse` in the session, links come from the calls in flight as before.
+    let with_pre = format!(
+        "{}\n{text}",
+        r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t0"}"#
+    );
+    let got = events(&with_pre);
+    assert!(got.iter().all(|e| !e.attributes.contains_key("x.claude_hook.spawner_stand_in")));
+    let starts: Vec<_> = got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).collect();
+    assert!(starts.iter().all(|e| e.span.as_ref().unwrap().parent_span_id.is_none()));
+}
+
 /// The parent span of each subagent start in `text`, by agent id, in order.
 fn spawned(text: &str) -> Vec<(String, Option<String>)> {
     events(text)

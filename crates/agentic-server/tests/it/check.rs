@@ -1729,12 +1729,26 @@ fn hook_subagents_are_inside_the_task_call_that_started_them() {
         ],
         &trace,
     );
-    assert_eq!(
-        run.results(),
-        owned(&[("K-01", "FAIL", 0.0), ("K-02", "PASS", 1.0), ("K-03", "PASS", 1.0), ("K-04", "PASS", 1.0)]),
-        "{}",
-        run.stdout()
-    );
+    let expected = owned(&[("K-01", "FAIL", 0.0), ("K-02", "PASS", 1.0), ("K-03", "PASS", 1.0), ("K-04", "PASS", 1.0)]);
+    assert_eq!(run.results(), expected, "{}", run.stdout());
+    // A capture without `PreToolUse` (the `Task` call's end comes after its subagent's
+    // calls), with and without `SubagentStart`/`SubagentStop`: the same verdicts.
+    let post_only: Vec<&str> = trace.lines().filter(|line| !line.contains("\"PreToolUse\"")).collect();
+    let tools_only: Vec<&str> = post_only.iter().copied().filter(|line| !line.contains("\"Subagent")).collect();
+    for capture in [post_only, tools_only] {
+        let run = check_rules(
+            &[
+                ("K-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}"),
+                ("K-02", "{count: {of: {tool: Read}, at_least: 1}, within: {tool: Task}}"),
+                ("K-03", "{count: {of: {tool: Bash}, at_most: 1}, within: {tool: Task}}"),
+                ("K-04", "{never: {tool: Bash, args: {command: {contains: 'cargo test'}}}, within: {tool: Task}}"),
+            ],
+            &(capture.join("\n") + "\n"),
+        );
+        assert_eq!(run.results(), expected, "{}", run.stdout());
+        let notes = run.report["checkpoints"][1]["notes"].as_str().unwrap();
+        assert!(notes.contains("came before the scope span they are under"), "{notes}");
+    }
 }
 
 /// A capture that links no call to a parent (Claude Code hooks without `agent_id`, as older
