@@ -473,18 +473,32 @@ impl<R: BufRead> TraceReader<R> {
                             ),
                         ));
                     }
-                    let text = std::str::from_utf8(&self.buffer).map_err(|error| {
-                        TraceError::malformed(self.line, format!("line is not UTF-8 text ({error})"))
-                    })?;
-                    document.push('\n');
-                    document.push_str(text);
-                    if document.len() > MAX_RECORD_BYTES {
+                    nesting.feed(&self.buffer);
+                    let text = match std::str::from_utf8(&self.buffer) {
+                        Ok(text) => text,
+                        Err(error) => {
+                            let message = format!(
+                                "the JSON document starting here has a line that is not UTF-8 text (line {}: \
+                                 {error}); the whole document is skipped",
+                                self.line
+                            );
+                            self.skip_document(nesting, object)?;
+                            return Err(TraceError::malformed(start, message));
+                        }
+                    };
+                    if document.len() + 1 + text.len() > MAX_RECORD_BYTES {
+                        drop(document);
+                        self.skip_document(nesting, object)?;
                         return Err(TraceError::malformed(
                             start,
-                            format!("record is longer than {MAX_RECORD_BYTES} bytes"),
+                            format!(
+                                "record is longer than {MAX_RECORD_BYTES} bytes (a document up to line {}); it is skipped",
+                                self.line
+                            ),
                         ));
                     }
-                    nesting.feed(text.as_bytes());
+                    document.push('\n');
+                    document.push_str(text);
                     if !nesting.may_be_complete() {
                         continue;
                     }
@@ -511,6 +525,26 @@ impl<R: BufRead> TraceReader<R> {
                     }
                 }
             }
+        }
+    }
+
+    /// Reads on to the end of a document that went wrong part way (a line that is not UTF-8,
+    /// or more than [`MAX_RECORD_BYTES`] in all), tracking only its brackets, so that its
+    /// other lines are not read as records of their own: to where its brackets close, to the
+    /// next record's line (as [`TraceReader::read_document`] tells one), or to the end.
+    fn skip_document(&mut self, mut nesting: Nesting, object: bool) -> Result<(), TraceError> {
+        loop {
+            // JSON strings never span lines: a string open at a line's end was cut.
+            nesting.in_string = false;
+            nesting.escaped = false;
+            if nesting.depth <= 0 || !self.read_line()? {
+                return Ok(());
+            }
+            if object && matches!(self.buffer.first(), Some(b'{' | b'[')) && !nesting.wants_value() {
+                self.held = true;
+                return Ok(());
+            }
+            nesting.feed(&self.buffer);
         }
     }
 

@@ -2,8 +2,10 @@
 //! with the OpenTelemetry GenAI conventions.
 //!
 //! Each span gives a start and an end event, chosen by `gen_ai.operation.name` (or the
-//! first word of the span name): `execute_tool` and `retrieval` → `tool_call_*` (step name
-//! `gen_ai.tool.name`, `data.input` = parsed `gen_ai.tool.call.arguments`, `data.output` =
+//! first word of the span name; a span with `gen_ai.tool.name` and neither is a tool call):
+//! `execute_tool` and `retrieval` → `tool_call_*` (step name `gen_ai.tool.name`, else the
+//! span name after its operation word, else the whole span name when it does not start
+//! with the operation; `data.input` = parsed `gen_ai.tool.call.arguments`, `data.output` =
 //! `gen_ai.tool.call.result`); `invoke_agent` → `agent_invoke_*` (step name
 //! `gen_ai.agent.name`); `chat`, `text_completion`, `generate_content`, `embeddings` →
 //! `llm_request`/`llm_response`; anything else (including `invoke_workflow`, and
@@ -282,7 +284,8 @@ fn parse_span(
     if trace_id.is_none() {
         return Err(named("missing `traceId` (span ids are unique only within their trace)".to_owned()));
     }
-    let parent_span_id = id_field(&span, "parentSpanId", 8).map_err(named)?;
+    // The all-zero id is OTLP's "no parent" (some exporters write it for root spans).
+    let parent_span_id = id_field(&span, "parentSpanId", 8).map_err(named)?.filter(|id| !id.bytes().all(|b| b == b'0'));
     let start_nanos = nanos(&span, "startTimeUnixNano").map_err(named)?;
     // No end, or an end before the start (a clock step, `"0"`): the span took no time.
     let end_nanos = match (start_nanos, nanos(&span, "endTimeUnixNano").map_err(named)?) {
@@ -290,12 +293,22 @@ fn parse_span(
         (start, end) => end.or(start),
     };
     let mut attrs = attributes(span.get("attributes")).map_err(named)?;
-    let operation = attrs
-        .get("gen_ai.operation.name")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .unwrap_or_else(|| name.split_whitespace().next().unwrap_or_default().to_owned());
-    let rest_of_name = name.split_once(' ').map(|(_, rest)| rest.to_owned());
+    let first_word = name.split_whitespace().next().unwrap_or_default();
+    let operation = match attrs.get("gen_ai.operation.name").and_then(Value::as_str) {
+        Some(operation) => operation.to_owned(),
+        // A span that names its tool but not its operation is a tool call.
+        None if !KNOWN_OPERATIONS.contains(&first_word) && attrs.get("gen_ai.tool.name").is_some() => {
+            "execute_tool".to_owned()
+        }
+        None => first_word.to_owned(),
+    };
+    // The name after the operation (`execute_tool get_weather`), or the whole name when it
+    // does not start with the operation (`get_weather`).
+    let rest_of_name = if first_word == operation {
+        name.split_once(' ').map(|(_, rest)| rest.trim().to_owned()).filter(|rest| !rest.is_empty())
+    } else {
+        Some(name.clone()).filter(|name| !name.is_empty())
+    };
     let (start_type, end_type, step_name) = match operation.as_str() {
         "execute_tool" | "retrieval" => (
             EventType::ToolCallStart,
@@ -452,6 +465,10 @@ pub(crate) fn cited_span_id(message: &str) -> Option<&str> {
     let rest = &message[message.find("spanId \"")? + "spanId \"".len()..];
     rest.split('"').next()
 }
+
+/// The operations whose spans are read as calls or model calls (see the module docs).
+const KNOWN_OPERATIONS: [&str; 7] =
+    ["execute_tool", "retrieval", "invoke_agent", "chat", "text_completion", "generate_content", "embeddings"];
 
 /// An id field as lowercase hex: hex is kept, base64 of `bytes` bytes is decoded, anything
 /// else is kept as written (never lost).

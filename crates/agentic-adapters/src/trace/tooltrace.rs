@@ -5,7 +5,9 @@
 //! `post_only`): `step_name` = `tool_name`, span id = `trace_id` (else `tool_use_id`),
 //! parent = `parent_trace_id` (else `agent_id`), `data.input` = `args`, and
 //! `x.tooltrace.span_type` keeps the span type. v2 `phase: pre` gives a `tool_call_start`,
-//! `phase: post_failure` (or `status: error`) an end with status `error`.
+//! `phase: post_failure` (or `status: error`) an end with status `error`; a start whose
+//! span id would be a `tool_use_id` that another session's open call has gets
+//! `ID@SESSION` (span ids are file-wide), and its end takes it.
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
@@ -29,6 +31,10 @@ pub struct TooltraceAdapter {
     /// Calls started (`phase: pre` with a `tool_use_id`) and not ended, by session and
     /// `tool_use_id`, with their span id (at most [`MAX_OPEN_CALLS`]).
     open_calls: std::collections::HashMap<(Option<String>, String), Option<String>>,
+    /// How many of `open_calls` have each `tool_use_id` (in any session): a start whose
+    /// span id would be its `tool_use_id` while another session's call of that id is open
+    /// gets `ID@SESSION` instead, since tooltrace span ids are file-wide.
+    open_ids: std::collections::HashMap<String, u32>,
 }
 
 /// The most v2 calls in flight whose end is paired by `tool_use_id`.
@@ -105,11 +111,26 @@ impl TraceAdapter for TooltraceAdapter {
         {
             let key = (session_id.clone(), call.clone());
             if event_type == EventType::ToolCallStart {
-                if self.open_calls.len() < MAX_OPEN_CALLS || self.open_calls.contains_key(&key) {
+                let open = self.open_calls.contains_key(&key);
+                if trace_id.is_none() && !open && self.open_ids.get(call).is_some_and(|&count| count > 0) {
+                    // Another session's call of this id is in flight: the same span id would
+                    // make the two one call.
+                    span_id = Some(format!("{call}@{}", session_id.as_deref().unwrap_or("")));
+                }
+                if open || self.open_calls.len() < MAX_OPEN_CALLS {
+                    if !open {
+                        *self.open_ids.entry(call.clone()).or_default() += 1;
+                    }
                     self.open_calls.insert(key, span_id.clone());
                 }
             } else if let Some(started) = self.open_calls.remove(&key) {
                 span_id = started;
+                if let Some(count) = self.open_ids.get_mut(call) {
+                    *count -= 1;
+                    if *count == 0 {
+                        self.open_ids.remove(call);
+                    }
+                }
             }
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id: parent_trace_id.or(agent_id) });
@@ -503,13 +524,9 @@ fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>, hour: &mut CheckedHo
     if fields.tool_name.text(bytes)?.is_empty() {
         return None;
     }
-    // v2 ends are paired with their starts by `tool_use_id` (state the full adapter keeps):
-    // an end with one, and a start with one and a `trace_id`, go to the full adapter. A
-    // start whose span id is its `tool_use_id` pairs with an end of that id either way.
-    if fields.phase.is_present()
-        && fields.tool_use_id.is_present()
-        && (fields.phase.text(bytes) != Some(b"pre") || fields.trace_id.is_present())
-    {
+    // v2 calls are paired by `tool_use_id` and session (state the full adapter keeps): a
+    // start or an end with a `tool_use_id` goes to the full adapter.
+    if fields.phase.is_present() && fields.tool_use_id.is_present() {
         return None;
     }
     // An empty id is an absent one: the full adapter reads such a line.

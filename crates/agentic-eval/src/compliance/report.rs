@@ -400,9 +400,15 @@ impl ComplianceReport {
             .map(|(idx, &found)| (idx + 1, found))
             .find(|(expected, found)| expected != found)
         {
-            let (position, what) = if found > expected { (expected, "missing") } else { (found, "given twice") };
+            // Sorted, the first position out of place is one below 1, one given twice (it
+            // equals the one before it), or one above a missing position.
+            let problem = match found {
+                0 => "position 0 is given (positions start at 1)".to_owned(),
+                found if found < expected => format!("position {found} is given twice"),
+                _ => format!("position {expected} is missing"),
+            };
             return Some(format!(
-                "`checkpoints[*].position_index` should be 1 to {} once each; position {position} is {what}",
+                "`checkpoints[*].position_index` should be 1 to {} once each; {problem}",
                 self.checkpoints.len()
             ));
         }

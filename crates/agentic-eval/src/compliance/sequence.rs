@@ -2766,9 +2766,10 @@ fn conclude(relation: &Relation, state: &RuleState) -> RuleOutcome {
         (Relation::OnlyAfter(a, b), RuleState::OnlyAfter { seen_a, first_b, violation }) => {
             match (violation, first_b) {
                 (Some(lv), _) => (false, format!("{} at {lv} has no earlier {}", b.description, a.description)),
-                (None, None) => {
-                    (true, format!("no {} in the trace, so nothing happened before {}", b.description, a.description))
-                }
+                (None, None) => (
+                    true,
+                    format!("no {} in the trace, so none came without an earlier {}", b.description, a.description),
+                ),
                 (None, Some(lb)) => {
                     let la = seen_a.map(|l| l.to_string()).unwrap_or_default();
                     (
@@ -2996,6 +2997,17 @@ mod tests {
             events,
         );
         assert_eq!(got, vec![true, false, true, true]);
+    }
+
+    /// `only_after` without any `b` passes, and its note says why without claiming that
+    /// nothing came before `a`.
+    #[test]
+    fn only_after_without_its_b_passes_and_says_so() {
+        let events = vec![end("Bash", json!({}), 1), end("Edit", json!({}), 2)];
+        let rules = vec![rule(json!({"only_after": {"a": {"tool": "Edit"}, "b": {"tool": "Deploy"}}}))];
+        let outcome = SequenceEngine::run(rules, events, 0);
+        assert!(outcome.outcomes[0].passed);
+        assert_eq!(outcome.outcomes[0].notes, "no Deploy in the trace, so none came without an earlier Edit");
     }
 
     #[test]

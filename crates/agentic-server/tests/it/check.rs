@@ -2046,6 +2046,7 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         ("/position_dropout_analysis/quartile_4", json!(null), "`position_dropout_analysis.quartile_4` is null, but"),
         ("/checkpoints/1/position_index", json!(1), "position 1 is given twice"),
         ("/checkpoints/1/position_index", json!(99), "position 2 is missing"),
+        ("/checkpoints/0/position_index", json!(0), "position 0 is given (positions start at 1)"),
         // A confidence block or an audit no check writes.
         ("/tier_3_confidence/mean", json!(90.0), "`mean` 90 outside its `score_range`"),
         ("/tier_3_confidence/runs", json!(0), "has `runs` 0"),
