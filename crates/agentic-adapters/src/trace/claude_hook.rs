@@ -24,11 +24,13 @@
 //! with the attribute `x.claude_hook.spawned_by`. A call spawns one subagent. So
 //! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
 //! A subagent that starts again after its stop (resumed under its `agent_id`) is a new run,
-//! linked to the call in flight then. In a session without `PreToolUse` records (a capture
-//! of the end hooks only), the spawning call's only record comes after its subagent's: the
-//! subagent gets a stand-in parent span, and the end of the spawning call (by type, oldest
-//! subagent first) takes the stand-in as its span id (attribute
-//! `x.claude_hook.spawner_stand_in` on both), so the subagent's calls are under that call.
+//! linked to the call in flight then. When no spawning call is in flight (its `PreToolUse`
+//! was not captured: a capture of the end hooks only, or a `PreToolUse` hook that matches
+//! some tools), the spawning call's only record comes after its subagent's: the subagent
+//! gets a stand-in parent span, and the end of a spawning call whose start was not read (by
+//! type, a stopped subagent before a running one, oldest first, never the subagent the call
+//! ran in) takes the stand-in as its span id (attribute `x.claude_hook.spawner_stand_in` on
+//! both), so the subagent's calls are under that call.
 //!
 //! A repeated record (a capture hook registered twice writes each record twice: a second
 //! `PreToolUse` of a call in flight, an end of a call among the latest ended, a second
@@ -73,13 +75,9 @@ pub struct ClaudeHookAdapter {
     /// is (2, 3, ...). Its span id is `ID#N`, so the earlier call, and a subagent it
     /// spawned, keep their own place in the span tree (at most [`MAX_OPEN_TOOLS`] ids).
     generations: HashMap<(Option<String>, String), u32>,
-    /// Sessions that had a `PreToolUse` (at most [`MAX_AGENTS`]; beyond, every session is
-    /// taken to have one). In a session without, a spawning call's only record comes after
-    /// its subagent's (see [`ClaudeHookAdapter::claim_subagent`]).
-    pre_sessions: HashSet<Option<String>>,
-    /// Subagents that started in a session without `PreToolUse` records, oldest first (at
-    /// most [`MAX_SPAWNERS`]): their parent span is a stand-in that the end of the call that
-    /// spawned them takes as its span id.
+    /// Subagents that started with no spawning call in flight (its `PreToolUse` was not
+    /// captured), oldest first (at most [`MAX_SPAWNERS`]): their parent span is a stand-in
+    /// that the end of the call that spawned them takes as its span id.
     unclaimed: VecDeque<Unclaimed>,
     /// How many stand-ins were made (each is unique).
     stand_ins: u64,
@@ -90,6 +88,7 @@ pub struct ClaudeHookAdapter {
 #[derive(Debug, Clone)]
 struct Unclaimed {
     session_id: Option<String>,
+    agent_id: String,
     agent_type: Option<String>,
     /// The subagent's parent span id, for the spawning call to take.
     stand_in: String,
@@ -230,19 +229,11 @@ impl ClaudeHookAdapter {
         None
     }
 
-    /// Whether `session_id` had a `PreToolUse` record.
-    fn has_starts(&self, session_id: Option<&String>) -> bool {
-        self.pre_sessions.len() >= MAX_AGENTS || self.pre_sessions.contains(&session_id.cloned())
-    }
-
-    /// The parent span of a subagent starting now without a spawning call in flight: in a
-    /// session without `PreToolUse` records, a stand-in that the end record of the call
-    /// that spawned it (read later: a call ends after its subagent) takes as its span id,
-    /// so calls inside the subagent are under that call; otherwise none.
+    /// The parent span of a subagent starting now without a spawning call in flight (the
+    /// call's `PreToolUse` was not captured): a stand-in that the end record of the call that
+    /// spawned it (read later: a call ends after its subagent) takes as its span id, so
+    /// calls inside the subagent are under that call.
     fn stand_in(&mut self, agent_id: &str, agent_type: Option<&str>, session_id: Option<&String>) -> Option<String> {
-        if self.has_starts(session_id) {
-            return None;
-        }
         self.stand_ins += 1;
         let stand_in = format!("{agent_id}#spawner{}", self.stand_ins);
         if self.unclaimed.len() == MAX_SPAWNERS {
@@ -250,23 +241,26 @@ impl ClaudeHookAdapter {
         }
         self.unclaimed.push_back(Unclaimed {
             session_id: session_id.cloned(),
+            agent_id: agent_id.to_owned(),
             agent_type: agent_type.map(str::to_owned),
             stand_in: stand_in.clone(),
         });
         Some(stand_in)
     }
 
-    /// For the end of a spawning call in a session without `PreToolUse` records: the
-    /// stand-in parent span of the subagent it spawned (taken out), the oldest of the session
-    /// whose type is the call's `subagent_type` (a call without one takes the oldest
-    /// `general-purpose` subagent, else the oldest of any type). One subagent per call.
+    /// For the end of a spawning call whose start was not read: the stand-in parent span
+    /// of the subagent it spawned (taken out), among the session's subagents waiting for
+    /// their call, other than the subagent the call itself ran in: one whose type is the
+    /// call's `subagent_type` (a call without one takes a `general-purpose` subagent, else
+    /// one of any type), a stopped one before a running one (a call ends after its
+    /// subagent), the oldest first. One subagent per call.
     fn claim_subagent(
         &mut self,
-        hook: &str,
         object: &Map<String, Value>,
         session_id: Option<&String>,
+        caller: Option<&String>,
     ) -> Option<String> {
-        if hook == "PreToolUse" || self.unclaimed.is_empty() || self.has_starts(session_id) {
+        if self.unclaimed.is_empty() {
             return None;
         }
         let input = object.get("tool_input");
@@ -275,13 +269,21 @@ impl ClaudeHookAdapter {
         if !named && subagent_type.is_none() {
             return None;
         }
-        let same_session = |agent: &Unclaimed| agent.session_id.as_ref() == session_id;
-        let of_type = |kind: &str| {
-            self.unclaimed.iter().position(|agent| same_session(agent) && agent.agent_type.as_deref() == Some(kind))
+        let candidate = |agent: &Unclaimed, kind: Option<&str>, stopped: bool| {
+            agent.session_id.as_ref() == session_id
+                && Some(&agent.agent_id) != caller
+                && kind.is_none_or(|kind| agent.agent_type.as_deref() == Some(kind))
+                && (self.agents.get(&(agent.session_id.clone(), agent.agent_id.clone())) == Some(&Run::Stopped))
+                    == stopped
+        };
+        let find = |kind: Option<&str>| {
+            [true, false]
+                .into_iter()
+                .find_map(|stopped| self.unclaimed.iter().position(|agent| candidate(agent, kind, stopped)))
         };
         let at = match subagent_type {
-            Some(kind) => of_type(kind),
-            None => of_type("general-purpose").or_else(|| self.unclaimed.iter().position(same_session)),
+            Some(kind) => find(Some(kind)),
+            None => find(Some("general-purpose")).or_else(|| find(None)),
         }?;
         self.unclaimed.remove(at).map(|agent| agent.stand_in)
     }
@@ -341,18 +343,21 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             None
         };
+        // Whether this is the end of a call whose start was read (see `repeated_tool_record`).
+        let started = hook != "PreToolUse"
+            && tool_use_id.as_ref().is_some_and(|id| self.open_tools.contains(&(session_id.clone(), id.clone())));
         let repeated = if is_tool_event {
             tool_use_id.as_ref().is_some_and(|id| self.repeated_tool_record(&hook, (session_id.clone(), id.clone())))
         } else {
             hook == "SubagentStop" && agent_key.as_ref().is_some_and(|key| self.agents.get(key) == Some(&Run::Stopped))
         };
-        if hook == "PreToolUse" && self.pre_sessions.len() < MAX_AGENTS {
-            self.pre_sessions.insert(session_id.clone());
-        }
         // The span of this call: its id, or `ID#N` for the N-th call of a reused id; the
         // stand-in parent of the subagent it spawned when its start was not captured.
-        let claimed =
-            if is_tool_event && !repeated { self.claim_subagent(&hook, object, session_id.as_ref()) } else { None };
+        let claimed = if is_tool_event && !repeated && hook != "PreToolUse" && !started {
+            self.claim_subagent(object, session_id.as_ref(), agent_id.as_ref())
+        } else {
+            None
+        };
         let call_span = claimed.clone().or_else(|| {
             tool_use_id.as_ref().map(|id| match self.generations.get(&(session_id.clone(), id.clone())) {
                 Some(generation) => format!("{id}#{generation}"),

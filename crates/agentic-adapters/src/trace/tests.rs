@@ -147,28 +147,76 @@ fn claude_hook_post_only_spawning_calls_claim_their_subagents_later() {
     assert_eq!(ids, vec!["task_0".to_owned(), explorer_parent.clone(), reviewer_parent.clone(), "task_3".to_owned()]);
     assert_eq!(ends[1].attributes["x.claude_hook.spawner_stand_in"], json!(explorer_parent));
     assert_eq!(ends[1].attributes["gen_ai.tool.call.id"], json!("task_1"));
-    // With a `PreToolUse` in the session, links come from the calls in flight as before.
+    // A `PreToolUse` of another call (a hook that matches some tools) changes nothing.
     let with_pre = format!(
         "{}\n{text}",
         r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t0"}"#
     );
     let got = events(&with_pre);
-    assert!(got.iter().all(|e| !e.attributes.contains_key("x.claude_hook.spawner_stand_in")));
-    let starts: Vec<_> = got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).collect();
-    assert!(starts.iter().all(|e| e.span.as_ref().unwrap().parent_span_id.is_none()));
+    let ids: Vec<_> = got
+        .iter()
+        .filter(|e| e.step_name.as_deref() == Some("Task"))
+        .map(|e| e.span.clone().unwrap().span_id.unwrap())
+        .collect();
+    assert_eq!(ids, vec!["task_0".to_owned(), explorer_parent, reviewer_parent, "task_3".to_owned()]);
 }
 
-/// The parent span of each subagent start in `text`, by agent id, in order.
+/// A spawning call made inside a subagent never claims that subagent's stand-in (the link
+/// would be a loop), and a stopped subagent is claimed before a running one (a call ends
+/// after its subagent).
+#[test]
+fn claude_hook_post_only_calls_claim_a_stopped_subagent_other_than_their_own() {
+    let text = r#"{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"general-purpose"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a2","agent_type":"general-purpose"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf x"},"tool_use_id":"b1","agent_id":"a2","agent_type":"general-purpose"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a2","agent_type":"general-purpose"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"prompt":"p2"},"tool_use_id":"t2","agent_id":"a1","agent_type":"general-purpose"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"general-purpose"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"prompt":"p1"},"tool_use_id":"t1"}
+"#;
+    let got = events(text);
+    let parent_of = |agent: &str| {
+        got.iter()
+            .find(|e| {
+                e.event_type == EventType::AgentInvokeStart
+                    && e.span.as_ref().unwrap().span_id.as_deref() == Some(agent)
+            })
+            .and_then(|e| e.span.clone().unwrap().parent_span_id)
+            .unwrap()
+    };
+    let span_of = |call: &str| {
+        got.iter()
+            .find(|e| e.attributes.get("gen_ai.tool.call.id") == Some(&json!(call)))
+            .and_then(|e| e.span.clone().unwrap().span_id)
+            .unwrap()
+    };
+    assert_eq!(span_of("t2"), parent_of("a2"));
+    assert_eq!(span_of("t1"), parent_of("a1"));
+    // The inner Task is under the outer subagent, so no loop.
+    let t2 = got.iter().find(|e| e.attributes.get("gen_ai.tool.call.id") == Some(&json!("t2"))).unwrap();
+    assert_eq!(t2.span.as_ref().unwrap().parent_span_id.as_deref(), Some("a1"));
+}
+
+/// The spawning call of each subagent start in `text`, by agent id, in order: `None` when
+/// none was in flight (the parent is then a stand-in, for a later end to claim).
 fn spawned(text: &str) -> Vec<(String, Option<String>)> {
     events(text)
         .into_iter()
         .filter(|event| event.event_type == EventType::AgentInvokeStart)
         .map(|event| {
             let span = event.span.expect("span");
-            if let Some(parent) = &span.parent_span_id {
-                assert_eq!(event.attributes["x.claude_hook.spawned_by"], json!(parent));
-            }
-            (span.span_id.expect("agent id"), span.parent_span_id)
+            let parent = span.parent_span_id.expect("a spawning call or a stand-in");
+            let spawner = match event.attributes.get("x.claude_hook.spawned_by") {
+                Some(spawner) => {
+                    assert_eq!(spawner, &json!(parent));
+                    Some(parent)
+                }
+                None => {
+                    assert_eq!(event.attributes["x.claude_hook.spawner_stand_in"], json!(parent));
+                    None
+                }
+            };
+            (span.span_id.expect("agent id"), spawner)
         })
         .collect()
 }

@@ -1555,9 +1555,6 @@ struct Scope {
     firsts: [Option<u64>; 2],
     /// Whether any span matched the scope's root.
     rooted: bool,
-    /// Whether a call the rule counts, or a span that could hold one, had a parent (with
-    /// [`Links::linked`]: whether anything could be inside the scope at all).
-    parented: bool,
     /// Records that matched the scope's root but had no span id, so nothing could be under
     /// them (a Claude Code hook without `tool_use_id`, a tooltrace line without `trace_id`).
     idless_roots: u64,
@@ -1754,6 +1751,10 @@ pub struct SequenceEngine {
     order: u64,
     /// Whether a rule has a scope (and so needs `links`).
     scoped: bool,
+    /// Whether a call had a parent (noted when a rule has a scope): with [`Links::linked`],
+    /// whether anything could be inside a scope at all. A container without a span id (a
+    /// subagent start without `agent_id`) holds nothing and does not count.
+    parented_calls: bool,
     /// The parents of recent spans (a tooltrace `child` line, an OTLP span, a top-level call):
     /// calls under such a span are inside a scope its parent is in, and outside for good
     /// under one seen without a parent.
@@ -2036,6 +2037,7 @@ impl SequenceEngine {
             misattributed_spawns: (0, None),
             order: 0,
             scoped,
+            parented_calls: false,
             links: Links::default(),
         }
     }
@@ -2216,6 +2218,7 @@ impl SequenceEngine {
             self.update_scopes_only(span, parent, is_container, is_end);
             return;
         };
+        self.parented_calls |= self.scoped && parent.is_some() && (span.is_some() || kind == CallKind::Tool);
         let name = event.name.unwrap_or("");
         let location = Location { line: event.line, seq: event.seq };
         let occurrence;
@@ -2292,7 +2295,6 @@ impl SequenceEngine {
                 let placed =
                     if steps || is_container { parent.map(|parent| place(links, scope, parent)) } else { None };
                 let inside = placed == Some(Climb::Inside);
-                scope.parented |= placed.is_some();
                 if counted
                     && let (Some(parent), Some(placed)) = (parent, placed)
                     && placed != Climb::Inside
@@ -2420,7 +2422,7 @@ impl SequenceEngine {
     /// The verdicts.
     pub fn finish(self) -> TraceOutcome {
         let unlinked = |scope: &Option<Scope>| {
-            !self.links.linked && scope.as_ref().is_some_and(|scope| scope.rooted && !scope.parented)
+            !self.links.linked && !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted)
         };
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         let outcomes = self
@@ -2440,7 +2442,8 @@ impl SequenceEngine {
                     let note = if scope.idless_roots > 0 {
                         format!(
                             "Note: {} call(s) matched the scope ({}) but carried no span id (a Claude Code hook \
-                             record without `tool_use_id`, a tooltrace line without `trace_id`), so nothing could \
+                             record without `tool_use_id`, a SubagentStart without `agent_id`, a tooltrace line \
+                             without `trace_id`), so nothing could \
                              be placed inside them and nothing was inside the scope.",
                             scope.idless_roots, within.description
                         )
@@ -2457,7 +2460,7 @@ impl SequenceEngine {
                     // proves nothing about the calls made inside.
                     append_sentence(
                         &mut outcome.notes,
-                        "Warning: spans matched the scope, but no span and no call the rule counts records a parent \
+                        "Warning: spans matched the scope, but no call in the trace records a parent \
                          (Claude Code hook records without `agent_id`, as versions before subagent ids \
                          write them; tooltrace lines without `parent_trace_id`), so no call could be placed \
                          inside the scope and the rule saw nothing inside it; capture the subagent links to \
@@ -2502,7 +2505,8 @@ impl SequenceEngine {
                         &format!(
                             "Warning: {waiting} call(s) were under a span that never appeared in the trace, or appeared \
                              more than {LINKS} spans before them and was forgotten; they counted as outside the scope \
-                             (a trace cut short, or an exporter that drops parent spans, does this: capture the \
+                             (a trace cut short, an exporter that drops parent spans, or a Claude Code capture \
+                             without the end record of the call that spawned a subagent, does this: capture the \
                              whole run)."
                         ),
                     );
@@ -4362,8 +4366,8 @@ mod tests {
         assert!(
             notes.ends_with(
                 "Note: 2 call(s) matched the scope (Task) but carried no span id (a Claude Code hook record \
-                 without `tool_use_id`, a tooltrace line without `trace_id`), so nothing could be placed inside them \
-                 and nothing was inside the scope."
+                 without `tool_use_id`, a SubagentStart without `agent_id`, a tooltrace line without `trace_id`), so \
+                 nothing could be placed inside them and nothing was inside the scope."
             ),
             "{notes}"
         );

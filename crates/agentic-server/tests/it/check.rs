@@ -1777,7 +1777,7 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
         ("K-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}"),
         ("K-02", "{never: {tool: Write}}"),
     ];
-    let warning = "no span and no call the rule counts records a parent";
+    let warning = "no call in the trace records a parent";
     let run = check_rules(&rules, &unlinked);
     let notes = |run: &Check, idx: usize| run.report["checkpoints"][idx]["notes"].as_str().unwrap().to_owned();
     // The subagent's `rm -rf` is no longer seen inside the Task: the pass is warned about.
@@ -1786,7 +1786,7 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
     assert!(!notes(&run, 1).contains(warning), "{}", notes(&run, 1));
     assert!(
         run.stderr()
-            .contains("1 `within` rule(s) matched their scope, but no span and no call they count records a parent"),
+            .contains("1 `within` rule(s) matched their scope, but no call in the trace records a parent"),
         "{}",
         run.stderr()
     );
@@ -1802,6 +1802,68 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
         let run = check_rules_in(&rules, flat, &[], &[("AGENTIC_CHECK_WORKERS", workers)]);
         assert!(notes(&run, 0).contains(warning), "{workers}: {}", notes(&run, 0));
     }
+    // A full hook capture whose subagent has no `agent_id`: its start, under the `Task`
+    // call, holds nothing, so it does not count as a link.
+    let no_agent_ids = hook_trace(
+        "s1",
+        &[
+            r#""hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"p1"},"tool_use_id":"t1""#,
+            r#""hook_event_name":"SubagentStart","agent_type":"rev""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf x"},"tool_use_id":"b1""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf x"},"tool_response":{},"tool_use_id":"b1""#,
+            r#""hook_event_name":"SubagentStop","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"p1"},"tool_response":{},"tool_use_id":"t1""#,
+        ],
+    );
+    let run = check_rules(&rules, &no_agent_ids);
+    assert_eq!(run.results()[0], ("K-01".to_owned(), "PASS".to_owned(), 1.0), "{}", run.stdout());
+    assert!(notes(&run, 0).contains(warning), "{}", notes(&run, 0));
+}
+
+/// Captures without the spawning call's `PreToolUse`: a `Task` call made inside a subagent
+/// claims the subagent it spawned, not its own (no loop of parents); a `PreToolUse` hook that
+/// matches some tools only still leaves the `Task` end to claim its subagent.
+#[test]
+fn post_only_task_ends_claim_the_right_subagent() {
+    let nested = hook_trace(
+        "s1",
+        &[
+            r#""hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"general-purpose""#,
+            r#""hook_event_name":"SubagentStart","agent_id":"a2","agent_type":"general-purpose""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf x"},"tool_response":{},"tool_use_id":"b1","agent_id":"a2","agent_type":"general-purpose""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"a2","agent_type":"general-purpose""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"prompt":"p2"},"tool_response":{},"tool_use_id":"t2","agent_id":"a1","agent_type":"general-purpose""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"general-purpose""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"prompt":"p1"},"tool_response":{},"tool_use_id":"t1""#,
+        ],
+    );
+    let run = check_rules(
+        &[
+            (
+                "K-01",
+                "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task, args: {prompt: {equals: p2}}}}",
+            ),
+            ("K-02", "{count: {of: {tool: Task}, at_least: 1}, within: {tool: Task}}"),
+        ],
+        &nested,
+    );
+    assert_eq!(run.results(), owned(&[("K-01", "FAIL", 0.0), ("K-02", "PASS", 1.0)]), "{}", run.stdout());
+    assert!(!run.stdout().contains("loop of parent ids"), "{}", run.stdout());
+    let bash_only_pre = hook_trace(
+        "s1",
+        &[
+            r#""hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"rev""#,
+            r#""hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf x"},"tool_use_id":"b1","agent_id":"a1","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf x"},"tool_response":{},"tool_use_id":"b1","agent_id":"a1","agent_type":"rev""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"rev""#,
+            r#""hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"rev","prompt":"p1"},"tool_response":{},"tool_use_id":"t1""#,
+        ],
+    );
+    let run = check_rules(
+        &[("K-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}")],
+        &bash_only_pre,
+    );
+    assert_eq!(run.results(), owned(&[("K-01", "FAIL", 0.0)]), "{}", run.stdout());
 }
 
 /// A standard output that cannot be written (a full disk) is an error with exit 2, not a

@@ -71,6 +71,8 @@ pub struct Summary {
     /// them their `(span, parent)` hashes, which the engine copies in bulk.
     link_index: Vec<u32>,
     link_pairs: Vec<(u64, u64)>,
+    /// Whether a call of the run had a parent (noted only for engines with a scope).
+    parented: bool,
 }
 
 impl Summary {
@@ -166,6 +168,7 @@ impl SequenceEngine {
         self.events += u64::from(summary.events);
         self.calls += u64::from(summary.events);
         self.summarized += u64::from(summary.events);
+        self.parented_calls |= summary.parented;
         for (state, partial) in self.states.iter_mut().zip(&summary.partials) {
             match (state, partial) {
                 (RuleState::Before { first_a, first_b, a_first }, Partial::Before { first_a: a, first_b: b }) => {
@@ -385,6 +388,7 @@ impl Summarizer {
         if self.masks.scoped == 0 {
             return false;
         }
+        self.run.parented |= prepared.has_parent();
         let need = concerns_scopes(&self.masks, &self.ids, prepared);
         if prepared.has_span() && !need {
             let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
