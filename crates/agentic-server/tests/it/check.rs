@@ -1785,8 +1785,7 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
     assert!(notes(&run, 0).contains(&format!("Warning: spans matched the scope, but {warning}")), "{}", notes(&run, 0));
     assert!(!notes(&run, 1).contains(warning), "{}", notes(&run, 1));
     assert!(
-        run.stderr()
-            .contains("1 `within` rule(s) matched their scope, but no call in the trace records a parent"),
+        run.stderr().contains("1 `within` rule(s) matched their scope, but no call in the trace records a parent"),
         "{}",
         run.stderr()
     );
