@@ -28,8 +28,8 @@
 //! was not captured: a capture of the end hooks only, or a `PreToolUse` hook that matches
 //! some tools), the spawning call's only record comes after its subagent's: the subagent
 //! gets a stand-in parent span, and the end of a spawning call whose start was not read (by
-//! type, a stopped subagent before a running one, oldest first, never the subagent the call
-//! ran in) takes the stand-in as its span id (attribute `x.claude_hook.spawner_stand_in` on
+//! type, the first stopped subagent, else the oldest running one, never the subagent the
+//! call ran in) takes the stand-in as its span id (attribute `x.claude_hook.spawner_stand_in` on
 //! both), so the subagent's calls are under that call.
 //!
 //! A repeated record (a capture hook registered twice writes each record twice: a second
@@ -81,6 +81,8 @@ pub struct ClaudeHookAdapter {
     unclaimed: VecDeque<Unclaimed>,
     /// How many stand-ins were made (each is unique).
     stand_ins: u64,
+    /// How many `SubagentStop` records were read (to order the stops of `unclaimed`).
+    stops: u64,
 }
 
 /// A subagent whose spawning call has not been read yet (see
@@ -90,6 +92,8 @@ struct Unclaimed {
     session_id: Option<String>,
     agent_id: String,
     agent_type: Option<String>,
+    /// When its `SubagentStop` was read (the adapter's count of stops), if it was.
+    stopped: Option<u64>,
     /// The subagent's parent span id, for the spawning call to take.
     stand_in: String,
 }
@@ -101,6 +105,8 @@ struct Spawner {
     session_id: Option<String>,
     /// The `subagent_type` it asked for.
     subagent_type: Option<String>,
+    /// Once linked: the `agent_id` of the subagent it spawned.
+    subagent: Option<String>,
 }
 
 /// Where a subagent is.
@@ -185,13 +191,15 @@ impl ClaudeHookAdapter {
     /// is dropped. For the end of a call that spawned nothing while an earlier call of the
     /// same session and subagent type, linked to a subagent, has not ended: that earlier
     /// call (the subagent was most likely this call's, and the earlier call was denied,
-    /// which ends without a record).
+    /// which ends without a record), unless this call ran inside that subagent (a nested
+    /// call that spawned nothing says nothing of the link).
     fn track_spawner(
         &mut self,
         hook: &str,
         object: &Map<String, Value>,
         tool_use_id: Option<&String>,
         session_id: Option<&String>,
+        caller: Option<&String>,
     ) -> Option<String> {
         let id = tool_use_id?;
         if hook != "PreToolUse" {
@@ -208,7 +216,9 @@ impl ClaudeHookAdapter {
                 .linked
                 .iter()
                 .find(|linked| {
-                    linked.session_id == ended.session_id && kinds_meet(&linked.subagent_type, &ended.subagent_type)
+                    linked.session_id == ended.session_id
+                        && kinds_meet(&linked.subagent_type, &ended.subagent_type)
+                        && (linked.subagent.is_none() || linked.subagent.as_ref() != caller)
                 })
                 .map(|linked| linked.tool_use_id.clone());
         }
@@ -225,6 +235,7 @@ impl ClaudeHookAdapter {
             tool_use_id: id.clone(),
             session_id: session_id.cloned(),
             subagent_type: subagent_type.map(str::to_owned),
+            subagent: None,
         });
         None
     }
@@ -243,6 +254,7 @@ impl ClaudeHookAdapter {
             session_id: session_id.cloned(),
             agent_id: agent_id.to_owned(),
             agent_type: agent_type.map(str::to_owned),
+            stopped: None,
             stand_in: stand_in.clone(),
         });
         Some(stand_in)
@@ -253,7 +265,8 @@ impl ClaudeHookAdapter {
     /// their call, other than the subagent the call itself ran in: one whose type is the
     /// call's `subagent_type` (a call without one takes a `general-purpose` subagent, else
     /// one of any type), a stopped one before a running one (a call ends after its
-    /// subagent), the oldest first. One subagent per call.
+    /// subagent; the first stopped first), else the oldest running one. One subagent per
+    /// call.
     fn claim_subagent(
         &mut self,
         object: &Map<String, Value>,
@@ -269,17 +282,16 @@ impl ClaudeHookAdapter {
         if !named && subagent_type.is_none() {
             return None;
         }
-        let candidate = |agent: &Unclaimed, kind: Option<&str>, stopped: bool| {
+        let candidate = |agent: &Unclaimed, kind: Option<&str>| {
             agent.session_id.as_ref() == session_id
                 && Some(&agent.agent_id) != caller
                 && kind.is_none_or(|kind| agent.agent_type.as_deref() == Some(kind))
-                && (self.agents.get(&(agent.session_id.clone(), agent.agent_id.clone())) == Some(&Run::Stopped))
-                    == stopped
         };
         let find = |kind: Option<&str>| {
-            [true, false]
-                .into_iter()
-                .find_map(|stopped| self.unclaimed.iter().position(|agent| candidate(agent, kind, stopped)))
+            let candidates = self.unclaimed.iter().enumerate().filter(|(_, agent)| candidate(agent, kind));
+            let first_stopped =
+                candidates.clone().filter_map(|(at, agent)| Some((agent.stopped?, at))).min().map(|(_, at)| at);
+            first_stopped.or_else(|| candidates.map(|(at, _)| at).next())
         };
         let at = match subagent_type {
             Some(kind) => find(Some(kind)),
@@ -291,7 +303,12 @@ impl ClaudeHookAdapter {
     /// The call that spawned a subagent of `agent_type` starting now in `session_id` (taken
     /// out of the calls in flight): the oldest that asked for that type, else the oldest that
     /// asked for none.
-    fn take_spawner(&mut self, agent_type: Option<&str>, session_id: Option<&String>) -> Option<String> {
+    fn take_spawner(
+        &mut self,
+        agent_type: Option<&str>,
+        session_id: Option<&String>,
+        agent_id: Option<&str>,
+    ) -> Option<String> {
         let same_session = |spawner: &Spawner| spawner.session_id.as_ref() == session_id;
         let at = agent_type
             .and_then(|kind| {
@@ -302,7 +319,8 @@ impl ClaudeHookAdapter {
             .or_else(|| {
                 self.spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.is_none())
             })?;
-        let spawner = self.spawners.remove(at)?;
+        let mut spawner = self.spawners.remove(at)?;
+        spawner.subagent = agent_id.map(str::to_owned);
         if self.linked.len() == MAX_SPAWNERS {
             self.linked.pop_front();
         }
@@ -419,7 +437,7 @@ impl TraceAdapter for ClaudeHookAdapter {
                 if let Some(key) = &agent_key {
                     self.note_agent(key, Run::Running);
                 }
-                let mut spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref());
+                let mut spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref(), agent_id.as_deref());
                 if spawner.is_none()
                     && let Some(id) = agent_id.as_deref()
                 {
@@ -431,6 +449,16 @@ impl TraceAdapter for ClaudeHookAdapter {
             "SubagentStop" => {
                 if let Some(key) = &agent_key {
                     self.note_agent(key, Run::Stopped);
+                    self.stops += 1;
+                    let stops = self.stops;
+                    if let Some(waiting) = self
+                        .unclaimed
+                        .iter_mut()
+                        .rev()
+                        .find(|agent| agent.session_id == key.0 && agent.agent_id == key.1)
+                    {
+                        waiting.stopped.get_or_insert(stops);
+                    }
                 }
                 status = Some(EventStatus::Ok);
                 (EventType::AgentInvokeEnd, agent_id.clone(), None, agent_type.clone())
@@ -440,21 +468,24 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (EventType::Custom, None, agent_id.clone(), None)
             }
         };
+        // (The end of a call that started while its subagent ran, read after the subagent's
+        // stop, is no new run of it.)
         if is_tool_event
             && !repeated
+            && !started
             && let (Some(key), Some(kind)) = (agent_key, &agent_type)
             && !self.running(&key)
             && self.note_agent(&key, Run::Running)
         {
             let id = key.1.clone();
-            let mut spawner = self.take_spawner(Some(kind), session_id.as_ref()).map(|id| (id, false));
+            let mut spawner = self.take_spawner(Some(kind), session_id.as_ref(), Some(&id)).map(|id| (id, false));
             if spawner.is_none() {
                 spawner = self.stand_in(&id, Some(kind), session_id.as_ref()).map(|id| (id, true));
             }
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }
         let misattributed = if is_tool_event && !repeated {
-            self.track_spawner(&hook, object, call_span.as_ref(), session_id.as_ref())
+            self.track_spawner(&hook, object, call_span.as_ref(), session_id.as_ref(), agent_id.as_ref())
         } else {
             None
         };

@@ -309,6 +309,28 @@ impl<R: BufRead> TraceReader<R> {
         let text = match std::str::from_utf8(&self.buffer) {
             Ok(text) => text.trim(),
             Err(error) => {
+                // The first line of a document spread over lines (it opens brackets and ends
+                // where the document goes on): the whole document is one bad record.
+                let bytes = self.buffer.trim_ascii();
+                let mut nesting = Nesting::default();
+                nesting.feed(bytes);
+                if matches!(bytes.first(), Some(b'{' | b'['))
+                    && matches!(bytes.last(), Some(b'{' | b'[' | b',' | b':'))
+                    && nesting.depth > 0
+                    && !nesting.in_string
+                {
+                    let object = bytes.first() == Some(&b'{');
+                    if let Err(error) = self.skip_document(nesting, object) {
+                        return Some(Err(error));
+                    }
+                    return Some(Err(TraceError::malformed(
+                        start,
+                        format!(
+                            "the JSON document starting here has a line that is not UTF-8 text (line {start}: \
+                             {error}); the whole document is skipped"
+                        ),
+                    )));
+                }
                 return Some(Err(TraceError::malformed(start, format!("line is not UTF-8 text ({error})"))));
             }
         };

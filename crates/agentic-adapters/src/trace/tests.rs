@@ -175,26 +175,74 @@ fn claude_hook_post_only_calls_claim_a_stopped_subagent_other_than_their_own() {
 {"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"prompt":"p1"},"tool_use_id":"t1"}
 "#;
     let got = events(text);
-    let parent_of = |agent: &str| {
-        got.iter()
-            .find(|e| {
-                e.event_type == EventType::AgentInvokeStart
-                    && e.span.as_ref().unwrap().span_id.as_deref() == Some(agent)
-            })
-            .and_then(|e| e.span.clone().unwrap().parent_span_id)
-            .unwrap()
-    };
-    let span_of = |call: &str| {
-        got.iter()
-            .find(|e| e.attributes.get("gen_ai.tool.call.id") == Some(&json!(call)))
-            .and_then(|e| e.span.clone().unwrap().span_id)
-            .unwrap()
-    };
+    let parent_of = |agent: &str| agent_parent(&got, agent);
+    let span_of = |call: &str| call_span(&got, call);
     assert_eq!(span_of("t2"), parent_of("a2"));
     assert_eq!(span_of("t1"), parent_of("a1"));
     // The inner Task is under the outer subagent, so no loop.
     let t2 = got.iter().find(|e| e.attributes.get("gen_ai.tool.call.id") == Some(&json!("t2"))).unwrap();
     assert_eq!(t2.span.as_ref().unwrap().parent_span_id.as_deref(), Some("a1"));
+}
+
+/// The end of a call that started while its subagent ran, read after the subagent's stop,
+/// is no new run of the subagent; a nested spawning call that spawned nothing does not mark
+/// the call whose subagent it ran in as misattributed; a spawning call whose start was not
+/// read claims the first stopped of the waiting subagents of its type.
+#[test]
+fn claude_hook_late_ends_nested_calls_and_stop_order() {
+    let late_end = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"t1"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t4","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{},"tool_use_id":"t4","tool_response":{},"agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"t1","tool_response":{}}
+"#;
+    let got = events(late_end);
+    assert_eq!(got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).count(), 1, "{got:?}");
+
+    let nested = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"t1"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"t2","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PostToolUseFailure","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"t2","error":"no","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"t1","tool_response":{}}
+"#;
+    let got = events(nested);
+    assert!(got.iter().all(|e| !e.attributes.contains_key(agentic_core::event::SPAWN_MISATTRIBUTED)), "{got:?}");
+
+    // Two tasks of one type whose subagents stop in the other order than they started, each
+    // task ending after its own subagent.
+    let parallel = r#"{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a2","agent_type":"A"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a2","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"p2","tool_response":{}}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"A"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"p1","tool_response":{}}
+"#;
+    let got = events(parallel);
+    let parent_of = |agent: &str| agent_parent(&got, agent);
+    let span_of = |call: &str| call_span(&got, call);
+    assert_eq!((span_of("p1"), span_of("p2")), (parent_of("a1"), parent_of("a2")));
+}
+
+/// The parent span id of subagent `agent`'s start among `events`.
+fn agent_parent(events: &[CanonicalEvent], agent: &str) -> String {
+    events
+        .iter()
+        .find(|e| {
+            e.event_type == EventType::AgentInvokeStart && e.span.as_ref().unwrap().span_id.as_deref() == Some(agent)
+        })
+        .and_then(|e| e.span.clone().unwrap().parent_span_id)
+        .unwrap()
+}
+
+/// The span id of the first event of tool call `call` (its `tool_use_id`) among `events`.
+fn call_span(events: &[CanonicalEvent], call: &str) -> String {
+    events
+        .iter()
+        .find(|e| e.attributes.get("gen_ai.tool.call.id") == Some(&json!(call)))
+        .and_then(|e| e.span.clone().unwrap().span_id)
+        .unwrap()
 }
 
 /// The spawning call of each subagent start in `text`, by agent id, in order: `None` when
@@ -464,6 +512,12 @@ fn tooltrace_v2_calls_of_two_sessions_with_one_id_stay_apart() {
         assert_eq!(events(&again)[4].span.as_ref().unwrap().span_id.as_deref(), Some("u1"));
         assert_parallel_agrees(text.as_bytes(), None);
     }
+    // An end without a start of its own, while another session's call of the id is in
+    // flight, is a call of its own: it does not end that call.
+    let text = format!("{}\n{}\n", line("pre", "s1", 1), line("post", "s2", 2));
+    let got = events(&text);
+    assert_eq!(got[1].span.as_ref().unwrap().span_id.as_deref(), Some("u1@s2"));
+    assert_parallel_agrees(text.as_bytes(), None);
 }
 
 #[test]
@@ -719,16 +773,9 @@ fn a_document_that_goes_wrong_part_way_is_one_malformed_record() {
     let at = bytes.windows(3).position(|w| w == "a\u{1}b".as_bytes()).unwrap();
     bytes[at + 1] = 0xff;
     bytes.push(b'\n');
-    bytes.extend_from_slice(doc("Bash", "{}").as_bytes());
-    bytes.push(b'\n');
-    let got: Vec<_> = TraceReader::new(&bytes[..], None).collect();
-    let errors: Vec<_> = got.iter().filter_map(|r| r.as_ref().err()).collect();
-    assert_eq!(errors.len(), 1, "{got:?}");
-    assert_eq!(errors[0].line, 1);
-    assert!(errors[0].message.contains(&format!("not UTF-8 text (line {bad_line}:")), "{}", errors[0].message);
+    let got = one_bad_document_then_bash(bytes, bad_line);
     let names: Vec<_> = got.iter().filter_map(|r| r.as_ref().ok()?.step_name.clone()).collect();
     assert_eq!(names, vec!["Bash".to_owned(), "Bash".to_owned()]);
-    assert_parallel_agrees(&bytes, None);
     // Over the record limit: one malformed record, then the next document.
     let big = "x".repeat(1024);
     let mut text = String::from("{\n\"resourceSpans\": [\n");
@@ -743,6 +790,29 @@ fn a_document_that_goes_wrong_part_way_is_one_malformed_record() {
     assert_eq!(errors.len(), 1, "{:?}", &errors[..errors.len().min(3)]);
     assert!(errors[0].message.contains("record is longer than"), "{}", errors[0].message);
     assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
+    // The bad byte on the document's first line: the same.
+    let mut bytes = b"{\"resourceSpans\": [{\"resource\": {\"attributes\": [{\"key\": \"s\", \"value\": {\"stringValue\": \"we\xffather\"}}]},\n".to_vec();
+    bytes.extend_from_slice(b"\"scopeSpans\": [{\"spans\": [\n{\"traceId\": \"4bf92f3577b34da6a3ce929d0e0e4736\",\n\"spanId\": \"00f067aa0ba902b7\"}\n]}]}]}\n");
+    let got = one_bad_document_then_bash(bytes, 1);
+    assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
+}
+
+/// Reads `bytes` (a document with a line that is not UTF-8, line `bad_line`) followed by a
+/// one-span document of `Bash`: one malformed record at line 1 naming the bad line, the same
+/// on the parallel reader.
+fn one_bad_document_then_bash(mut bytes: Vec<u8>, bad_line: u64) -> Vec<Result<CanonicalEvent, TraceError>> {
+    let span = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b7",
+        "name": "execute_tool Bash", "startTimeUnixNano": "1", "endTimeUnixNano": "2"});
+    let doc = serde_json::to_string_pretty(&json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})).unwrap();
+    bytes.extend_from_slice(doc.as_bytes());
+    bytes.push(b'\n');
+    let got: Vec<_> = TraceReader::new(&bytes[..], None).collect();
+    let errors: Vec<_> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{got:?}");
+    assert_eq!(errors[0].line, 1);
+    assert!(errors[0].message.contains(&format!("not UTF-8 text (line {bad_line}:")), "{}", errors[0].message);
+    assert_parallel_agrees(&bytes, None);
+    got
 }
 
 #[test]

@@ -131,6 +131,10 @@ impl TraceAdapter for TooltraceAdapter {
                         self.open_ids.remove(call);
                     }
                 }
+            } else if trace_id.is_none() && self.open_ids.get(call).is_some_and(|&count| count > 0) {
+                // An end without a start of its own while another session's call of this id
+                // is in flight: a call of its own, not the end of that one.
+                span_id = Some(format!("{call}@{}", session_id.as_deref().unwrap_or("")));
             }
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id: parent_trace_id.or(agent_id) });

@@ -1751,8 +1751,8 @@ pub struct SequenceEngine {
     order: u64,
     /// Whether a rule has a scope (and so needs `links`).
     scoped: bool,
-    /// Whether a call had a parent (noted when a rule has a scope): with [`Links::linked`],
-    /// whether anything could be inside a scope at all. A container without a span id (a
+    /// Whether a call had a parent (noted when a rule has a scope): whether anything could
+    /// be inside a scope at all (a model call or a step with a parent holds no call here). A container without a span id (a
     /// subagent start without `agent_id`) holds nothing and does not count.
     parented_calls: bool,
     /// The parents of recent spans (a tooltrace `child` line, an OTLP span, a top-level call):
@@ -1784,9 +1784,6 @@ struct Links {
     /// newest `unindexed` entries.
     table: HashTable<u32>,
     unindexed: usize,
-    /// Whether any span noted had a parent: without one, nothing can be inside a scope (a
-    /// capture that does not link calls to their subagent).
-    linked: bool,
 }
 
 impl Default for Links {
@@ -1797,14 +1794,7 @@ impl Default for Links {
 
 impl Links {
     fn with_capacity(capacity: usize) -> Links {
-        Links {
-            capacity: capacity.max(1),
-            ring: Vec::new(),
-            next: 0,
-            table: HashTable::new(),
-            unindexed: 0,
-            linked: false,
-        }
+        Links { capacity: capacity.max(1), ring: Vec::new(), next: 0, table: HashTable::new(), unindexed: 0 }
     }
 
     /// Records that the span whose id hashes to `span` is under `parent` (0: it has none).
@@ -1812,7 +1802,6 @@ impl Links {
         if span == 0 {
             return;
         }
-        self.linked |= parent != 0;
         let at = self.next;
         if self.ring.len() < self.capacity {
             if self.ring.capacity() == 0 {
@@ -1840,7 +1829,6 @@ impl Links {
     /// ring (spans are never 0 here: span hashes are at least 1).
     fn note_all(&mut self, mut pairs: &[(u64, u64)]) {
         debug_assert!(pairs.iter().all(|&(span, _)| span != 0));
-        self.linked = self.linked || pairs.iter().any(|&(_, parent)| parent != 0);
         while !pairs.is_empty() {
             let at = self.next;
             let take;
@@ -2421,9 +2409,7 @@ impl SequenceEngine {
 
     /// The verdicts.
     pub fn finish(self) -> TraceOutcome {
-        let unlinked = |scope: &Option<Scope>| {
-            !self.links.linked && !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted)
-        };
+        let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         let outcomes = self
             .rules

@@ -1817,6 +1817,24 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
     let run = check_rules(&rules, &no_agent_ids);
     assert_eq!(run.results()[0], ("K-01".to_owned(), "PASS".to_owned(), 1.0), "{}", run.stdout());
     assert!(notes(&run, 0).contains(warning), "{}", notes(&run, 0));
+    // OTLP: a model call under the agent holds no tool call; the tool span has no parent.
+    let span = |id: &str, parent: Option<&str>, name: &str, operation: &str| {
+        let mut span = json!({"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": id, "name": name,
+            "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": operation}}]});
+        if let Some(parent) = parent {
+            span["parentSpanId"] = json!(parent);
+        }
+        span
+    };
+    let otlp = json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+        span("a000000000000001", None, "invoke_agent bot", "invoke_agent"),
+        span("a000000000000003", Some("a000000000000001"), "chat m", "chat"),
+        span("a000000000000002", None, "execute_tool Bash", "execute_tool"),
+    ]}]}]});
+    let agent_rules = [("K-01", "{never: {tool: Bash}, within: {agent: '**'}}")];
+    let run = check_rules(&agent_rules, &format!("{otlp}\n"));
+    assert!(notes(&run, 0).contains(warning), "{}", notes(&run, 0));
 }
 
 /// Captures without the spawning call's `PreToolUse`: a `Task` call made inside a subagent
