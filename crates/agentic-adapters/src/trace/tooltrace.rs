@@ -7,7 +7,8 @@
 //! `x.tooltrace.span_type` keeps the span type. v2 `phase: pre` gives a `tool_call_start`,
 //! `phase: post_failure` (or `status: error`) an end with status `error`; a start whose
 //! span id would be a `tool_use_id` that another session's open call has gets
-//! `ID@SESSION` (span ids are file-wide), and its end takes it.
+//! `ID@SESSION` (span ids are file-wide), and its end takes it; an end with no start of its
+//! own while another session's call of its id is open gets `ID@SESSION` too.
 
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};

@@ -1752,8 +1752,9 @@ pub struct SequenceEngine {
     /// Whether a rule has a scope (and so needs `links`).
     scoped: bool,
     /// Whether a call had a parent (noted when a rule has a scope): whether anything could
-    /// be inside a scope at all (a model call or a step with a parent holds no call here). A container without a span id (a
-    /// subagent start without `agent_id`) holds nothing and does not count.
+    /// be inside a scope at all. Model calls and steps are not calls, and an agent
+    /// invocation without a span id (a subagent start without `agent_id`) holds nothing, so
+    /// neither counts.
     parented_calls: bool,
     /// The parents of recent spans (a tooltrace `child` line, an OTLP span, a top-level call):
     /// calls under such a span are inside a scope its parent is in, and outside for good
