@@ -468,13 +468,17 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (EventType::Custom, None, agent_id.clone(), None)
             }
         };
-        // (The end of a call that started while its subagent ran, read after the subagent's
-        // stop, is no new run of it.)
+        // A subagent never seen starts here; a stopped one runs again only when a call of it
+        // starts (an end read after the subagent's stop belongs to the run that stopped).
+        let runs_again = |run: Option<&Run>| match run {
+            None => true,
+            Some(Run::Stopped) => hook == "PreToolUse",
+            Some(Run::Running) => false,
+        };
         if is_tool_event
             && !repeated
-            && !started
             && let (Some(key), Some(kind)) = (agent_key, &agent_type)
-            && !self.running(&key)
+            && runs_again(self.agents.get(&key))
             && self.note_agent(&key, Run::Running)
         {
             let id = key.1.clone();

@@ -309,16 +309,12 @@ impl<R: BufRead> TraceReader<R> {
         let text = match std::str::from_utf8(&self.buffer) {
             Ok(text) => text.trim(),
             Err(error) => {
-                // The first line of a document spread over lines (it opens brackets and ends
-                // where the document goes on): the whole document is one bad record.
+                // The first line of a document spread over lines (it opens brackets it does
+                // not close, outside a string): the whole document is one bad record.
                 let bytes = self.buffer.trim_ascii();
                 let mut nesting = Nesting::default();
                 nesting.feed(bytes);
-                if matches!(bytes.first(), Some(b'{' | b'['))
-                    && matches!(bytes.last(), Some(b'{' | b'[' | b',' | b':'))
-                    && nesting.depth > 0
-                    && !nesting.in_string
-                {
+                if matches!(bytes.first(), Some(b'{' | b'[')) && nesting.depth > 0 && !nesting.in_string {
                     let object = bytes.first() == Some(&b'{');
                     if let Err(error) = self.skip_document(nesting, object) {
                         return Some(Err(error));

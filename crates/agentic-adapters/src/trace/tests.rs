@@ -199,6 +199,23 @@ fn claude_hook_late_ends_nested_calls_and_stop_order() {
 "#;
     let got = events(late_end);
     assert_eq!(got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).count(), 1, "{got:?}");
+    // The same in a capture without `PreToolUse`: the late end is under the run that
+    // stopped, which the `Task` end then claims.
+    let post_only = r#"{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"X"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"X"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","tool_response":{},"agent_id":"a1","agent_type":"X"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"X"},"tool_use_id":"t1","tool_response":{}}
+{"session_id":"s","hook_event_name":"PostToolUseFailure","tool_name":"Task","tool_input":{"subagent_type":"X"},"tool_use_id":"t2","error":"denied"}
+"#;
+    let got = events(post_only);
+    assert_eq!(got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).count(), 1, "{got:?}");
+    assert_eq!(call_span(&got, "t1"), agent_parent(&got, "a1"));
+    assert_eq!(call_span(&got, "t2"), "t2");
+    // A call of a stopped subagent that starts is a new run (a resume without its
+    // `SubagentStart`).
+    let resumed = post_only.replace(r#""PostToolUse","tool_name":"Bash""#, r#""PreToolUse","tool_name":"Bash""#);
+    let got = events(&resumed);
+    assert_eq!(got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).count(), 2, "{got:?}");
 
     let nested = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"A"},"tool_use_id":"t1"}
 {"session_id":"s","hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"A"}
@@ -795,7 +812,22 @@ fn a_document_that_goes_wrong_part_way_is_one_malformed_record() {
     bytes.extend_from_slice(b"\"scopeSpans\": [{\"spans\": [\n{\"traceId\": \"4bf92f3577b34da6a3ce929d0e0e4736\",\n\"spanId\": \"00f067aa0ba902b7\"}\n]}]}]}\n");
     let got = one_bad_document_then_bash(bytes, 1);
     assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
+    // A first line that is only its opening bracket and the bad byte; a list of one-line
+    // documents opened so: none of its documents is read.
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(OTLP_ONE_SPAN).unwrap()).unwrap();
+    let mut bytes = b"{\xff".to_vec();
+    bytes.extend_from_slice(&pretty.as_bytes()[1..]);
+    bytes.push(b'\n');
+    let got = one_bad_document_then_bash(bytes, 1);
+    assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
+    let mut list = b"[\xff\n".to_vec();
+    list.extend_from_slice(format!("{OTLP_ONE_SPAN},\n{OTLP_ONE_SPAN}\n]\n").as_bytes());
+    let got = one_bad_document_then_bash(list, 1);
+    assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 2);
 }
+
+/// One OTLP document (one line) of one `Read` span.
+const OTLP_ONE_SPAN: &str = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"execute_tool Read","startTimeUnixNano":"1","endTimeUnixNano":"2"}]}]}]}"#;
 
 /// Reads `bytes` (a document with a line that is not UTF-8, line `bad_line`) followed by a
 /// one-span document of `Bash`: one malformed record at line 1 naming the bad line, the same
