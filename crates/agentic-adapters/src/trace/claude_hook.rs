@@ -11,9 +11,10 @@
 //! Span: trace id = `session_id`, span id = `tool_use_id`, parent = `agent_id` (inside a
 //! subagent). A tool record inside a subagent whose `SubagentStart` was not captured (a
 //! capture of the tool hooks only) carries `agent_id` and `agent_type`: the first such record
-//! of an agent is preceded by an inferred `agent_invoke_start` (attribute
-//! `x.claude_hook.inferred`), so `within: {agent: ...}` scopes and agent counts see the
-//! subagent; a `SubagentStart` that comes after it is kept as a `custom` event.
+//! of an agent (or a `SubagentStop` of an agent not seen before) is preceded by an inferred
+//! `agent_invoke_start` (attribute `x.claude_hook.inferred`), so `within: {agent: ...}`
+//! scopes and agent counts see the subagent; a `SubagentStart` that comes after it is kept as
+//! a `custom` event.
 //!
 //! A subagent's start is linked to the tool call that spawned it: hook records carry no such
 //! link, so the adapter keeps the spawning calls in flight (a `PreToolUse` of `Task` or
@@ -361,6 +362,9 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             None
         };
+        // Whether the subagent was seen before this record (a `SubagentStop` first is one
+        // whose start was not captured).
+        let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
         // Whether this is the end of a call whose start was read (see `repeated_tool_record`).
         let started = hook != "PreToolUse"
             && tool_use_id.as_ref().is_some_and(|id| self.open_tools.contains(&(session_id.clone(), id.clone())));
@@ -475,16 +479,23 @@ impl TraceAdapter for ClaudeHookAdapter {
             Some(Run::Stopped) => hook == "PreToolUse",
             Some(Run::Running) => false,
         };
-        if is_tool_event
-            && !repeated
-            && let (Some(key), Some(kind)) = (agent_key, &agent_type)
-            && runs_again(self.agents.get(&key))
-            && self.note_agent(&key, Run::Running)
+        // A `SubagentStop` of a subagent never seen (its start and its calls' records were
+        // not captured, or its calls' ends come after the stop) is preceded by its start too.
+        let stop_first = hook == "SubagentStop" && !repeated && !agent_seen;
+        if let (Some(key), Some(kind)) = (agent_key, &agent_type)
+            && ((is_tool_event
+                && !repeated
+                && runs_again(self.agents.get(&key))
+                && self.note_agent(&key, Run::Running))
+                || stop_first)
         {
             let id = key.1.clone();
             let mut spawner = self.take_spawner(Some(kind), session_id.as_ref(), Some(&id)).map(|id| (id, false));
             if spawner.is_none() {
                 spawner = self.stand_in(&id, Some(kind), session_id.as_ref()).map(|id| (id, true));
+                if stop_first && let Some(waiting) = self.unclaimed.back_mut() {
+                    waiting.stopped = Some(self.stops);
+                }
             }
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
         }

@@ -211,6 +211,25 @@ fn claude_hook_late_ends_nested_calls_and_stop_order() {
     assert_eq!(got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).count(), 1, "{got:?}");
     assert_eq!(call_span(&got, "t1"), agent_parent(&got, "a1"));
     assert_eq!(call_span(&got, "t2"), "t2");
+    // A subagent whose first record is its stop (no start captured, its call's end after the
+    // stop): its start is inferred before the stop, under the `Task` in flight or, without
+    // the `Task`'s start, under the stand-in its end claims.
+    for with_pre in [true, false] {
+        let pre = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"X"},"tool_use_id":"t1"}
+"#;
+        let rest = r#"{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"X"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_use_id":"b1","tool_response":{},"agent_id":"a1","agent_type":"X"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"X"},"tool_use_id":"t1","tool_response":{}}
+"#;
+        let text = if with_pre { format!("{pre}{rest}") } else { rest.to_owned() };
+        let got = events(&text);
+        let kinds: Vec<EventType> = got.iter().map(|e| e.event_type).collect();
+        let starts = kinds.iter().filter(|&&kind| kind == EventType::AgentInvokeStart).count();
+        assert_eq!(starts, 1, "{got:?}");
+        let start = kinds.iter().position(|&kind| kind == EventType::AgentInvokeStart).unwrap();
+        assert_eq!(kinds[start + 1], EventType::AgentInvokeEnd, "{got:?}");
+        assert_eq!(call_span(&got, "t1"), agent_parent(&got, "a1"), "{text}");
+    }
     // A call of a stopped subagent that starts is a new run (a resume without its
     // `SubagentStart`).
     let resumed = post_only.replace(r#""PostToolUse","tool_name":"Bash""#, r#""PreToolUse","tool_name":"Bash""#);
