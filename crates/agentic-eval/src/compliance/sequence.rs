@@ -1244,6 +1244,7 @@ impl Prepared {
     const HAS_PARENT: u8 = 2;
     const POST_ONLY_PARENT: u8 = 4;
     const HAS_SPAN: u8 = 8;
+    const TOOL_WITH_PARENT: u8 = 16;
 
     /// The event ends a tool call or an agent invocation.
     fn is_call_end(&self) -> bool {
@@ -1261,6 +1262,11 @@ impl Prepared {
     fn has_span(&self) -> bool {
         self.flags & Prepared::HAS_SPAN != 0
     }
+
+    /// The event starts or ends a tool call that has a parent.
+    fn tool_with_parent(&self) -> bool {
+        self.flags & Prepared::TOOL_WITH_PARENT != 0
+    }
 }
 
 impl MatchPlan {
@@ -1268,6 +1274,7 @@ impl MatchPlan {
     /// [`SequenceEngine::feed_prepared`] and [`Summarizer::push`].
     pub fn prepare(&self, event: &EventRef<'_>) -> Prepared {
         let call_end = matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd);
+        let tool = matches!(event.event_type, EventType::ToolCallStart | EventType::ToolCallEnd);
         let (span_hash, parent_hash) = event_hashes(event);
         Prepared {
             bits: self.evaluate(event),
@@ -1276,7 +1283,8 @@ impl MatchPlan {
             flags: (u8::from(call_end) * Prepared::CALL_END)
                 | (u8::from(event.parent_span_id.is_some()) * Prepared::HAS_PARENT)
                 | (u8::from(event.post_only_parent) * Prepared::POST_ONLY_PARENT)
-                | (u8::from(event.span_id.is_some()) * Prepared::HAS_SPAN),
+                | (u8::from(event.span_id.is_some()) * Prepared::HAS_SPAN)
+                | (u8::from(tool && event.parent_span_id.is_some()) * Prepared::TOOL_WITH_PARENT),
         }
     }
 }
@@ -1751,10 +1759,10 @@ pub struct SequenceEngine {
     order: u64,
     /// Whether a rule has a scope (and so needs `links`).
     scoped: bool,
-    /// Whether a call had a parent (noted when a rule has a scope): whether anything could
-    /// be inside a scope at all. Model calls and steps are not calls, and an agent
-    /// invocation without a span id (a subagent start without `agent_id`) holds nothing, so
-    /// neither counts.
+    /// Whether a tool call had a parent (noted when a rule has a scope): whether any tool
+    /// call could be inside a scope at all. Subagents linked to their `Task` call while
+    /// their tool calls carry no link (Claude Code hooks with `agent_id` on `SubagentStart`
+    /// only), model calls and steps do not count.
     parented_calls: bool,
     /// The parents of recent spans (a tooltrace `child` line, an OTLP span, a top-level call):
     /// calls under such a span are inside a scope its parent is in, and outside for good
@@ -2207,7 +2215,7 @@ impl SequenceEngine {
             self.update_scopes_only(span, parent, is_container, is_end);
             return;
         };
-        self.parented_calls |= self.scoped && parent.is_some() && (span.is_some() || kind == CallKind::Tool);
+        self.parented_calls |= self.scoped && parent.is_some() && kind == CallKind::Tool;
         let name = event.name.unwrap_or("");
         let location = Location { line: event.line, seq: event.seq };
         let occurrence;
@@ -2447,11 +2455,11 @@ impl SequenceEngine {
                     // proves nothing about the calls made inside.
                     append_sentence(
                         &mut outcome.notes,
-                        "Warning: spans matched the scope, but no call in the trace records a parent \
-                         (Claude Code hook records without `agent_id`, as versions before subagent ids \
-                         write them; tooltrace lines without `parent_trace_id`), so no call could be placed \
-                         inside the scope and the rule saw nothing inside it; capture the subagent links to \
-                         check this rule.",
+                        "Warning: spans matched the scope, but no tool call in the trace records a parent \
+                         (Claude Code hook tool records without `agent_id`, as versions before subagent ids \
+                         write them; tooltrace lines without `parent_trace_id`), so no tool call could be \
+                         placed inside the scope and the rule saw nothing inside it; capture the subagent \
+                         links to check this rule.",
                     );
                 }
                 if let Some(lost) = scope.as_ref().map(|s| s.forgotten).filter(|&lost| lost > 0) {

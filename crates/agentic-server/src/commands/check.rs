@@ -823,7 +823,7 @@ fn run_trace(
     }
     if outcome.unlinked_scopes > 0 {
         say_err!(
-            "warning: {path}: {} `within` rule(s) matched their scope, but no call in the trace records a parent \
+            "warning: {path}: {} `within` rule(s) matched their scope, but no tool call in the trace records a parent \
              (Claude Code hook records without `agent_id`, tooltrace lines without `parent_trace_id`), so nothing \
              could be inside a scope: those rules saw nothing inside it (capture the subagent links)",
             outcome.unlinked_scopes

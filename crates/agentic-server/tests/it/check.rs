@@ -1777,7 +1777,7 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
         ("K-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}"),
         ("K-02", "{never: {tool: Write}}"),
     ];
-    let warning = "no call in the trace records a parent";
+    let warning = "no tool call in the trace records a parent";
     let run = check_rules(&rules, &unlinked);
     let notes = |run: &Check, idx: usize| run.report["checkpoints"][idx]["notes"].as_str().unwrap().to_owned();
     // The subagent's `rm -rf` is no longer seen inside the Task: the pass is warned about.
@@ -1785,7 +1785,7 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
     assert!(notes(&run, 0).contains(&format!("Warning: spans matched the scope, but {warning}")), "{}", notes(&run, 0));
     assert!(!notes(&run, 1).contains(warning), "{}", notes(&run, 1));
     assert!(
-        run.stderr().contains("1 `within` rule(s) matched their scope, but no call in the trace records a parent"),
+        run.stderr().contains("1 `within` rule(s) matched their scope, but no tool call in the trace records a parent"),
         "{}",
         run.stderr()
     );
@@ -1816,6 +1816,20 @@ fn a_scope_in_a_trace_without_parent_links_is_warned_about() {
     );
     let run = check_rules(&rules, &no_agent_ids);
     assert_eq!(run.results()[0], ("K-01".to_owned(), "PASS".to_owned(), 1.0), "{}", run.stdout());
+    assert!(notes(&run, 0).contains(warning), "{}", notes(&run, 0));
+    // `agent_id` on the subagent's start and stop only: the subagent is under its `Task`, but
+    // none of its tool calls is.
+    let on_subagent_hooks_only = no_agent_ids
+        .replace(
+            r#""hook_event_name":"SubagentStart","agent_type""#,
+            r#""hook_event_name":"SubagentStart","agent_id":"a1","agent_type""#,
+        )
+        .replace(
+            r#""hook_event_name":"SubagentStop","agent_type""#,
+            r#""hook_event_name":"SubagentStop","agent_id":"a1","agent_type""#,
+        );
+    assert_ne!(on_subagent_hooks_only, no_agent_ids);
+    let run = check_rules(&rules, &on_subagent_hooks_only);
     assert!(notes(&run, 0).contains(warning), "{}", notes(&run, 0));
     // OTLP: a model call under the agent holds no tool call; the tool span has no parent.
     let span = |id: &str, parent: Option<&str>, name: &str, operation: &str| {

@@ -71,7 +71,7 @@ pub struct Summary {
     /// them their `(span, parent)` hashes, which the engine copies in bulk.
     link_index: Vec<u32>,
     link_pairs: Vec<(u64, u64)>,
-    /// Whether a call of the run had a parent (noted only for engines with a scope).
+    /// Whether a tool call of the run had a parent (noted only for engines with a scope).
     parented: bool,
 }
 
@@ -388,7 +388,7 @@ impl Summarizer {
         if self.masks.scoped == 0 {
             return false;
         }
-        self.run.parented |= prepared.has_parent();
+        self.run.parented |= prepared.tool_with_parent();
         let need = concerns_scopes(&self.masks, &self.ids, prepared);
         if prepared.has_span() && !need {
             let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
