@@ -110,6 +110,17 @@ struct Spawner {
     subagent: Option<String>,
 }
 
+/// What [`ClaudeHookAdapter::note_tool_record`] tells of a tool record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// It repeats a record already read.
+    Repeated,
+    /// The end of a call whose start was read.
+    EndOfStarted,
+    /// A start, or the end of a call whose start was not read.
+    New,
+}
+
 /// Where a subagent is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Run {
@@ -152,15 +163,15 @@ impl ClaudeHookAdapter {
         true
     }
 
-    /// True when a tool record repeats one already read (a capture hook registered twice
-    /// writes every record twice): a second start of a call in flight, or an end of a call
-    /// that ended. A start of a call id that ended is a new call (ids are unique in Claude
-    /// Code, so this is a writer reusing them: counting it once would hide a call).
-    /// Otherwise the record is noted.
-    fn repeated_tool_record(&mut self, hook: &str, key: (Option<String>, String)) -> bool {
+    /// Notes a tool record with an id, and tells whether it repeats one already read (a
+    /// capture hook registered twice writes every record twice: a second start of a call in
+    /// flight, or an end of a call that ended) and whether an end ends a call whose start was
+    /// read. A start of a call id that ended is a new call (ids are unique in Claude Code, so
+    /// this is a writer reusing them: counting it once would hide a call).
+    fn note_tool_record(&mut self, hook: &str, key: (Option<String>, String)) -> Seen {
         if hook == "PreToolUse" {
             if self.open_tools.contains(&key) {
-                return true;
+                return Seen::Repeated;
             }
             if self.ended_tools.remove(&key).is_some()
                 && (self.generations.len() < MAX_OPEN_TOOLS || self.generations.contains_key(&key))
@@ -170,12 +181,12 @@ impl ClaudeHookAdapter {
             if self.open_tools.len() < MAX_OPEN_TOOLS {
                 self.open_tools.insert(key);
             }
-            return false;
+            return Seen::New;
         }
         if self.ended_tools.contains_key(&key) {
-            return true;
+            return Seen::Repeated;
         }
-        self.open_tools.remove(&key);
+        let started = self.open_tools.remove(&key);
         if self.ended_order.len() == ENDED_TOOLS_WINDOW
             && let Some((oldest, end)) = self.ended_order.pop_front()
             && self.ended_tools.get(&oldest) == Some(&end)
@@ -185,7 +196,7 @@ impl ClaudeHookAdapter {
         self.ends += 1;
         self.ended_order.push_back((key.clone(), self.ends));
         self.ended_tools.insert(key, self.ends);
-        false
+        if started { Seen::EndOfStarted } else { Seen::New }
     }
 
     /// Notes a tool record: a started call that may spawn a subagent is kept, an ended one
@@ -223,21 +234,16 @@ impl ClaudeHookAdapter {
                 })
                 .map(|linked| linked.tool_use_id.clone());
         }
-        let input = object.get("tool_input");
-        let subagent_type = input.and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
-        let named = matches!(object.get("tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
-        if !named && subagent_type.is_none() {
-            return None;
-        }
-        if self.spawners.len() == MAX_SPAWNERS {
-            self.spawners.pop_front();
-        }
-        self.spawners.push_back(Spawner {
-            tool_use_id: id.clone(),
-            session_id: session_id.cloned(),
-            subagent_type: subagent_type.map(str::to_owned),
-            subagent: None,
-        });
+        let subagent_type = spawning_call(object)?;
+        push_bounded(
+            &mut self.spawners,
+            Spawner {
+                tool_use_id: id.clone(),
+                session_id: session_id.cloned(),
+                subagent_type: subagent_type.map(str::to_owned),
+                subagent: None,
+            },
+        );
         None
     }
 
@@ -245,20 +251,31 @@ impl ClaudeHookAdapter {
     /// call's `PreToolUse` was not captured): a stand-in that the end record of the call that
     /// spawned it (read later: a call ends after its subagent) takes as its span id, so
     /// calls inside the subagent are under that call.
-    fn stand_in(&mut self, agent_id: &str, agent_type: Option<&str>, session_id: Option<&String>) -> Option<String> {
+    fn stand_in(&mut self, agent_id: &str, agent_type: Option<&str>, session_id: Option<&String>) -> String {
         self.stand_ins += 1;
         let stand_in = format!("{agent_id}#spawner{}", self.stand_ins);
-        if self.unclaimed.len() == MAX_SPAWNERS {
-            self.unclaimed.pop_front();
+        push_bounded(
+            &mut self.unclaimed,
+            Unclaimed {
+                session_id: session_id.cloned(),
+                agent_id: agent_id.to_owned(),
+                agent_type: agent_type.map(str::to_owned),
+                stopped: None,
+                stand_in: stand_in.clone(),
+            },
+        );
+        stand_in
+    }
+
+    /// Marks the latest subagent of `key` still waiting for its call as stopped now (at the
+    /// latest `SubagentStop` read).
+    fn mark_stopped(&mut self, key: &(Option<String>, String)) {
+        let stops = self.stops;
+        if let Some(waiting) =
+            self.unclaimed.iter_mut().rev().find(|agent| agent.session_id == key.0 && agent.agent_id == key.1)
+        {
+            waiting.stopped.get_or_insert(stops);
         }
-        self.unclaimed.push_back(Unclaimed {
-            session_id: session_id.cloned(),
-            agent_id: agent_id.to_owned(),
-            agent_type: agent_type.map(str::to_owned),
-            stopped: None,
-            stand_in: stand_in.clone(),
-        });
-        Some(stand_in)
     }
 
     /// For the end of a spawning call whose start was not read: the stand-in parent span
@@ -277,12 +294,7 @@ impl ClaudeHookAdapter {
         if self.unclaimed.is_empty() {
             return None;
         }
-        let input = object.get("tool_input");
-        let subagent_type = input.and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
-        let named = matches!(object.get("tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
-        if !named && subagent_type.is_none() {
-            return None;
-        }
+        let subagent_type = spawning_call(object)?;
         let candidate = |agent: &Unclaimed, kind: Option<&str>| {
             agent.session_id.as_ref() == session_id
                 && Some(&agent.agent_id) != caller
@@ -322,11 +334,8 @@ impl ClaudeHookAdapter {
             })?;
         let mut spawner = self.spawners.remove(at)?;
         spawner.subagent = agent_id.map(str::to_owned);
-        if self.linked.len() == MAX_SPAWNERS {
-            self.linked.pop_front();
-        }
         let id = spawner.tool_use_id.clone();
-        self.linked.push_back(spawner);
+        push_bounded(&mut self.linked, spawner);
         Some(id)
     }
 }
@@ -365,11 +374,13 @@ impl TraceAdapter for ClaudeHookAdapter {
         // Whether the subagent was seen before this record (a `SubagentStop` first is one
         // whose start was not captured).
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
-        // Whether this is the end of a call whose start was read (see `repeated_tool_record`).
-        let started = hook != "PreToolUse"
-            && tool_use_id.as_ref().is_some_and(|id| self.open_tools.contains(&(session_id.clone(), id.clone())));
+        let seen = match &tool_use_id {
+            Some(id) if is_tool_event => self.note_tool_record(&hook, (session_id.clone(), id.clone())),
+            _ => Seen::New,
+        };
+        let started = seen == Seen::EndOfStarted;
         let repeated = if is_tool_event {
-            tool_use_id.as_ref().is_some_and(|id| self.repeated_tool_record(&hook, (session_id.clone(), id.clone())))
+            seen == Seen::Repeated
         } else {
             hook == "SubagentStop" && agent_key.as_ref().is_some_and(|key| self.agents.get(key) == Some(&Run::Stopped))
         };
@@ -445,8 +456,8 @@ impl TraceAdapter for ClaudeHookAdapter {
                 if spawner.is_none()
                     && let Some(id) = agent_id.as_deref()
                 {
-                    spawner = self.stand_in(id, agent_type.as_deref(), session_id.as_ref());
-                    awaits_spawner = spawner.is_some();
+                    spawner = Some(self.stand_in(id, agent_type.as_deref(), session_id.as_ref()));
+                    awaits_spawner = true;
                 }
                 (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
             }
@@ -454,15 +465,7 @@ impl TraceAdapter for ClaudeHookAdapter {
                 if let Some(key) = &agent_key {
                     self.note_agent(key, Run::Stopped);
                     self.stops += 1;
-                    let stops = self.stops;
-                    if let Some(waiting) = self
-                        .unclaimed
-                        .iter_mut()
-                        .rev()
-                        .find(|agent| agent.session_id == key.0 && agent.agent_id == key.1)
-                    {
-                        waiting.stopped.get_or_insert(stops);
-                    }
+                    self.mark_stopped(key);
                 }
                 status = Some(EventStatus::Ok);
                 (EventType::AgentInvokeEnd, agent_id.clone(), None, agent_type.clone())
@@ -492,9 +495,9 @@ impl TraceAdapter for ClaudeHookAdapter {
             let id = key.1.clone();
             let mut spawner = self.take_spawner(Some(kind), session_id.as_ref(), Some(&id)).map(|id| (id, false));
             if spawner.is_none() {
-                spawner = self.stand_in(&id, Some(kind), session_id.as_ref()).map(|id| (id, true));
-                if stop_first && let Some(waiting) = self.unclaimed.back_mut() {
-                    waiting.stopped = Some(self.stops);
+                spawner = Some((self.stand_in(&id, Some(kind), session_id.as_ref()), true));
+                if stop_first {
+                    self.mark_stopped(&key);
                 }
             }
             out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
@@ -552,6 +555,22 @@ impl TraceAdapter for ClaudeHookAdapter {
         out.push(event);
         Ok(())
     }
+}
+
+/// For a tool record of a call that may spawn a subagent (`Task`, `Agent`, or any tool whose
+/// `tool_input` has a `subagent_type`): the `subagent_type` it asks for, if any.
+fn spawning_call(object: &Map<String, Value>) -> Option<Option<&str>> {
+    let subagent_type = object.get("tool_input").and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
+    let named = matches!(object.get("tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
+    (named || subagent_type.is_some()).then_some(subagent_type)
+}
+
+/// Appends to a queue of at most [`MAX_SPAWNERS`] entries, the oldest going first.
+fn push_bounded<T>(queue: &mut VecDeque<T>, item: T) {
+    if queue.len() == MAX_SPAWNERS {
+        queue.pop_front();
+    }
+    queue.push_back(item);
 }
 
 /// The start of a subagent known only from a tool record inside it.

@@ -315,17 +315,9 @@ impl<R: BufRead> TraceReader<R> {
                 let mut nesting = Nesting::default();
                 nesting.feed(bytes);
                 if matches!(bytes.first(), Some(b'{' | b'[')) && nesting.depth > 0 && !nesting.in_string {
+                    let bad = not_utf8_document(start, start, &error);
                     let object = bytes.first() == Some(&b'{');
-                    if let Err(error) = self.skip_document(nesting, object) {
-                        return Some(Err(error));
-                    }
-                    return Some(Err(TraceError::malformed(
-                        start,
-                        format!(
-                            "the JSON document starting here has a line that is not UTF-8 text (line {start}: \
-                             {error}); the whole document is skipped"
-                        ),
-                    )));
+                    return Some(self.skip_document(nesting, object).and(Err(bad)));
                 }
                 return Some(Err(TraceError::malformed(start, format!("line is not UTF-8 text ({error})"))));
             }
@@ -495,13 +487,9 @@ impl<R: BufRead> TraceReader<R> {
                     let text = match std::str::from_utf8(&self.buffer) {
                         Ok(text) => text,
                         Err(error) => {
-                            let message = format!(
-                                "the JSON document starting here has a line that is not UTF-8 text (line {}: \
-                                 {error}); the whole document is skipped",
-                                self.line
-                            );
+                            let bad = not_utf8_document(start, self.line, &error);
                             self.skip_document(nesting, object)?;
-                            return Err(TraceError::malformed(start, message));
+                            return Err(bad);
                         }
                     };
                     if document.len() + 1 + text.len() > MAX_RECORD_BYTES {
@@ -510,7 +498,8 @@ impl<R: BufRead> TraceReader<R> {
                         return Err(TraceError::malformed(
                             start,
                             format!(
-                                "record is longer than {MAX_RECORD_BYTES} bytes (a document up to line {}); it is skipped",
+                                "record is longer than {MAX_RECORD_BYTES} bytes (a document up to line {}); it is \
+                                 skipped: export fewer spans per document",
                                 self.line
                             ),
                         ));
@@ -760,6 +749,18 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+
+/// The error for a document starting at line `start` whose line `line` is not UTF-8: the
+/// whole document is skipped.
+fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> TraceError {
+    TraceError::malformed(
+        start,
+        format!(
+            "the JSON document starting here has a line that is not UTF-8 text (line {line}: {error}); the whole \
+             document is skipped: write the trace as UTF-8 (`iconv -f LATIN1 -t UTF-8` converts Latin-1)"
+        ),
+    )
+}
 
 /// The bracket depth of JSON text fed line by line (outside strings), to tell when a
 /// document spread over lines may be complete.

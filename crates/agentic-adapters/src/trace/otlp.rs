@@ -297,7 +297,7 @@ fn parse_span(
     let operation = match attrs.get("gen_ai.operation.name").and_then(Value::as_str) {
         Some(operation) => operation.to_owned(),
         // A span that names its tool but not its operation is a tool call.
-        None if !KNOWN_OPERATIONS.contains(&first_word) && attrs.get("gen_ai.tool.name").is_some() => {
+        None if call_events(first_word).is_none() && attrs.get("gen_ai.tool.name").is_some() => {
             "execute_tool".to_owned()
         }
         None => first_word.to_owned(),
@@ -309,21 +309,15 @@ fn parse_span(
     } else {
         Some(name.clone()).filter(|name| !name.is_empty())
     };
-    let (start_type, end_type, step_name) = match operation.as_str() {
-        "execute_tool" | "retrieval" => (
-            EventType::ToolCallStart,
-            EventType::ToolCallEnd,
-            attrs.get("gen_ai.tool.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name),
-        ),
-        "invoke_agent" => (
-            EventType::AgentInvokeStart,
-            EventType::AgentInvokeEnd,
-            attrs.get("gen_ai.agent.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name),
-        ),
-        "chat" | "text_completion" | "generate_content" | "embeddings" => {
-            (EventType::LlmRequest, EventType::LlmResponse, Some(name.clone()))
+    let (start_type, end_type) = call_events(&operation).unwrap_or((EventType::StepStart, EventType::StepEnd));
+    let step_name = match start_type {
+        EventType::ToolCallStart => {
+            attrs.get("gen_ai.tool.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name)
         }
-        _ => (EventType::StepStart, EventType::StepEnd, Some(name.clone())),
+        EventType::AgentInvokeStart => {
+            attrs.get("gen_ai.agent.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name)
+        }
+        _ => Some(name.clone()),
     };
     let mut data = Map::new();
     if let Some(arguments) = attrs.get("gen_ai.tool.call.arguments") {
@@ -466,9 +460,18 @@ pub(crate) fn cited_span_id(message: &str) -> Option<&str> {
     rest.split('"').next()
 }
 
-/// The operations whose spans are read as calls or model calls (see the module docs).
-const KNOWN_OPERATIONS: [&str; 7] =
-    ["execute_tool", "retrieval", "invoke_agent", "chat", "text_completion", "generate_content", "embeddings"];
+/// The start and end events of a span of `operation` when it is a tool call, an agent
+/// invocation or a model call (see the module docs); other spans are steps.
+fn call_events(operation: &str) -> Option<(EventType, EventType)> {
+    match operation {
+        "execute_tool" | "retrieval" => Some((EventType::ToolCallStart, EventType::ToolCallEnd)),
+        "invoke_agent" => Some((EventType::AgentInvokeStart, EventType::AgentInvokeEnd)),
+        "chat" | "text_completion" | "generate_content" | "embeddings" => {
+            Some((EventType::LlmRequest, EventType::LlmResponse))
+        }
+        _ => None,
+    }
+}
 
 /// An id field as lowercase hex: hex is kept, base64 of `bytes` bytes is decoded, anything
 /// else is kept as written (never lost).

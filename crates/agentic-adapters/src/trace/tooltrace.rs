@@ -29,16 +29,17 @@ use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc333
 /// call counts once.
 #[derive(Debug, Clone, Default)]
 pub struct TooltraceAdapter {
-    /// Calls started (`phase: pre` with a `tool_use_id`) and not ended, by session and
-    /// `tool_use_id`, with their span id (at most [`MAX_OPEN_CALLS`]).
-    open_calls: std::collections::HashMap<(Option<String>, String), Option<String>>,
-    /// How many of `open_calls` have each `tool_use_id` (in any session): a start whose
-    /// span id would be its `tool_use_id` while another session's call of that id is open
-    /// gets `ID@SESSION` instead, since tooltrace span ids are file-wide.
-    open_ids: std::collections::HashMap<String, u32>,
+    /// Calls started (`phase: pre` with a `tool_use_id`) and not ended, by `tool_use_id`:
+    /// each one's session and span id (at most [`MAX_OPEN_CALLS`] ids). A record whose span
+    /// id would be a `tool_use_id` that another session's call has open gets `ID@SESSION`
+    /// instead, since tooltrace span ids are file-wide.
+    open_calls: std::collections::HashMap<String, Vec<OpenCall>>,
 }
 
-/// The most v2 calls in flight whose end is paired by `tool_use_id`.
+/// A v2 call in flight: its session and its span id.
+type OpenCall = (Option<String>, Option<String>);
+
+/// The most `tool_use_id`s of v2 calls in flight whose end is paired by them.
 const MAX_OPEN_CALLS: usize = 65_536;
 
 impl TraceAdapter for TooltraceAdapter {
@@ -110,32 +111,28 @@ impl TraceAdapter for TooltraceAdapter {
         if phase.is_some()
             && let Some(call) = &tool_use_id
         {
-            let key = (session_id.clone(), call.clone());
-            if event_type == EventType::ToolCallStart {
-                let open = self.open_calls.contains_key(&key);
-                if trace_id.is_none() && !open && self.open_ids.get(call).is_some_and(|&count| count > 0) {
-                    // Another session's call of this id is in flight: the same span id would
-                    // make the two one call.
-                    span_id = Some(format!("{call}@{}", session_id.as_deref().unwrap_or("")));
-                }
-                if open || self.open_calls.len() < MAX_OPEN_CALLS {
-                    if !open {
-                        *self.open_ids.entry(call.clone()).or_default() += 1;
-                    }
-                    self.open_calls.insert(key, span_id.clone());
-                }
-            } else if let Some(started) = self.open_calls.remove(&key) {
-                span_id = started;
-                if let Some(count) = self.open_ids.get_mut(call) {
-                    *count -= 1;
-                    if *count == 0 {
-                        self.open_ids.remove(call);
-                    }
-                }
-            } else if trace_id.is_none() && self.open_ids.get(call).is_some_and(|&count| count > 0) {
-                // An end without a start of its own while another session's call of this id
-                // is in flight: a call of its own, not the end of that one.
+            let open = self.open_calls.get(call);
+            let at = open.and_then(|calls| calls.iter().position(|(session, _)| *session == session_id));
+            if trace_id.is_none() && at.is_none() && open.is_some() {
+                // Another session's call of this id is in flight: the same span id would make
+                // this start and that call one call, or make this end (of a call of its own)
+                // end that one.
                 span_id = Some(format!("{call}@{}", session_id.as_deref().unwrap_or("")));
+            }
+            if event_type == EventType::ToolCallStart {
+                if let Some(calls) = self.open_calls.get_mut(call) {
+                    match at {
+                        Some(at) => calls[at].1 = span_id.clone(),
+                        None => calls.push((session_id.clone(), span_id.clone())),
+                    }
+                } else if self.open_calls.len() < MAX_OPEN_CALLS {
+                    self.open_calls.insert(call.clone(), vec![(session_id.clone(), span_id.clone())]);
+                }
+            } else if let (Some(calls), Some(at)) = (self.open_calls.get_mut(call), at) {
+                span_id = calls.swap_remove(at).1;
+                if calls.is_empty() {
+                    self.open_calls.remove(call);
+                }
             }
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id: parent_trace_id.or(agent_id) });
