@@ -6,8 +6,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use flate2::read::MultiGzDecoder;
-
 /// A trace ready to read.
 pub enum TraceInput {
     /// A plain file, at its start.
@@ -48,7 +46,10 @@ impl TraceInput {
         }
         file.seek(SeekFrom::Start(0))?;
         Ok(if gzip(&magic[..filled])? {
-            TraceInput::Stream(Box::new(BufReader::with_capacity(STREAM_BUFFER, MultiGzDecoder::new(file))))
+            TraceInput::Stream(Box::new(BufReader::with_capacity(
+                STREAM_BUFFER,
+                GzipMembers::new(BufReader::with_capacity(STREAM_BUFFER, file)),
+            )))
         } else {
             TraceInput::File(file)
         })
@@ -59,10 +60,65 @@ impl TraceInput {
     pub fn stream(reader: impl Read + Send + 'static) -> std::io::Result<TraceInput> {
         let mut reader = BufReader::with_capacity(STREAM_BUFFER, reader);
         Ok(if gzip(reader.fill_buf()?)? {
-            TraceInput::Stream(Box::new(BufReader::with_capacity(STREAM_BUFFER, MultiGzDecoder::new(reader))))
+            TraceInput::Stream(Box::new(BufReader::with_capacity(STREAM_BUFFER, GzipMembers::new(reader))))
         } else {
             TraceInput::Stream(Box::new(reader))
         })
+    }
+}
+
+/// The text of a gzip file: its members one after another (as `cat a.gz b.gz` makes), and
+/// like `gzip -d`, zero bytes after the last member are padding (tape and block devices, and
+/// `tar`, pad files so), not a broken member. Anything else after a member must be another
+/// member; zeros followed by other bytes are an error.
+struct GzipMembers<R> {
+    /// The member being read (`None` after the end).
+    member: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: BufRead> GzipMembers<R> {
+    fn new(reader: R) -> GzipMembers<R> {
+        GzipMembers { member: Some(flate2::bufread::GzDecoder::new(reader)) }
+    }
+}
+
+impl<R: BufRead> Read for GzipMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let Some(member) = self.member.as_mut() else { return Ok(0) };
+            let read = member.read(buf)?;
+            if read > 0 || buf.is_empty() {
+                return Ok(read);
+            }
+            // The member ended: what follows it?
+            let compressed = member.get_mut();
+            match compressed.fill_buf()?.first() {
+                None => {
+                    self.member = None;
+                    return Ok(0);
+                }
+                Some(0) => loop {
+                    let data = compressed.fill_buf()?;
+                    if data.is_empty() {
+                        self.member = None;
+                        return Ok(0);
+                    }
+                    if data.iter().any(|&byte| byte != 0) {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            "the gzip data is followed by zero bytes and then other bytes; the file is damaged \
+                             (`gzip -t FILE` tests it)",
+                        ));
+                    }
+                    let count = data.len();
+                    compressed.consume(count);
+                },
+                Some(_) => {
+                    let Some(ended) = self.member.take() else { return Ok(0) };
+                    self.member = Some(flate2::bufread::GzDecoder::new(ended.into_inner()));
+                }
+            }
+        }
     }
 }
 
@@ -150,6 +206,26 @@ mod tests {
             let error = stream(bytes.clone()).unwrap_err().to_string();
             assert!(error.contains("UTF-16") && error.contains("iconv -f UTF-16 -t UTF-8"), "{bytes:?}: {error}");
         }
+
+        // Zeros after the last member (a padded file) end it, as `gzip -d` reads it; zeros
+        // between members are still an error.
+        let mut padded = gz.clone();
+        padded.extend(vec![0u8; 600_000]);
+        std::fs::write(&compressed, &padded).unwrap();
+        assert_eq!(read_all(TraceInput::open(&compressed).unwrap()), text);
+        assert_eq!(read_all(stream(padded).unwrap()), text);
+        let mut inner = Vec::new();
+        let mut members = text.split_inclusive('\n').map(|part| {
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(part.as_bytes()).unwrap();
+            encoder.finish().unwrap()
+        });
+        inner.extend(members.next().unwrap());
+        inner.extend([0u8; 5]);
+        inner.extend(members.next().unwrap());
+        let TraceInput::Stream(mut broken) = stream(inner).unwrap() else { panic!("a stream") };
+        let error = broken.read_to_string(&mut String::new()).unwrap_err();
+        assert!(error.to_string().contains("followed by zero bytes and then other bytes"), "{error}");
 
         let empty = dir.path().join("empty.jsonl");
         std::fs::write(&empty, "").unwrap();

@@ -807,7 +807,11 @@ fn run_trace(
     }
     if outcome.calls == 0 && !spec.rules.is_empty() {
         // Absence rules (`never`, `at_most`) pass on such a trace: say so, it is rarely meant.
-        let what = if outcome.events == 0 { "no events" } else { "no tool calls or agent invocations" };
+        let what = match (outcome.events, path) {
+            (0, "-") => "no events (standard input was empty, or closed)",
+            (0, _) => "no events",
+            _ => "no tool calls or agent invocations",
+        };
         say_err!(
             "warning: {path}: the trace has {what}; tier-2 rules that forbid something pass without \
              evidence (is the trace capture installed, and is --trace-format right?)"
@@ -1103,7 +1107,18 @@ pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
 /// Lints a checkpoint spec, and with `previous` its ids against the previous version: the
 /// spec's own diagnostics, and why the previous version could not be compared (then the
 /// spec's own problems are still all reported).
-pub(crate) fn lint_spec_file(text: &str, file: &str, previous: Option<&str>) -> (Vec<Diagnostic>, Option<String>) {
+/// Why a previous spec (`lint --previous`) cannot be compared with: it could not be read
+/// (`unreadable`), or it is not a valid spec.
+pub(crate) struct UnusablePrevious {
+    pub(crate) unreadable: bool,
+    pub(crate) reason: String,
+}
+
+pub(crate) fn lint_spec_file(
+    text: &str,
+    file: &str,
+    previous: Option<&str>,
+) -> (Vec<Diagnostic>, Option<UnusablePrevious>) {
     let mut diagnostics = load_spec(text, file).diagnostics;
     let compared = previous.map_or(Ok(()), |previous| compare_with_previous(text, file, previous, &mut diagnostics));
     (diagnostics, compared.err())
@@ -1114,10 +1129,12 @@ fn compare_with_previous(
     file: &str,
     previous_path: &str,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Result<(), String> {
+) -> Result<(), UnusablePrevious> {
     {
-        let old_text = std::fs::read_to_string(previous_path)
-            .map_err(|error| format!("cannot read previous spec `{previous_path}`: {error}"))?;
+        let old_text = std::fs::read_to_string(previous_path).map_err(|error| UnusablePrevious {
+            unreadable: true,
+            reason: format!("cannot read previous spec `{previous_path}`: {error}"),
+        })?;
         let old = match parse_spec(&old_text) {
             Ok((old, _)) => old,
             Err(problems) => {
@@ -1125,9 +1142,12 @@ fn compare_with_previous(
                     let at = problem.position.map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
                     format!(": {at}{}", problem.message)
                 });
-                return Err(format!(
-                    "previous spec `{previous_path}` is not a valid checkpoint spec{first}; run `agentic lint {previous_path}`"
-                ));
+                return Err(UnusablePrevious {
+                    unreadable: false,
+                    reason: format!(
+                        "previous spec `{previous_path}` is not a valid checkpoint spec{first}; run `agentic lint {previous_path}`"
+                    ),
+                });
             }
         };
         if let Ok((current, source_map)) = parse_spec(text) {

@@ -35,7 +35,19 @@ pub(crate) struct LintArgs {
 struct FileReport {
     file: String,
     diagnostics: Vec<Diagnostic>,
+    /// Why the file could not be used (its code in the text output is `code`).
     unreadable: Option<String>,
+    code: &'static str,
+}
+
+impl FileReport {
+    fn new(file: &str, diagnostics: Vec<Diagnostic>) -> FileReport {
+        FileReport { file: file.to_owned(), diagnostics, unreadable: None, code: "unreadable" }
+    }
+
+    fn unreadable(file: &str, reason: String) -> FileReport {
+        FileReport { unreadable: Some(reason), ..FileReport::new(file, Vec::new()) }
+    }
 }
 
 pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
@@ -69,7 +81,7 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     }
     let mut reports = Vec::new();
     for file in &args.files {
-        reports.push(lint_file(file, args.previous.as_deref()));
+        reports.extend(lint_file(file, args.previous.as_deref()));
     }
     let unreadable = reports.iter().any(|report| report.unreadable.is_some());
     let errors: usize = reports.iter().map(|report| report.diagnostics.iter().filter(|d| d.is_error()).count()).sum();
@@ -79,7 +91,7 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
         Format::Text => {
             for report in &reports {
                 if let Some(reason) = &report.unreadable {
-                    say_err!("{}: error[unreadable]: {reason}", report.file);
+                    say_err!("{}: error[{}]: {reason}", report.file, report.code);
                 }
                 for diagnostic in &report.diagnostics {
                     stdout_text!("{diagnostic}\n")?;
@@ -123,37 +135,28 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
+/// The report of `file`, and with `--previous`, of the previous spec when it cannot be used
+/// (its problem is the previous file's, not this one's).
+fn lint_file(file: &str, previous: Option<&str>) -> Vec<FileReport> {
     let text = match std::fs::read(file) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
-            Err(_) => {
-                return FileReport {
-                    file: file.to_owned(),
-                    diagnostics: Vec::new(),
-                    unreadable: Some("file is not UTF-8 text".to_owned()),
-                };
-            }
+            Err(_) => return vec![FileReport::unreadable(file, "file is not UTF-8 text".to_owned())],
         },
-        Err(error) => {
-            return FileReport {
-                file: file.to_owned(),
-                diagnostics: Vec::new(),
-                unreadable: Some(format!("cannot read file: {error}")),
-            };
-        }
+        Err(error) => return vec![FileReport::unreadable(file, format!("cannot read file: {error}"))],
     };
     if agentic_eval::looks_like_rubric(&text) {
-        return FileReport {
-            file: file.to_owned(),
-            diagnostics: agentic_eval::lint_rubric(&text, file),
-            unreadable: None,
-        };
+        return vec![FileReport::new(file, agentic_eval::lint_rubric(&text, file))];
     }
     // `--previous` is only for checkpoint specs: an empty or odd file is linted as one then.
     if previous.is_some() || super::check::looks_like_checkpoint_spec(&text) {
-        let (diagnostics, unreadable) = super::check::lint_spec_file(&text, file, previous);
-        return FileReport { file: file.to_owned(), diagnostics, unreadable };
+        let (diagnostics, unusable) = super::check::lint_spec_file(&text, file, previous);
+        let mut reports = vec![FileReport::new(file, diagnostics)];
+        if let (Some(previous), Some(unusable)) = (previous, unusable) {
+            let code = if unusable.unreadable { "unreadable" } else { "previous-invalid" };
+            reports.push(FileReport { code, ..FileReport::unreadable(previous, unusable.reason) });
+        }
+        return reports;
     }
     if agentic_core::yaml::parse_yaml(&text).is_ok_and(|document| document.value.is_null()) {
         // Nothing says what kind of file it was meant to be.
@@ -163,7 +166,7 @@ fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
             .with_hint(
                 "write a workflow (`name:`, `steps:`), a checkpoint spec (`workflow:`, `checkpoints:`) or a rubric as a YAML mapping",
             );
-        return FileReport { file: file.to_owned(), diagnostics: vec![empty], unreadable: None };
+        return vec![FileReport::new(file, vec![empty])];
     }
     let mut diagnostics = load_workflow(&text, file).diagnostics;
     // The scoring engine re-checks some of what core checks (weights, duplicate names); one
@@ -177,5 +180,5 @@ fn lint_file(file: &str, previous: Option<&str>) -> FileReport {
         }
     }
     agentic_core::diagnostic::sort_diagnostics(&mut diagnostics);
-    FileReport { file: file.to_owned(), diagnostics, unreadable: None }
+    vec![FileReport::new(file, diagnostics)]
 }

@@ -476,6 +476,18 @@ fn gzip_traces_and_standard_input_read_like_the_plain_file() {
     }
 }
 
+/// Standard input with nothing on it (empty, or closed: the Rust runtime reopens a closed one
+/// on `/dev/null`, so the two look the same) is an empty trace, and the warning says where
+/// to look.
+#[test]
+fn an_empty_standard_input_is_named_in_the_empty_trace_warning() {
+    let mut args = full_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl");
+    args[2] = "-".to_owned();
+    let output = agentic().arg("check").args(&args).stdin(std::process::Stdio::null()).output().expect("agentic runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("warning: -: the trace has no events (standard input was empty, or closed)"), "{stderr}");
+}
+
 /// Claude Code hook records of one session, one line each (`fields` without the session).
 fn hook_trace(session: &str, records: &[&str]) -> String {
     records.iter().map(|fields| format!("{{\"session_id\":\"{session}\",{fields}}}\n")).collect()
@@ -2620,6 +2632,12 @@ fn lint_previous_keeps_the_specs_own_errors_and_takes_one_spec() {
     assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
     assert!(stdout.contains("`tier` must be a whole number"), "{stdout}");
     assert!(stderr.contains("cannot read previous spec"), "{stderr}");
+    // The problem is the previous file's, and is reported on it.
+    assert!(
+        stderr.contains(&format!("{}: error[unreadable]: cannot read previous spec", missing.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&format!("{}: error[unreadable]", spec.display())), "{stderr}");
     let output = agentic()
         .arg("lint")
         .arg(&spec)

@@ -136,4 +136,5 @@ fn a_previous_spec_reads_like_any_spec() {
     let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", broken.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is not a valid checkpoint spec: "), "{stderr}");
+    assert!(stderr.contains(&format!("{}: error[previous-invalid]: previous spec", broken.display())), "{stderr}");
 }
