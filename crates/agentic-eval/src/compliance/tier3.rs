@@ -281,6 +281,19 @@ pub fn validate_verdict(checkpoint: &Checkpoint, verdict: Tier3Verdict) -> Resul
     Ok(ScoredVerdict { verdict, earned_weight, notes })
 }
 
+/// One recorded verdict; what is wrong with it in the file's terms (not serde's type names).
+fn verdict_from(value: Value) -> Result<Tier3Verdict, String> {
+    let kind = match &value {
+        Value::Object(_) => return serde_json::from_value(value).map_err(|error| error.to_string()),
+        Value::Null => "null".to_owned(),
+        Value::Bool(flag) => format!("the boolean {flag}"),
+        Value::Number(number) => format!("the number {number}"),
+        Value::String(text) => format!("the string {}", Value::String(text.chars().take(40).collect())),
+        Value::Array(_) => "a list inside the list of runs".to_owned(),
+    };
+    Err(format!("it is {kind}, not a verdict object"))
+}
+
 #[derive(Debug, Clone)]
 enum Recorded {
     One(Tier3Verdict),
@@ -305,7 +318,7 @@ impl ReplayEvaluator {
         for (id, entry) in map {
             // Read by shape, so the error names the field that is wrong (an untagged enum
             // would only say that nothing matched).
-            let invalid = |at: String, error: serde_json::Error| Tier3Error::InvalidFile {
+            let invalid = |at: String, error: String| Tier3Error::InvalidFile {
                 reason: format!(
                     "verdict for `{id}`{at}: {error} (expected {{\"result\": \"PASS|PARTIAL|FAIL\", \"notes\": ..., \
                      \"evidence_citation\": ..., \"matched_condition\": ...}} or a list of them, one per run)"
@@ -315,12 +328,10 @@ impl ReplayEvaluator {
                 Value::Array(runs) => Recorded::Runs(
                     runs.into_iter()
                         .enumerate()
-                        .map(|(run, value)| {
-                            serde_json::from_value(value).map_err(|e| invalid(format!(" (run {})", run + 1), e))
-                        })
+                        .map(|(run, value)| verdict_from(value).map_err(|e| invalid(format!(" (run {})", run + 1), e)))
                         .collect::<Result<_, _>>()?,
                 ),
-                value => Recorded::One(serde_json::from_value(value).map_err(|e| invalid(String::new(), e))?),
+                value => Recorded::One(verdict_from(value).map_err(|e| invalid(String::new(), e))?),
             };
             verdicts.insert(id, recorded);
         }
@@ -490,5 +501,11 @@ mod tests {
         assert!(message(r#"{"P3-01": {"result":"pass"}}"#).contains("unknown variant `pass`"));
         let run_two = message(r#"{"P3-01": [{"result":"PASS"}, {"result":"PASS","confidence":0.3}]}"#);
         assert!(run_two.contains("`P3-01` (run 2): unknown field `confidence`"), "{run_two}");
+        // A verdict that is not an object is named in the file's terms, not serde's type names.
+        let string = message(r#"{"P3-01": "PASS"}"#);
+        assert!(string.contains("`P3-01`: it is the string \"PASS\", not a verdict object"), "{string}");
+        assert!(!string.contains("Tier3Verdict"), "{string}");
+        let number = message(r#"{"P3-01": [{"result":"PASS"}, 5]}"#);
+        assert!(number.contains("`P3-01` (run 2): it is the number 5, not a verdict object"), "{number}");
     }
 }

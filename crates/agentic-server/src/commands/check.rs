@@ -116,8 +116,8 @@ pub(crate) struct CheckArgs {
     /// Run tier 3 this many times and report the spread of the compliance score.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_EVAL_RUNS)))]
     eval_runs: u32,
-    /// The lowest passing compliance score, in percent.
-    #[arg(long, default_value_t = 85.0, allow_negative_numbers = true)]
+    /// The lowest passing compliance score, in percent (`85` or `85%`).
+    #[arg(long, default_value_t = 85.0, allow_negative_numbers = true, value_parser = parse_percent)]
     threshold: f64,
     /// A golden set of human-annotated runs (JSON); reports tier-3 agreement and warns below 90%.
     #[arg(long)]
@@ -127,9 +127,23 @@ pub(crate) struct CheckArgs {
     evaluated_at: Option<String>,
 }
 
+/// A percentage from 0 to 100, with or without a `%` sign.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim_end();
+    match number.parse::<f64>() {
+        Ok(value) if (0.0..=100.0).contains(&value) => Ok(value),
+        _ => Err("not a percentage; use a number from 0 to 100 (`85` or `85%`)".to_owned()),
+    }
+}
+
 pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
-    if !(0.0..=100.0).contains(&args.threshold) {
-        bail!("`--threshold` {} is not a percentage; use a number from 0 to 100", args.threshold);
+    if args.threshold > 0.0 && args.threshold < 1.0 {
+        say_err!(
+            "warning: `--threshold {}` is {}%, not {}%; the threshold is in percent",
+            args.threshold,
+            percent_text(args.threshold),
+            percent_text(args.threshold * 100.0)
+        );
     }
     if let (Some(json), Some(markdown)) = (&args.json, &args.markdown)
         && same_file(json, markdown)

@@ -268,6 +268,15 @@ fn the_threshold_decides_the_exit_code() {
     assert!(run.stdout().contains("PASS: compliance 61.67% meets the threshold 60.00%"));
     let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "101"]);
     assert_eq!(run.code(), 2);
+    assert!(run.stderr().contains("not a percentage; use a number from 0 to 100 (`85` or `85%`)"), "{}", run.stderr());
+    // A percent sign is what people write.
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "62%"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(run.stdout().contains("FAIL: compliance 61.67% is below the threshold 62.00%"), "{}", run.stdout());
+    // A fraction is most likely meant as one: it passes as given, with a warning.
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--threshold", "0.85"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(run.stderr().contains("warning: `--threshold 0.85` is 0.85%, not 85.00%"), "{}", run.stderr());
 }
 
 #[test]
