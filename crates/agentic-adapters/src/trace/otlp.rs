@@ -1,5 +1,6 @@
-//! OTLP/JSON traces (`{"resourceSpans": [...]}`, one export per line or one pretty document)
-//! with the OpenTelemetry GenAI conventions.
+//! OTLP/JSON traces (`{"resourceSpans": [...]}`, one export per line or one pretty document;
+//! spans under `scopeSpans`, or the `instrumentationLibrarySpans` of OTLP before 0.15) with
+//! the OpenTelemetry GenAI conventions.
 //!
 //! Each span gives a start and an end event, chosen by `gen_ai.operation.name` (or the
 //! first word of the span name; a span with `gen_ai.tool.name` and neither is a tool call):
@@ -139,19 +140,24 @@ impl OtlpJsonAdapter {
                     resource_attributes.insert(format!("x.otlp.resource.{key}"), value);
                 }
             }
-            let scope_spans = match resource_span.remove("scopeSpans") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(items)) => items,
-                Some(other) => {
-                    return Err(format!(
-                        "`resourceSpans[{resource_idx}].scopeSpans` must be a list, found {}",
-                        kind_of(&other)
-                    ));
+            // `instrumentationLibrarySpans` is the name OTLP used before 0.15 (older exporters and
+            // collector dumps still write it), with the same shape.
+            let mut scope_spans = Vec::new();
+            for key in ["scopeSpans", "instrumentationLibrarySpans"] {
+                match resource_span.remove(key) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Array(items)) => scope_spans.extend(items.into_iter().map(|item| (key, item))),
+                    Some(other) => {
+                        return Err(format!(
+                            "`resourceSpans[{resource_idx}].{key}` must be a list, found {}",
+                            kind_of(&other)
+                        ));
+                    }
                 }
-            };
-            for scope_span in scope_spans {
+            }
+            for (key, scope_span) in scope_spans {
                 let Value::Object(mut scope_span) = scope_span else {
-                    return Err(format!("`resourceSpans[{resource_idx}].scopeSpans` items must be objects"));
+                    return Err(format!("`resourceSpans[{resource_idx}].{key}` items must be objects"));
                 };
                 match scope_span.remove("spans") {
                     None | Some(Value::Null) => {}

@@ -488,6 +488,32 @@ fn otlp_create_agent_is_a_step() {
     assert_eq!(types, vec![EventType::StepStart, EventType::StepEnd]);
 }
 
+/// OTLP before 0.15 named `scopeSpans` `instrumentationLibrarySpans` (older exporters and
+/// collector dumps still write it): its spans are read, not silently dropped.
+#[test]
+fn otlp_legacy_instrumentation_library_spans_are_read() {
+    let span = |id: &str, name: &str| {
+        json!({"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": id, "name": name,
+               "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+               "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}]})
+    };
+    let legacy = json!({"resourceSpans": [{
+        "instrumentationLibrarySpans": [{"instrumentationLibrary": {"name": "old"}, "spans": [span("b7ad6b7169203331", "execute_tool Read")]}],
+    }]});
+    let names: Vec<Option<String>> = events(&legacy.to_string()).iter().map(|e| e.step_name.clone()).collect();
+    assert_eq!(names, vec![Some("Read".to_owned()), Some("Read".to_owned())]);
+    // Both names in one resource: the spans of both are read.
+    let both = json!({"resourceSpans": [{
+        "scopeSpans": [{"spans": [span("b7ad6b7169203331", "execute_tool Read")]}],
+        "instrumentationLibrarySpans": [{"spans": [span("00f067aa0ba902b7", "execute_tool Bash")]}],
+    }]});
+    assert_eq!(events(&both.to_string()).len(), 4);
+    let wrong = json!({"resourceSpans": [{"instrumentationLibrarySpans": {"spans": []}}]}).to_string();
+    let got = read(&wrong, None);
+    let error = &got[0].as_ref().unwrap_err().message;
+    assert!(error.contains("`resourceSpans[0].instrumentationLibrarySpans` must be a list"), "{error}");
+}
+
 /// Tool names when `gen_ai.tool.name` is absent: the span name after its operation word, or
 /// the whole name when it does not start with it; a span that names its tool but not its
 /// operation is a tool call; an all-zero `parentSpanId` is no parent.
