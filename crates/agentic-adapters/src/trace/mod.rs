@@ -185,6 +185,10 @@ pub struct TraceReader<R> {
     /// Bytes of `reader` consumed as lines so far.
     consumed: u64,
     pending: VecDeque<CanonicalEvent>,
+    /// OTLP events held to be ordered with the next exports' (see
+    /// [`otlp::ORDER_WINDOW_SPANS`]), not yet numbered; and how many spans they hold.
+    held_events: Vec<CanonicalEvent>,
+    held_spans: usize,
     /// The problems of the record just read after the first (which was returned), reported
     /// before its events.
     pending_errors: VecDeque<TraceError>,
@@ -229,6 +233,8 @@ impl<R: BufRead> TraceReader<R> {
             seq: 0,
             consumed: 0,
             pending: VecDeque::new(),
+            held_events: Vec::new(),
+            held_spans: 0,
             pending_errors: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
@@ -392,6 +398,9 @@ impl<R: BufRead> TraceReader<R> {
             } else if let Some(event) = self.pending.pop_front() {
                 visit(Ok(TraceItem::Event(Box::new(event))), None)
             } else if self.done {
+                if self.give_out_held() {
+                    continue;
+                }
                 return Queued::Stop;
             } else if self.format() != Some(TraceFormat::Tooltrace) {
                 let Some(item) = self.next() else { return Queued::Stop };
@@ -590,9 +599,8 @@ impl<R: BufRead> TraceReader<R> {
         let span_lines = self.document.take().map(|text| span_lines(&text, line)).unwrap_or_default();
         // What the adapter read is kept even when part of the record failed (a bad span of
         // an OTLP document, a bad element of a list): the failure is reported first.
+        let format = adapter.format();
         for mut event in self.scratch.drain(..) {
-            self.seq += 1;
-            event.seq = self.seq;
             if !span_lines.is_empty()
                 && let Some(source) = event.source.as_mut()
                 && let Some(id) = source.raw.as_ref().and_then(|raw| raw.get("spanId")).and_then(Value::as_str)
@@ -600,9 +608,19 @@ impl<R: BufRead> TraceReader<R> {
             {
                 source.line = Some(span_line);
             }
-            self.pending.push_back(event);
+            if format == TraceFormat::OtlpJson {
+                // Spans are exported as they end: held to be ordered with later exports'.
+                self.held_spans += usize::from(otlp::starts_span(event.event_type));
+                self.held_events.push(event);
+            } else {
+                self.seq += 1;
+                event.seq = self.seq;
+                self.pending.push_back(event);
+            }
         }
-        let format = adapter.format();
+        if self.held_spans >= otlp::ORDER_WINDOW_SPANS {
+            self.give_out_held();
+        }
         let mut errors = problems.into_iter().map(|message| {
             // A bad span of a document spread over lines is cited at its `spanId`'s line.
             let line = otlp::cited_span_id(&message).and_then(|id| span_lines.get(id)).copied().unwrap_or(line);
@@ -615,6 +633,22 @@ impl<R: BufRead> TraceReader<R> {
                 Err(first)
             }
         }
+    }
+}
+
+impl<R> TraceReader<R> {
+    /// Orders the held OTLP events and queues them, numbered; false when none were held.
+    fn give_out_held(&mut self) -> bool {
+        if self.held_events.is_empty() {
+            return false;
+        }
+        self.held_spans = 0;
+        for mut event in otlp::order_events(std::mem::take(&mut self.held_events)) {
+            self.seq += 1;
+            event.seq = self.seq;
+            self.pending.push_back(event);
+        }
+        true
     }
 }
 
@@ -648,12 +682,15 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                 return Some(Ok(event));
             }
             if self.done {
+                if self.give_out_held() {
+                    continue;
+                }
                 return None;
             }
             match self.next_record() {
                 None => {
                     self.done = true;
-                    return None;
+                    continue;
                 }
                 Some(Err(error)) => return Some(Err(error)),
                 Some(Ok((record, line))) => {

@@ -14,7 +14,9 @@
 //! are normalised to lowercase hex (base64 from protobuf-JSON exporters is decoded).
 //! `status.code` 2 gives status `error` with `status.message`.
 //! Within one export, events are ordered by time (parents start before children and end
-//! after them, also when the children's clock says otherwise). Span attributes are copied
+//! after them, also when the children's clock says otherwise); [`TraceReader`](super::TraceReader)
+//! orders the events of several exports together the same way ([`order_events`], up to
+//! [`ORDER_WINDOW_SPANS`] spans held), as an SDK exports a span when it ends. Span attributes are copied
 //! into `attributes`; resource attributes go under `x.otlp.resource.*`; the raw span is kept
 //! on both events.
 //!
@@ -183,77 +185,156 @@ impl OtlpJsonAdapter {
                 Err(message) => bad.push(message),
             }
         }
-        // Each span's parent within this export, by position. Span ids are those of one
-        // trace: a parent is looked up in its child's trace.
-        type Key<'a> = (Option<&'a str>, &'a str);
-        let index: std::collections::HashMap<Key<'_>, usize> = parsed
-            .iter()
-            .enumerate()
-            .filter_map(|(idx, p)| p.span_id.as_deref().map(|id| ((p.trace_id.as_deref(), id), idx)))
-            .collect();
-        let parent_of: Vec<Option<usize>> = parsed
-            .iter()
-            .enumerate()
-            .map(|(idx, p)| {
-                p.parent_span_id
-                    .as_deref()
-                    .and_then(|id| index.get(&(p.trace_id.as_deref(), id)).copied())
-                    .filter(|&up| up != idx)
-            })
-            .collect();
-        // Depth of each span within this export, for ordering ties (a loop of parent ids
-        // stops after as many steps as there are spans).
-        let depths: Vec<usize> = (0..parsed.len())
-            .map(|idx| std::iter::successors(parent_of[idx], |&up| parent_of[up]).take(parsed.len()).count())
-            .collect();
-        // The times events are ordered by: a span inside another in this export starts no
-        // earlier than it and ends no later (clocks of two processes disagree by a little; the
-        // parent id says which came first). The events keep their own times.
-        let mut outer_first: Vec<usize> = (0..parsed.len()).collect();
-        outer_first.sort_by_key(|&idx| depths[idx]);
-        let mut starts: Vec<i128> = parsed.iter().map(|p| p.start_nanos).collect();
-        for &idx in &outer_first {
-            if let Some(up) = parent_of[idx] {
-                starts[idx] = starts[idx].max(starts[up]);
-            }
-        }
-        let mut ends: Vec<i128> = parsed.iter().zip(&starts).map(|(p, &start)| p.end_nanos.max(start)).collect();
-        for &idx in outer_first.iter().rev() {
-            if let Some(up) = parent_of[idx] {
-                ends[up] = ends[up].max(ends[idx]);
-            }
-        }
-        let mut pending = Vec::with_capacity(parsed.len() * 2);
-        for (idx, span) in parsed.into_iter().enumerate() {
-            let depth = depths[idx];
-            let (start, end) = (starts[idx], ends[idx]);
-            let moment = if end == start { Moment::EndAtStart } else { Moment::EndAfterStart };
-            let (own_start, own_end) = (span.start_nanos, span.end_nanos);
-            pending.push(Pending {
-                time: start,
-                moment: Moment::Start,
-                depth,
-                own_time: own_start,
-                order: idx,
-                event: span.start,
-            });
-            pending.push(Pending { time: end, moment, depth, own_time: own_end, order: idx, event: span.end });
-        }
-        // Same time: ends of spans that lasted, then starts (outer first), then ends of spans
-        // that took no time; ends inner first. Siblings moved to the same time (both started
-        // a little before their parent) keep the order of their own times; only then does
-        // the listing order decide.
-        pending.sort_by(|a, b| {
-            a.time.cmp(&b.time).then(a.moment.cmp(&b.moment)).then_with(|| {
-                if a.moment == Moment::Start { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }
-                    .then(a.own_time.cmp(&b.own_time))
-                    .then(a.order.cmp(&b.order))
-            })
-        });
-        out.extend(pending.into_iter().map(|p| p.event));
+        order_spans(parsed, out);
         out.extend(repeated);
         Ok(())
     }
+}
+
+/// How many spans [`TraceReader`](super::TraceReader) holds to order spans of several exports
+/// (one export per span, or batches of a long run) with each other: a span is exported when
+/// it ends, so an agent comes after the calls inside it; held together, they are ordered by
+/// time as one export's are. Past this many, what is held is given out and ordering starts
+/// afresh.
+pub(crate) const ORDER_WINDOW_SPANS: usize = 8_192;
+
+/// Orders the events of spans read from several exports (as the adapter gave them out, in
+/// the order they were read) like the spans of one export: see [`order_spans`]. Events that
+/// are not a span's start or end (a span exported again), and any event whose pair is
+/// missing, follow, in the order they came.
+pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
+    let nanos_of =
+        |time: &DateTime<Utc>| i128::from(time.timestamp()) * 1_000_000_000 + i128::from(time.timestamp_subsec_nanos());
+    let key_of = |event: &CanonicalEvent| {
+        event.span.as_ref().and_then(|span| Some((span.trace_id.clone(), span.span_id.clone()?)))
+    };
+    // A start waits for its end; the span takes the place of its start.
+    let mut open: std::collections::HashMap<(Option<String>, String), Vec<usize>> = std::collections::HashMap::new();
+    let mut slots: Vec<Option<CanonicalEvent>> = Vec::with_capacity(events.len());
+    let mut spans: Vec<(usize, ParsedSpan)> = Vec::new();
+    for event in events {
+        let kind = event.event_type;
+        match key_of(&event) {
+            Some(key) if starts_span(kind) => {
+                open.entry(key).or_default().push(slots.len());
+                slots.push(Some(event));
+            }
+            Some(key) if ends_span(kind) => {
+                let start = open.get_mut(&key).and_then(Vec::pop).and_then(|at| Some((at, slots[at].take()?)));
+                match start {
+                    Some((at, start)) => {
+                        let parent_span_id = start.span.as_ref().and_then(|span| span.parent_span_id.clone());
+                        spans.push((
+                            at,
+                            ParsedSpan {
+                                trace_id: key.0,
+                                span_id: Some(key.1),
+                                parent_span_id,
+                                start_nanos: nanos_of(&start.timestamp),
+                                end_nanos: nanos_of(&event.timestamp),
+                                start,
+                                end: event,
+                            },
+                        ));
+                    }
+                    None => slots.push(Some(event)),
+                }
+            }
+            _ => slots.push(Some(event)),
+        }
+    }
+    spans.sort_by_key(|(at, _)| *at);
+    let mut out = Vec::with_capacity(slots.len() + spans.len());
+    order_spans(spans.into_iter().map(|(_, span)| span).collect(), &mut out);
+    out.extend(slots.into_iter().flatten());
+    out
+}
+
+/// Whether an event of this adapter's is the start of a span (see [`call_events`]).
+pub(super) fn starts_span(kind: EventType) -> bool {
+    matches!(
+        kind,
+        EventType::ToolCallStart | EventType::AgentInvokeStart | EventType::LlmRequest | EventType::StepStart
+    )
+}
+
+/// Whether an event of this adapter's is the end of a span.
+fn ends_span(kind: EventType) -> bool {
+    matches!(kind, EventType::ToolCallEnd | EventType::AgentInvokeEnd | EventType::LlmResponse | EventType::StepEnd)
+}
+
+/// Appends the events of `parsed` (spans in the order they came) to `out`, ordered by time:
+/// parents start before their children and end after them, also when the children's clock
+/// says otherwise; ties by depth, then the spans' own times, then the order they came in.
+fn order_spans(parsed: Vec<ParsedSpan>, out: &mut Vec<CanonicalEvent>) {
+    // Each span's parent within this export, by position. Span ids are those of one
+    // trace: a parent is looked up in its child's trace.
+    type Key<'a> = (Option<&'a str>, &'a str);
+    let index: std::collections::HashMap<Key<'_>, usize> = parsed
+        .iter()
+        .enumerate()
+        .filter_map(|(idx, p)| p.span_id.as_deref().map(|id| ((p.trace_id.as_deref(), id), idx)))
+        .collect();
+    let parent_of: Vec<Option<usize>> = parsed
+        .iter()
+        .enumerate()
+        .map(|(idx, p)| {
+            p.parent_span_id
+                .as_deref()
+                .and_then(|id| index.get(&(p.trace_id.as_deref(), id)).copied())
+                .filter(|&up| up != idx)
+        })
+        .collect();
+    // Depth of each span within this export, for ordering ties (a loop of parent ids
+    // stops after as many steps as there are spans).
+    let depths: Vec<usize> = (0..parsed.len())
+        .map(|idx| std::iter::successors(parent_of[idx], |&up| parent_of[up]).take(parsed.len()).count())
+        .collect();
+    // The times events are ordered by: a span inside another in this export starts no
+    // earlier than it and ends no later (clocks of two processes disagree by a little; the
+    // parent id says which came first). The events keep their own times.
+    let mut outer_first: Vec<usize> = (0..parsed.len()).collect();
+    outer_first.sort_by_key(|&idx| depths[idx]);
+    let mut starts: Vec<i128> = parsed.iter().map(|p| p.start_nanos).collect();
+    for &idx in &outer_first {
+        if let Some(up) = parent_of[idx] {
+            starts[idx] = starts[idx].max(starts[up]);
+        }
+    }
+    let mut ends: Vec<i128> = parsed.iter().zip(&starts).map(|(p, &start)| p.end_nanos.max(start)).collect();
+    for &idx in outer_first.iter().rev() {
+        if let Some(up) = parent_of[idx] {
+            ends[up] = ends[up].max(ends[idx]);
+        }
+    }
+    let mut pending = Vec::with_capacity(parsed.len() * 2);
+    for (idx, span) in parsed.into_iter().enumerate() {
+        let depth = depths[idx];
+        let (start, end) = (starts[idx], ends[idx]);
+        let moment = if end == start { Moment::EndAtStart } else { Moment::EndAfterStart };
+        let (own_start, own_end) = (span.start_nanos, span.end_nanos);
+        pending.push(Pending {
+            time: start,
+            moment: Moment::Start,
+            depth,
+            own_time: own_start,
+            order: idx,
+            event: span.start,
+        });
+        pending.push(Pending { time: end, moment, depth, own_time: own_end, order: idx, event: span.end });
+    }
+    // Same time: ends of spans that lasted, then starts (outer first), then ends of spans
+    // that took no time; ends inner first. Siblings moved to the same time (both started
+    // a little before their parent) keep the order of their own times; only then does
+    // the listing order decide.
+    pending.sort_by(|a, b| {
+        a.time.cmp(&b.time).then(a.moment.cmp(&b.moment)).then_with(|| {
+            if a.moment == Moment::Start { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }
+                .then(a.own_time.cmp(&b.own_time))
+                .then(a.order.cmp(&b.order))
+        })
+    });
+    out.extend(pending.into_iter().map(|p| p.event));
 }
 
 struct ParsedSpan {

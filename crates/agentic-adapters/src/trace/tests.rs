@@ -627,8 +627,17 @@ fn pretty_printed_documents_span_lines() {
     let text = format!("{pretty}\n{other}\n");
     let got = read(&text, None);
     assert_eq!(got.len(), 8, "{got:?}");
-    let second = got[4].as_ref().unwrap();
-    assert_eq!(second.source.as_ref().unwrap().line, Some(pretty.lines().count() as u64 + 1));
+    // The two documents' spans are ordered together (by time, and here the times are the
+    // same); the second document's events cite its one line.
+    let second: Vec<_> = got
+        .iter()
+        .map(|event| event.as_ref().unwrap())
+        .filter(|event| event.span.as_ref().unwrap().trace_id.as_deref() == Some("0af7651916cd43dd8448eb211c80319c"))
+        .collect();
+    assert_eq!(second.len(), 4);
+    for event in second {
+        assert_eq!(event.source.as_ref().unwrap().line, Some(pretty.lines().count() as u64 + 1));
+    }
 }
 
 /// A printer that does not indent (Python's `json.dumps(doc, indent=0)`) puts the objects of
@@ -1605,9 +1614,62 @@ fn otlp_doc(spans: &[SpanRow<'_>]) -> String {
     json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
 }
 
+/// An SDK exports a span when it ends (one export per span with a simple processor; batches
+/// of a long run with a batching one), so an agent comes after the calls inside it: the
+/// spans of several exports are ordered together, as those of one export are.
+#[test]
+fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
+    let rows: [SpanRow<'_>; 4] = [
+        ("00000000000000a1", None, "invoke_agent main", Some("100"), Some("1000")),
+        ("00000000000000a2", Some("00000000000000a1"), "invoke_agent helper", Some("200"), Some("500")),
+        ("00000000000000a3", Some("00000000000000a2"), "execute_tool Write", Some("300"), Some("400")),
+        ("00000000000000a4", Some("00000000000000a1"), "execute_tool Read", Some("600"), Some("700")),
+    ];
+    let names = |text: &str| -> Vec<String> {
+        events(text).iter().map(|e| format!("{:?} {}", e.event_type, e.step_name.as_deref().unwrap_or(""))).collect()
+    };
+    let expected = [
+        "AgentInvokeStart main",
+        "AgentInvokeStart helper",
+        "ToolCallStart Write",
+        "ToolCallEnd Write",
+        "AgentInvokeEnd helper",
+        "ToolCallStart Read",
+        "ToolCallEnd Read",
+        "AgentInvokeEnd main",
+    ];
+    assert_eq!(names(&otlp_doc(&rows)), expected);
+    // One export per span, in the order they ended; and two batches.
+    let per_span: String = [2, 1, 3, 0].iter().map(|&idx| otlp_doc(&rows[idx..=idx]) + "\n").collect();
+    assert_eq!(names(&per_span), expected, "{per_span}");
+    let batches = format!("{}\n{}\n", otlp_doc(&[rows[2], rows[1]]), otlp_doc(&[rows[3], rows[0]]));
+    assert_eq!(names(&batches), expected, "{batches}");
+    // Each event still cites its own line.
+    let lines: Vec<Option<u64>> = events(&per_span).iter().map(|e| e.source.as_ref().unwrap().line).collect();
+    assert_eq!(lines, [Some(4), Some(2), Some(1), Some(1), Some(2), Some(3), Some(3), Some(4)]);
+    assert_parallel_agrees(per_span.as_bytes(), None);
+    // Memory is bounded: past the window, what is held is given out, so a span that comes
+    // after that many others is ordered only among those after it.
+    let window = super::otlp::ORDER_WINDOW_SPANS;
+    let mut text = String::new();
+    for idx in 0..window {
+        let id = format!("{:016x}", idx + 16);
+        let start = (10_000 + idx).to_string();
+        text.push_str(&otlp_doc(&[(&id, None, "execute_tool Bash", Some(&start), Some(&start))]));
+        text.push('\n');
+    }
+    text.push_str(&otlp_doc(&[("0000000000000001", None, "execute_tool Early", Some("1"), Some("2"))]));
+    text.push('\n');
+    let got = events(&text);
+    assert_eq!(got.len(), 2 * (window + 1));
+    assert_eq!(got[0].step_name.as_deref(), Some("Bash"));
+    assert_eq!(got[2 * window].step_name.as_deref(), Some("Early"));
+}
+
 /// A span exported again (a retried batch, or listed twice in one document) is one
 /// `custom` event with `data.repeated: true`, so its call counts once; the same span id in
-/// another trace is another span.
+/// another trace is another span. The spans of the exports are ordered together; the
+/// `custom` events follow them in the order they came.
 #[test]
 fn otlp_spans_exported_again_count_once() {
     use EventType::*;
@@ -1625,16 +1687,16 @@ fn otlp_spans_exported_again_count_once() {
         got,
         vec![
             (ToolCallStart, Some(1), None),
+            (ToolCallStart, Some(3), None),
             (ToolCallEnd, Some(1), None),
+            (ToolCallEnd, Some(3), None),
             (Custom, Some(1), Some(true)),
             (Custom, Some(2), Some(true)),
             (Custom, Some(2), Some(true)),
-            (ToolCallStart, Some(3), None),
-            (ToolCallEnd, Some(3), None),
             (Custom, Some(3), Some(true)),
         ]
     );
-    let repeated = &events(&text)[2];
+    let repeated = &events(&text)[4];
     assert_eq!(repeated.data["kind"], json!("tool_call_start"));
     assert!(repeated.source.as_ref().unwrap().raw.is_some(), "the raw span rides along");
     assert_parallel_agrees(text.as_bytes(), None);

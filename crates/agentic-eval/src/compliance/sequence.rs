@@ -416,6 +416,11 @@ impl CompiledMatcher {
         &self.source
     }
 
+    /// Whether it has conditions on the arguments (`args`, `args_text`).
+    fn reads_arguments(&self) -> bool {
+        !self.args.is_empty() || !self.args_text.is_empty()
+    }
+
     fn matches(&self, occurrence: &Occurrence<'_>) -> bool {
         self.name_matches(occurrence.kind, occurrence.name) && self.args_match(occurrence)
     }
@@ -634,6 +639,21 @@ pub enum Relation {
     Never(CompiledMatcher),
     /// See [`SequenceRule::count`].
     Count(CompiledMatcher, Option<u64>, Option<u64>),
+}
+
+/// Whether a rule has conditions on arguments (in its relation or its scope).
+fn rule_reads_arguments(rule: &CompiledRule) -> bool {
+    rule.relation.matchers().into_iter().chain(rule.within.as_ref()).any(CompiledMatcher::reads_arguments)
+}
+
+impl Relation {
+    /// The relation's matchers.
+    fn matchers(&self) -> Vec<&CompiledMatcher> {
+        match self {
+            Relation::Before(a, b) | Relation::OnlyAfter(a, b) | Relation::ImmediatelyBefore(a, b) => vec![a, b],
+            Relation::Never(one) | Relation::Count(one, ..) => vec![one],
+        }
+    }
 }
 
 /// A compiled [`SequenceRule`].
@@ -1722,6 +1742,11 @@ pub struct TraceOutcome {
     /// Subagents likely linked to the wrong spawning call (events marked
     /// [`agentic_core::event::SPAWN_MISATTRIBUTED`]), and the line of the first mark.
     pub misattributed_spawns: (u64, Option<u64>),
+    /// OTLP tool calls that record no arguments (`gen_ai.tool.call.arguments` is opt-in in the
+    /// OpenTelemetry GenAI conventions), and the line of the first, when a rule has `args`
+    /// conditions (none otherwise): those conditions cannot match such calls, and the notes
+    /// of the rules that have them warn.
+    pub calls_without_arguments: (u64, Option<u64>),
     /// Rules whose scope matched spans in a trace where no call records a parent (a Claude
     /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
     /// could be placed inside those scopes, so the rules saw nothing inside.
@@ -1754,6 +1779,8 @@ pub struct SequenceEngine {
     traces: Vec<String>,
     /// See [`TraceOutcome::misattributed_spawns`].
     misattributed_spawns: (u64, Option<u64>),
+    /// See [`TraceOutcome::calls_without_arguments`].
+    calls_without_arguments: (u64, Option<u64>),
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
@@ -2032,6 +2059,7 @@ impl SequenceEngine {
             summarized: 0,
             traces: Vec::new(),
             misattributed_spawns: (0, None),
+            calls_without_arguments: (0, None),
             order: 0,
             scoped,
             parented_calls: false,
@@ -2058,6 +2086,14 @@ impl SequenceEngine {
             self.misattributed_spawns.0 += 1;
             let line = event.source.as_ref().and_then(|source| source.line);
             self.misattributed_spawns.1 = self.misattributed_spawns.1.or(line);
+        }
+        if event.event_type == EventType::ToolCallStart
+            && event.data.get("input").is_none()
+            && let Some(source) = &event.source
+            && source.format == "otlp_json"
+        {
+            self.calls_without_arguments.0 += 1;
+            self.calls_without_arguments.1 = self.calls_without_arguments.1.or(source.line);
         }
         self.feed_ref(&EventRef::from_event(event));
     }
@@ -2420,6 +2456,7 @@ impl SequenceEngine {
     pub fn finish(self) -> TraceOutcome {
         let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
+        let reads_arguments = self.rules.iter().any(rule_reads_arguments);
         let outcomes = self
             .rules
             .iter()
@@ -2547,6 +2584,19 @@ impl SequenceEngine {
                         ),
                     );
                 }
+                if let (count @ 1.., first) = self.calls_without_arguments
+                    && rule_reads_arguments(rule)
+                {
+                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {count} OTLP tool call(s) record no arguments{at} (`gen_ai.tool.call.arguments` \
+                             is opt-in in the OpenTelemetry GenAI conventions), so `args` conditions could not match \
+                             them; record the arguments to check this rule on every call."
+                        ),
+                    );
+                }
                 if let [first, second, more @ ..] = self.traces.as_slice()
                     && matches!(
                         rule.relation,
@@ -2557,7 +2607,7 @@ impl SequenceEngine {
                         &mut outcome.notes,
                         &format!(
                             "Warning: the trace holds the calls of more than one session or trace (`{first}`, \
-                             `{second}`{}), read as one sequence in file order, so a call of one can satisfy \
+                             `{second}`{}), read as one sequence (in file order; OTLP spans by time), so a call of one can satisfy \
                              or break this rule for another; check one session's records at a time.",
                             if more.is_empty() { "" } else { ", ..." }
                         ),
@@ -2581,6 +2631,7 @@ impl SequenceEngine {
             excerpt: self.excerpt.into_iter().map(|(_, line)| line).collect(),
             traces: self.traces,
             misattributed_spawns: self.misattributed_spawns,
+            calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
             unlinked_scopes,
         }
     }

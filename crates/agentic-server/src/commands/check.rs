@@ -839,6 +839,14 @@ fn run_trace(
              denied call without a record), so `within` rules may count its calls under the wrong call"
         );
     }
+    if let (count @ 1.., first) = outcome.calls_without_arguments {
+        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        say_err!(
+            "warning: {path}: {count} OTLP tool call(s) record no arguments{at}: `gen_ai.tool.call.arguments` is \
+             opt-in in the OpenTelemetry GenAI conventions, so rules with `args` conditions could not match those \
+             calls (turn on recording of tool arguments in the instrumentation)"
+        );
+    }
     if outcome.unlinked_scopes > 0 {
         say_err!(
             "warning: {path}: {} `within` rule(s) matched their scope, but no tool call in the trace records a parent \

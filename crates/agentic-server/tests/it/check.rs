@@ -497,6 +497,53 @@ fn an_empty_standard_input_is_named_in_the_empty_trace_warning() {
     assert!(stderr.contains("warning: -: the trace has no events (standard input was empty, or closed)"), "{stderr}");
 }
 
+/// OTLP tool spans exported one at a time as they end (an SDK's simple span processor): the
+/// agent span comes after the call inside it, and order rules still see it first. A tool
+/// call that records no arguments (`gen_ai.tool.call.arguments` is opt-in) cannot fail an
+/// `args` condition: the rules with such conditions say so, and stderr warns.
+#[test]
+fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
+    let span = |id: &str, parent: Option<&str>, name: &str, times: (u64, u64), attributes: Value| {
+        let mut span = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": id, "name": name,
+            "startTimeUnixNano": times.0.to_string(), "endTimeUnixNano": times.1.to_string(), "attributes": attributes});
+        if let Some(parent) = parent {
+            span["parentSpanId"] = json!(parent);
+        }
+        json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).to_string() + "\n"
+    };
+    let operation = |op: &str| json!([{"key": "gen_ai.operation.name", "value": {"stringValue": op}}]);
+    // Ended first, exported first: the Bash call (no arguments), then its agent.
+    let trace =
+        span("00000000000000b2", Some("00000000000000b1"), "execute_tool Bash", (200, 300), operation("execute_tool"))
+            + &span("00000000000000b1", None, "invoke_agent fixer", (100, 400), operation("invoke_agent"));
+    let run = check_rules(
+        &[
+            ("O-01", "{before: {a: {agent: fixer}, b: {tool: Bash}}}"),
+            ("O-02", "{never: {tool: Bash, args: {command: {contains: \"rm -rf\"}}}}"),
+            ("O-03", "{count: {of: {tool: Bash}, at_least: 1}}"),
+        ],
+        &trace,
+    );
+    assert_eq!(run.results(), owned(&[("O-01", "PASS", 1.0), ("O-02", "PASS", 1.0), ("O-03", "PASS", 1.0)]));
+    let notes = |id: &str| {
+        run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["notes"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let warning = "Warning: 1 OTLP tool call(s) record no arguments (first at line 1)";
+    assert!(notes("O-02").contains(warning), "{}", notes("O-02"));
+    assert!(!notes("O-01").contains(warning) && !notes("O-03").contains(warning));
+    assert!(run.stderr().contains("1 OTLP tool call(s) record no arguments (first at line 1)"), "{}", run.stderr());
+    // With the arguments recorded, there is nothing to warn about.
+    let arguments = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{\"command\": \"ls\"}"}}]);
+    let trace = span("00000000000000b2", Some("00000000000000b1"), "execute_tool Bash", (200, 300), arguments)
+        + &span("00000000000000b1", None, "invoke_agent fixer", (100, 400), operation("invoke_agent"));
+    let run = check_rules(&[("O-02", "{never: {tool: Bash, args: {command: {contains: \"rm -rf\"}}}}")], &trace);
+    assert!(!run.stderr().contains("record no arguments"), "{}", run.stderr());
+}
+
 /// Claude Code hook records of one session, one line each (`fields` without the session).
 fn hook_trace(session: &str, records: &[&str]) -> String {
     records.iter().map(|fields| format!("{{\"session_id\":\"{session}\",{fields}}}\n")).collect()
