@@ -189,6 +189,8 @@ pub struct TraceReader<R> {
     /// [`otlp::ORDER_WINDOW_SPANS`]), not yet numbered; and how many spans they hold.
     held_events: Vec<CanonicalEvent>,
     held_spans: usize,
+    /// Where the records of the held events start (bytes of `reader` consumed before them).
+    held_since: u64,
     /// The problems of the record just read after the first (which was returned), reported
     /// before its events.
     pending_errors: VecDeque<TraceError>,
@@ -235,6 +237,7 @@ impl<R: BufRead> TraceReader<R> {
             pending: VecDeque::new(),
             held_events: Vec::new(),
             held_spans: 0,
+            held_since: 0,
             pending_errors: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
@@ -618,7 +621,9 @@ impl<R: BufRead> TraceReader<R> {
                 self.pending.push_back(event);
             }
         }
-        if self.held_spans >= otlp::ORDER_WINDOW_SPANS {
+        if self.held_spans >= otlp::ORDER_WINDOW_SPANS
+            || self.consumed.saturating_sub(self.held_since) >= otlp::ORDER_WINDOW_BYTES
+        {
             self.give_out_held();
         }
         let mut errors = problems.into_iter().map(|message| {
@@ -639,6 +644,7 @@ impl<R: BufRead> TraceReader<R> {
 impl<R> TraceReader<R> {
     /// Orders the held OTLP events and queues them, numbered; false when none were held.
     fn give_out_held(&mut self) -> bool {
+        self.held_since = self.consumed;
         if self.held_events.is_empty() {
             return false;
         }

@@ -16,7 +16,8 @@
 //! Within one export, events are ordered by time (parents start before children and end
 //! after them, also when the children's clock says otherwise); [`TraceReader`](super::TraceReader)
 //! orders the events of several exports together the same way ([`order_events`], up to
-//! [`ORDER_WINDOW_SPANS`] spans held), as an SDK exports a span when it ends. Span attributes are copied
+//! [`ORDER_WINDOW_SPANS`] spans and [`ORDER_WINDOW_BYTES`] of records held), as an SDK
+//! exports a span when it ends. Span attributes are copied
 //! into `attributes`; resource attributes go under `x.otlp.resource.*`; the raw span is kept
 //! on both events.
 //!
@@ -194,9 +195,13 @@ impl OtlpJsonAdapter {
 /// How many spans [`TraceReader`](super::TraceReader) holds to order spans of several exports
 /// (one export per span, or batches of a long run) with each other: a span is exported when
 /// it ends, so an agent comes after the calls inside it; held together, they are ordered by
-/// time as one export's are. Past this many, what is held is given out and ordering starts
-/// afresh.
+/// time as one export's are. Past this many, or past [`ORDER_WINDOW_BYTES`] of records,
+/// what is held is given out and ordering starts afresh.
 pub(crate) const ORDER_WINDOW_SPANS: usize = 8_192;
+
+/// The most record text whose spans [`TraceReader`](super::TraceReader) holds to order them
+/// (held as events, a span takes about 25 times its text in memory).
+pub(crate) const ORDER_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Orders the events of spans read from several exports (as the adapter gave them out, in
 /// the order they were read) like the spans of one export: see [`order_spans`]. Events that

@@ -1664,6 +1664,21 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     assert_eq!(got.len(), 2 * (window + 1));
     assert_eq!(got[0].step_name.as_deref(), Some("Bash"));
     assert_eq!(got[2 * window].step_name.as_deref(), Some("Early"));
+    // Memory is bounded by the text held too: a few large spans fill the window.
+    let big = "x".repeat(300_000);
+    let large = |id: &str, name: &str, start: &str| {
+        let mut doc: Value = serde_json::from_str(&otlp_doc(&[(id, None, name, Some(start), Some(start))])).unwrap();
+        doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] =
+            json!([{"key": "note", "value": {"stringValue": big}}]);
+        doc.to_string() + "\n"
+    };
+    let per_window = (super::otlp::ORDER_WINDOW_BYTES / 300_000) as usize + 1;
+    let mut text: String =
+        (0..per_window).map(|idx| large(&format!("{:016x}", idx + 16), "execute_tool Bash", "100")).collect();
+    text.push_str(&large("0000000000000001", "execute_tool Early", "1"));
+    let got = events(&text);
+    assert_eq!(got[0].step_name.as_deref(), Some("Bash"));
+    assert_eq!(got[2 * per_window].step_name.as_deref(), Some("Early"));
 }
 
 /// A span exported again (a retried batch, or listed twice in one document) is one
