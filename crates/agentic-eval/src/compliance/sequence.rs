@@ -421,6 +421,11 @@ impl CompiledMatcher {
         !self.args.is_empty() || !self.args_text.is_empty()
     }
 
+    /// Whether it has conditions on argument paths (`args`), which need JSON arguments.
+    fn reads_argument_paths(&self) -> bool {
+        !self.args.is_empty()
+    }
+
     fn matches(&self, occurrence: &Occurrence<'_>) -> bool {
         self.name_matches(occurrence.kind, occurrence.name) && self.args_match(occurrence)
     }
@@ -644,6 +649,11 @@ pub enum Relation {
 /// Whether a rule has conditions on arguments (in its relation or its scope).
 fn rule_reads_arguments(rule: &CompiledRule) -> bool {
     rule.relation.matchers().into_iter().chain(rule.within.as_ref()).any(CompiledMatcher::reads_arguments)
+}
+
+/// Whether a rule has conditions on argument paths (in its relation or its scope).
+fn rule_reads_argument_paths(rule: &CompiledRule) -> bool {
+    rule.relation.matchers().into_iter().chain(rule.within.as_ref()).any(CompiledMatcher::reads_argument_paths)
 }
 
 impl Relation {
@@ -1747,6 +1757,11 @@ pub struct TraceOutcome {
     /// conditions (none otherwise): those conditions cannot match such calls, and the notes
     /// of the rules that have them warn.
     pub calls_without_arguments: (u64, Option<u64>),
+    /// OTLP tool calls whose `gen_ai.tool.call.arguments` is not a JSON object (text that is
+    /// not JSON, such as a language's own printing of a dict, or a lone value), and the line of
+    /// the first, when a rule has `args` path conditions (none otherwise): `args_text`
+    /// matches such arguments, `args` paths cannot.
+    pub calls_with_text_arguments: (u64, Option<u64>),
     /// Rules whose scope matched spans in a trace where no call records a parent (a Claude
     /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
     /// could be placed inside those scopes, so the rules saw nothing inside.
@@ -1781,6 +1796,8 @@ pub struct SequenceEngine {
     misattributed_spawns: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_without_arguments`].
     calls_without_arguments: (u64, Option<u64>),
+    /// See [`TraceOutcome::calls_with_text_arguments`].
+    calls_with_text_arguments: (u64, Option<u64>),
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
@@ -2060,6 +2077,7 @@ impl SequenceEngine {
             traces: Vec::new(),
             misattributed_spawns: (0, None),
             calls_without_arguments: (0, None),
+            calls_with_text_arguments: (0, None),
             order: 0,
             scoped,
             parented_calls: false,
@@ -2088,12 +2106,18 @@ impl SequenceEngine {
             self.misattributed_spawns.1 = self.misattributed_spawns.1.or(line);
         }
         if event.event_type == EventType::ToolCallStart
-            && event.data.get("input").is_none()
             && let Some(source) = &event.source
             && source.format == "otlp_json"
         {
-            self.calls_without_arguments.0 += 1;
-            self.calls_without_arguments.1 = self.calls_without_arguments.1.or(source.line);
+            let tally = match event.data.get("input") {
+                None => Some(&mut self.calls_without_arguments),
+                Some(Value::Object(_) | Value::Array(_)) => None,
+                Some(_) => Some(&mut self.calls_with_text_arguments),
+            };
+            if let Some((count, first)) = tally {
+                *count += 1;
+                *first = first.or(source.line);
+            }
         }
         self.feed_ref(&EventRef::from_event(event));
     }
@@ -2457,6 +2481,7 @@ impl SequenceEngine {
         let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         let reads_arguments = self.rules.iter().any(rule_reads_arguments);
+        let reads_argument_paths = self.rules.iter().any(rule_reads_argument_paths);
         let outcomes = self
             .rules
             .iter()
@@ -2597,6 +2622,19 @@ impl SequenceEngine {
                         ),
                     );
                 }
+                if let (count @ 1.., first) = self.calls_with_text_arguments
+                    && rule_reads_argument_paths(rule)
+                {
+                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {count} OTLP tool call(s) record arguments that are not a JSON object{at}, so \
+                             `args` conditions could not match them (`args_text` matches such text); record the \
+                             arguments as a JSON object to check this rule on every call."
+                        ),
+                    );
+                }
                 if let [first, second, more @ ..] = self.traces.as_slice()
                     && matches!(
                         rule.relation,
@@ -2632,6 +2670,7 @@ impl SequenceEngine {
             traces: self.traces,
             misattributed_spawns: self.misattributed_spawns,
             calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
+            calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
             unlinked_scopes,
         }
     }

@@ -847,6 +847,14 @@ fn run_trace(
              calls (turn on recording of tool arguments in the instrumentation)"
         );
     }
+    if let (count @ 1.., first) = outcome.calls_with_text_arguments {
+        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        say_err!(
+            "warning: {path}: {count} OTLP tool call(s) record `gen_ai.tool.call.arguments` that is not a JSON object{at}, \
+             so rules with `args` conditions could not match those calls (`args_text` matches such text; record the \
+             arguments as a JSON object)"
+        );
+    }
     if outcome.unlinked_scopes > 0 {
         say_err!(
             "warning: {path}: {} `within` rule(s) matched their scope, but no tool call in the trace records a parent \

@@ -542,6 +542,30 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
         + &span("00000000000000b1", None, "invoke_agent fixer", (100, 400), operation("invoke_agent"));
     let run = check_rules(&[("O-02", "{never: {tool: Bash, args: {command: {contains: \"rm -rf\"}}}}")], &trace);
     assert!(!run.stderr().contains("record no arguments"), "{}", run.stderr());
+    assert!(!run.stderr().contains("not a JSON object"), "{}", run.stderr());
+    // Arguments as a language prints a dict are text: `args_text` matches it, `args` paths
+    // cannot, and rules with `args` conditions say so.
+    let printed = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{'command': 'rm -rf /'}"}}]);
+    let trace = span("00000000000000b2", None, "execute_tool Bash", (200, 300), printed);
+    let run = check_rules(
+        &[
+            ("O-02", "{never: {tool: Bash, args: {command: {contains: \"rm -rf\"}}}}"),
+            ("O-04", "{never: {tool: Bash, args_text: {contains: \"rm -rf\"}}}"),
+        ],
+        &trace,
+    );
+    assert_eq!(run.results(), owned(&[("O-02", "PASS", 1.0), ("O-04", "FAIL", 0.0)]));
+    let text_warning = "1 OTLP tool call(s) record arguments that are not a JSON object (first at line 1)";
+    let notes = |id: &str| {
+        run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["notes"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(notes("O-02").contains(text_warning), "{}", notes("O-02"));
+    assert!(!notes("O-04").contains(text_warning), "{}", notes("O-04"));
+    assert!(run.stderr().contains("that is not a JSON object (first at line 1)"), "{}", run.stderr());
 }
 
 /// Claude Code hook records of one session, one line each (`fields` without the session).
