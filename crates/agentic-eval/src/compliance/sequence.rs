@@ -2609,31 +2609,34 @@ impl SequenceEngine {
                         ),
                     );
                 }
-                if let (count @ 1.., first) = self.calls_without_arguments
-                    && rule_reads_arguments(rule)
-                {
-                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
-                            "Warning: {count} OTLP tool call(s) record no arguments{at} (`gen_ai.tool.call.arguments` \
-                             is opt-in in the OpenTelemetry GenAI conventions), so `args` conditions could not match \
-                             them; record the arguments to check this rule on every call."
-                        ),
-                    );
-                }
-                if let (count @ 1.., first) = self.calls_with_text_arguments
-                    && rule_reads_argument_paths(rule)
-                {
-                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
-                            "Warning: {count} OTLP tool call(s) record arguments that are not a JSON object{at}, so \
-                             `args` conditions could not match them (`args_text` matches such text); record the \
-                             arguments as a JSON object to check this rule on every call."
-                        ),
-                    );
+                // OTLP calls whose arguments an argument condition could not read.
+                let unread = [
+                    (
+                        self.calls_without_arguments,
+                        rule_reads_arguments(rule),
+                        "no arguments",
+                        " (`gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions), so `args` \
+                         conditions could not match them; record the arguments",
+                    ),
+                    (
+                        self.calls_with_text_arguments,
+                        rule_reads_argument_paths(rule),
+                        "arguments that are not a JSON object",
+                        ", so `args` conditions could not match them (`args_text` matches such text); record the \
+                         arguments as a JSON object",
+                    ),
+                ];
+                for ((count, first), reads, what, why) in unread {
+                    if count > 0 && reads {
+                        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                        append_sentence(
+                            &mut outcome.notes,
+                            &format!(
+                                "Warning: {count} OTLP tool call(s) record {what}{at}{why} to check this rule on \
+                                 every call."
+                            ),
+                        );
+                    }
                 }
                 if let [first, second, more @ ..] = self.traces.as_slice()
                     && matches!(
