@@ -824,7 +824,11 @@ fn run_trace(
         let what = match (outcome.events, path) {
             (0, "-") => "no events (standard input was empty, or closed)",
             (0, _) => "no events",
-            _ => "no tool calls or agent invocations",
+            _ => {
+                "no tool calls or agent invocations (OTLP spans are calls when they follow the OpenTelemetry GenAI \
+                 conventions: `gen_ai.operation.name` `execute_tool` or `invoke_agent`, or a span name that starts \
+                 with it, or a `gen_ai.tool.name`)"
+            }
         };
         say_err!(
             "warning: {path}: the trace has {what}; tier-2 rules that forbid something pass without \

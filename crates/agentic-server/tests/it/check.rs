@@ -566,6 +566,17 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     assert!(notes("O-02").contains(text_warning), "{}", notes("O-02"));
     assert!(!notes("O-04").contains(text_warning), "{}", notes("O-04"));
     assert!(run.stderr().contains("that is not a JSON object (first at line 1)"), "{}", run.stderr());
+    // Spans of another convention (OpenInference's `openinference.span.kind`) are steps, not
+    // calls: the warning that absence rules pass says which spans count as calls.
+    let other = json!([{"key": "openinference.span.kind", "value": {"stringValue": "TOOL"}}]);
+    let run =
+        check_rules(&[("O-02", "{never: {tool: Bash}}")], &span("00000000000000b2", None, "Bash", (200, 300), other));
+    assert_eq!(run.results(), owned(&[("O-02", "PASS", 1.0)]));
+    assert!(
+        run.stderr().contains("no tool calls or agent invocations (OTLP spans are calls when they follow the OpenTelemetry GenAI conventions"),
+        "{}",
+        run.stderr()
+    );
 }
 
 /// Claude Code hook records of one session, one line each (`fields` without the session).
