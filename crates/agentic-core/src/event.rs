@@ -162,6 +162,12 @@ pub struct EventSource {
 /// under the wrong call; the tier-2 engine warns in the notes of scoped rules.
 pub const SPAWN_MISATTRIBUTED: &str = "x.claude_hook.spawn_misattributed";
 
+/// Attribute on the start of an OTLP span read after the reader had given out events that
+/// started later than it (more spans came in between than it holds to order them): the span
+/// is placed after them, out of time order; the tier-2 engine warns in the notes of order
+/// rules.
+pub const OUT_OF_ORDER: &str = "x.otlp.out_of_order";
+
 /// One canonical event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CanonicalEvent {

@@ -191,6 +191,10 @@ pub struct TraceReader<R> {
     held_spans: usize,
     /// Where the records of the held events start (bytes of `reader` consumed before them).
     held_since: u64,
+    /// The latest time among the OTLP events given out before the end of the input (in
+    /// nanoseconds): a span that starts earlier is out of order (see
+    /// [`agentic_core::event::OUT_OF_ORDER`]).
+    given_out_until: Option<i128>,
     /// The problems of the record just read after the first (which was returned), reported
     /// before its events.
     pending_errors: VecDeque<TraceError>,
@@ -238,6 +242,7 @@ impl<R: BufRead> TraceReader<R> {
             held_events: Vec::new(),
             held_spans: 0,
             held_since: 0,
+            given_out_until: None,
             pending_errors: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
@@ -613,7 +618,12 @@ impl<R: BufRead> TraceReader<R> {
             }
             if format == TraceFormat::OtlpJson {
                 // Spans are exported as they end: held to be ordered with later exports'.
-                self.held_spans += usize::from(otlp::starts_span(event.event_type));
+                if otlp::starts_span(event.event_type) {
+                    self.held_spans += 1;
+                    if self.given_out_until.is_some_and(|until| otlp::nanos_of(&event.timestamp) < until) {
+                        event.attributes.insert(agentic_core::event::OUT_OF_ORDER.to_owned(), Value::Bool(true));
+                    }
+                }
                 self.held_events.push(event);
             } else {
                 self.seq += 1;
@@ -624,6 +634,8 @@ impl<R: BufRead> TraceReader<R> {
         if self.held_spans >= otlp::ORDER_WINDOW_SPANS
             || self.consumed.saturating_sub(self.held_since) >= otlp::ORDER_WINDOW_BYTES
         {
+            let latest = self.held_events.iter().map(|event| otlp::nanos_of(&event.timestamp)).max();
+            self.given_out_until = self.given_out_until.max(latest);
             self.give_out_held();
         }
         let mut errors = problems.into_iter().map(|message| {

@@ -77,17 +77,17 @@ enum Moment {
     EndAfterStart,
     /// A start.
     Start,
-    /// The end of a span that took no time: after its own start and the starts inside it.
+    /// The end of a span that took no time, or of one a span inside it starts as it ends:
+    /// after its own start and the starts inside it.
     EndAtStart,
 }
 
 struct Pending {
     time: i128,
     moment: Moment,
-    depth: usize,
-    /// The event's own time (`time` may be moved into its parent's span), for ties.
-    own_time: i128,
-    order: usize,
+    /// The span's place in the span tree: before-children order for a start, after-children
+    /// order for an end (see [`order_spans`]).
+    rank: usize,
     event: CanonicalEvent,
 }
 
@@ -255,6 +255,11 @@ pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
     out
 }
 
+/// A time in nanoseconds since 1970 (as OTLP writes it).
+pub(super) fn nanos_of(time: &DateTime<Utc>) -> i128 {
+    i128::from(time.timestamp()) * 1_000_000_000 + i128::from(time.timestamp_subsec_nanos())
+}
+
 /// Whether an event of this adapter's is the start of a span (see [`call_events`]).
 pub(super) fn starts_span(kind: EventType) -> bool {
     matches!(
@@ -312,34 +317,82 @@ fn order_spans(parsed: Vec<ParsedSpan>, out: &mut Vec<CanonicalEvent>) {
             ends[up] = ends[up].max(ends[idx]);
         }
     }
+    // The latest start inside each span (its own, or a descendant's): an end at that time
+    // comes after the starts inside it.
+    let mut inner_start = starts.clone();
+    for &idx in outer_first.iter().rev() {
+        if let Some(up) = parent_of[idx] {
+            inner_start[up] = inner_start[up].max(inner_start[idx]);
+        }
+    }
+    let (before_children, after_children) = tree_ranks(&parent_of, &starts, &parsed);
     let mut pending = Vec::with_capacity(parsed.len() * 2);
     for (idx, span) in parsed.into_iter().enumerate() {
-        let depth = depths[idx];
         let (start, end) = (starts[idx], ends[idx]);
-        let moment = if end == start { Moment::EndAtStart } else { Moment::EndAfterStart };
-        let (own_start, own_end) = (span.start_nanos, span.end_nanos);
-        pending.push(Pending {
-            time: start,
-            moment: Moment::Start,
-            depth,
-            own_time: own_start,
-            order: idx,
-            event: span.start,
-        });
-        pending.push(Pending { time: end, moment, depth, own_time: own_end, order: idx, event: span.end });
+        let moment = if end <= inner_start[idx] { Moment::EndAtStart } else { Moment::EndAfterStart };
+        pending.push(Pending { time: start, moment: Moment::Start, rank: before_children[idx], event: span.start });
+        pending.push(Pending { time: end, moment, rank: after_children[idx], event: span.end });
     }
-    // Same time: ends of spans that lasted, then starts (outer first), then ends of spans
-    // that took no time; ends inner first. Siblings moved to the same time (both started
-    // a little before their parent) keep the order of their own times; only then does
-    // the listing order decide.
-    pending.sort_by(|a, b| {
-        a.time.cmp(&b.time).then(a.moment.cmp(&b.moment)).then_with(|| {
-            if a.moment == Moment::Start { a.depth.cmp(&b.depth) } else { b.depth.cmp(&a.depth) }
-                .then(a.own_time.cmp(&b.own_time))
-                .then(a.order.cmp(&b.order))
-        })
-    });
+    // Same time: ends of spans that lasted, then starts, then ends of spans that took no time
+    // (or in which a span starts as they end); among starts, and among ends, the span tree
+    // decides: a parent starts before its children and ends after them, and spans in
+    // different branches follow the order of the branches (siblings by their times, moved and
+    // then their own, and only then the listing order). So two spans whose clocks say the
+    // same time (an SDK that writes milliseconds) are ordered by where they sit, never by
+    // how deep.
+    pending.sort_by(|a, b| a.time.cmp(&b.time).then(a.moment.cmp(&b.moment)).then(a.rank.cmp(&b.rank)));
     out.extend(pending.into_iter().map(|p| p.event));
+}
+
+/// Each span's place in a walk of the span tree: before its children (`.0`) and after them
+/// (`.1`). Siblings (and the spans without a parent here) go in the order of their moved
+/// start, their own start, then their position; spans in a loop of parent ids are walked as
+/// if the first of them had no parent.
+fn tree_ranks(parent_of: &[Option<usize>], starts: &[i128], parsed: &[ParsedSpan]) -> (Vec<usize>, Vec<usize>) {
+    let count = parent_of.len();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); count];
+    let mut roots = Vec::new();
+    for (idx, parent) in parent_of.iter().enumerate() {
+        match parent {
+            Some(up) => children[*up].push(idx),
+            None => roots.push(idx),
+        }
+    }
+    let key = |&idx: &usize| (starts[idx], parsed[idx].start_nanos, idx);
+    for list in &mut children {
+        list.sort_by_key(key);
+    }
+    roots.sort_by_key(key);
+    // Spans no root reaches (a loop of parent ids) are walked after the others.
+    let mut rest: Vec<usize> = (0..count).collect();
+    rest.sort_by_key(key);
+    let (mut before, mut after) = (vec![usize::MAX; count], vec![usize::MAX; count]);
+    let (mut next_before, mut next_after) = (0, 0);
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in roots.into_iter().chain(rest) {
+        if before[root] != usize::MAX {
+            continue;
+        }
+        before[root] = next_before;
+        next_before += 1;
+        stack.push((root, 0));
+        while let Some((idx, child)) = stack.pop() {
+            match children[idx].get(child) {
+                Some(&next) if before[next] == usize::MAX => {
+                    stack.push((idx, child + 1));
+                    before[next] = next_before;
+                    next_before += 1;
+                    stack.push((next, 0));
+                }
+                Some(_) => stack.push((idx, child + 1)),
+                None => {
+                    after[idx] = next_after;
+                    next_after += 1;
+                }
+            }
+        }
+    }
+    (before, after)
 }
 
 struct ParsedSpan {

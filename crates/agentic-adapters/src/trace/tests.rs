@@ -1679,6 +1679,11 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     let got = events(&text);
     assert_eq!(got[0].step_name.as_deref(), Some("Bash"));
     assert_eq!(got[2 * per_window].step_name.as_deref(), Some("Early"));
+    // A span placed after events that started later is marked, so rules can warn; the spans
+    // ordered in time are not.
+    let marked: Vec<_> = got.iter().filter(|e| e.attributes.contains_key(agentic_core::event::OUT_OF_ORDER)).collect();
+    assert_eq!(marked.len(), 1);
+    assert_eq!((marked[0].event_type, marked[0].step_name.as_deref()), (EventType::ToolCallStart, Some("Early")));
 }
 
 /// A span exported again (a retried batch, or listed twice in one document) is one
@@ -1717,6 +1722,45 @@ fn otlp_spans_exported_again_count_once() {
     assert_parallel_agrees(text.as_bytes(), None);
 }
 
+/// An SDK that writes start times in whole milliseconds (the JS SDK) gives a quick run's
+/// spans one start time: the span tree orders them (each span before the spans inside it,
+/// a branch before the next), never their depth, so a call inside a sub-agent does not move
+/// after a later call of the outer agent.
+#[test]
+fn otlp_spans_that_start_at_one_time_follow_the_span_tree() {
+    let rows: [SpanRow<'_>; 4] = [
+        ("00000000000000c3", Some("00000000000000c2"), "execute_tool Grep", Some("1000"), Some("1010")),
+        ("00000000000000c2", Some("00000000000000c1"), "invoke_agent helper", Some("1000"), Some("1020")),
+        ("00000000000000c4", Some("00000000000000c1"), "execute_tool Bash", Some("1000"), Some("1030")),
+        ("00000000000000c1", None, "invoke_agent main", Some("1000"), Some("1040")),
+    ];
+    let expected = [
+        "AgentInvokeStart main",
+        "AgentInvokeStart helper",
+        "ToolCallStart Grep",
+        "ToolCallStart Bash",
+        "ToolCallEnd Grep",
+        "AgentInvokeEnd helper",
+        "ToolCallEnd Bash",
+        "AgentInvokeEnd main",
+    ];
+    let names = |text: &str| -> Vec<String> {
+        events(text).iter().map(|e| format!("{:?} {}", e.event_type, e.step_name.as_deref().unwrap_or(""))).collect()
+    };
+    assert_eq!(names(&otlp_doc(&rows)), expected);
+    let per_span: String = rows.iter().map(|row| otlp_doc(std::slice::from_ref(row)) + "\n").collect();
+    assert_eq!(names(&per_span), expected);
+    // A parent that ends as a span inside it starts (both at one time) ends after that start.
+    let rows: [SpanRow<'_>; 2] = [
+        ("00000000000000d2", Some("00000000000000d1"), "execute_tool Read", Some("2000"), Some("2000")),
+        ("00000000000000d1", None, "invoke_agent main", Some("1000"), Some("2000")),
+    ];
+    assert_eq!(
+        names(&otlp_doc(&rows)),
+        ["AgentInvokeStart main", "ToolCallStart Read", "ToolCallEnd Read", "AgentInvokeEnd main"]
+    );
+}
+
 /// A span that took no time (an end equal to its start, before it, or missing) still starts
 /// before it ends, and spans inside it start and end inside it: each call is one call.
 #[test]
@@ -1733,13 +1777,14 @@ fn otlp_spans_that_take_no_time_start_before_they_end() {
         events(&text).iter().map(|e| (e.event_type, e.step_name.clone().unwrap_or_default())).collect();
     let expected = [
         (ToolCallStart, "Edit"),
-        // At 5: the span that lasted ends first, then the starts, outer first, then the ends of
-        // the spans that took no time, inner first.
+        // At 5: the span that lasted ends first, then the starts, each span before the spans
+        // inside it and a branch before the next (`coder` is listed before `Grep`), then the
+        // ends of the spans that took no time, inner first.
         (ToolCallEnd, "Edit"),
         (AgentInvokeStart, "coder"),
-        (ToolCallStart, "Grep"),
         (ToolCallStart, "Bash"),
         (ToolCallStart, "Read"),
+        (ToolCallStart, "Grep"),
         (ToolCallEnd, "Bash"),
         (ToolCallEnd, "Read"),
         (AgentInvokeEnd, "coder"),

@@ -1762,6 +1762,10 @@ pub struct TraceOutcome {
     /// the first, when a rule has `args` path conditions (none otherwise): `args_text`
     /// matches such arguments, `args` paths cannot.
     pub calls_with_text_arguments: (u64, Option<u64>),
+    /// OTLP spans placed out of time order, after events that started later (marked
+    /// [`agentic_core::event::OUT_OF_ORDER`]: more spans came in between than the reader holds
+    /// to order them), and the line of the first; the notes of order rules warn.
+    pub out_of_order_spans: (u64, Option<u64>),
     /// Rules whose scope matched spans in a trace where no call records a parent (a Claude
     /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
     /// could be placed inside those scopes, so the rules saw nothing inside.
@@ -1798,6 +1802,8 @@ pub struct SequenceEngine {
     calls_without_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_with_text_arguments`].
     calls_with_text_arguments: (u64, Option<u64>),
+    /// See [`TraceOutcome::out_of_order_spans`].
+    out_of_order_spans: (u64, Option<u64>),
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
@@ -2078,6 +2084,7 @@ impl SequenceEngine {
             misattributed_spawns: (0, None),
             calls_without_arguments: (0, None),
             calls_with_text_arguments: (0, None),
+            out_of_order_spans: (0, None),
             order: 0,
             scoped,
             parented_calls: false,
@@ -2104,6 +2111,11 @@ impl SequenceEngine {
             self.misattributed_spawns.0 += 1;
             let line = event.source.as_ref().and_then(|source| source.line);
             self.misattributed_spawns.1 = self.misattributed_spawns.1.or(line);
+        }
+        if event.attributes.contains_key(agentic_core::event::OUT_OF_ORDER) {
+            self.out_of_order_spans.0 += 1;
+            let line = event.source.as_ref().and_then(|source| source.line);
+            self.out_of_order_spans.1 = self.out_of_order_spans.1.or(line);
         }
         if event.event_type == EventType::ToolCallStart
             && let Some(source) = &event.source
@@ -2638,6 +2650,22 @@ impl SequenceEngine {
                         );
                     }
                 }
+                if let (count @ 1.., first) = self.out_of_order_spans
+                    && matches!(
+                        rule.relation,
+                        Relation::Before(..) | Relation::OnlyAfter(..) | Relation::ImmediatelyBefore(..)
+                    )
+                {
+                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {count} OTLP span(s) came after more records than the reader holds to order \
+                             spans by time{at} and are placed after events that started later, so this rule may \
+                             see calls out of order; check one run per file, or export each run in fewer records."
+                        ),
+                    );
+                }
                 if let [first, second, more @ ..] = self.traces.as_slice()
                     && matches!(
                         rule.relation,
@@ -2674,6 +2702,7 @@ impl SequenceEngine {
             misattributed_spawns: self.misattributed_spawns,
             calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
             calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
+            out_of_order_spans: self.out_of_order_spans,
             unlinked_scopes,
         }
     }

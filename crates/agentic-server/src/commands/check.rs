@@ -859,6 +859,14 @@ fn run_trace(
              arguments as a JSON object)"
         );
     }
+    if let (count @ 1.., first) = outcome.out_of_order_spans {
+        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        say_err!(
+            "warning: {path}: {count} OTLP span(s) came after more records than the reader holds to order spans by \
+             time (2 MiB of records or 8,192 spans){at}, so they are placed after events that started later: \
+             `before`, `only_after` and `immediately_before` rules may see calls out of order"
+        );
+    }
     if outcome.unlinked_scopes > 0 {
         say_err!(
             "warning: {path}: {} `within` rule(s) matched their scope, but no tool call in the trace records a parent \
@@ -871,8 +879,8 @@ fn run_trace(
         let more = if more.is_empty() { "" } else { ", ..." };
         say_err!(
             "warning: {path}: the trace holds the calls of more than one session or trace ({first:?}, {second:?}{more}); \
-             tier-2 rules read them as one sequence in file order (`before`, `only_after` and \
-             `immediately_before` can mix them up): check one session's records at a time"
+             tier-2 rules read them as one sequence, in file order (OTLP spans by time), so `before`, `only_after` and \
+             `immediately_before` can mix them up: check one session's records at a time"
         );
     }
     Ok(outcome)

@@ -497,6 +497,14 @@ fn an_empty_standard_input_is_named_in_the_empty_trace_warning() {
     assert!(stderr.contains("warning: -: the trace has no events (standard input was empty, or closed)"), "{stderr}");
 }
 
+/// The notes of checkpoint `id` in a run's report.
+fn notes_of(run: &Check, id: &str) -> String {
+    run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["notes"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// OTLP tool spans exported one at a time as they end (an SDK's simple span processor): the
 /// agent span comes after the call inside it, and order rules still see it first. A tool
 /// call that records no arguments (`gen_ai.tool.call.arguments` is opt-in) cannot fail an
@@ -525,15 +533,9 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
         &trace,
     );
     assert_eq!(run.results(), owned(&[("O-01", "PASS", 1.0), ("O-02", "PASS", 1.0), ("O-03", "PASS", 1.0)]));
-    let notes = |id: &str| {
-        run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["notes"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
     let warning = "Warning: 1 OTLP tool call(s) record no arguments (first at line 1)";
-    assert!(notes("O-02").contains(warning), "{}", notes("O-02"));
-    assert!(!notes("O-01").contains(warning) && !notes("O-03").contains(warning));
+    assert!(notes_of(&run, "O-02").contains(warning), "{}", notes_of(&run, "O-02"));
+    assert!(!notes_of(&run, "O-01").contains(warning) && !notes_of(&run, "O-03").contains(warning));
     assert!(run.stderr().contains("1 OTLP tool call(s) record no arguments (first at line 1)"), "{}", run.stderr());
     // With the arguments recorded, there is nothing to warn about.
     let arguments = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
@@ -557,17 +559,31 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     );
     assert_eq!(run.results(), owned(&[("O-02", "PASS", 1.0), ("O-04", "FAIL", 0.0)]));
     let text_warning = "1 OTLP tool call(s) record arguments that are not a JSON object (first at line 1)";
-    let notes = |id: &str| {
-        run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["notes"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
-    assert!(notes("O-02").contains(text_warning), "{}", notes("O-02"));
-    assert!(!notes("O-04").contains(text_warning), "{}", notes("O-04"));
+    assert!(notes_of(&run, "O-02").contains(text_warning), "{}", notes_of(&run, "O-02"));
+    assert!(!notes_of(&run, "O-04").contains(text_warning), "{}", notes_of(&run, "O-04"));
     assert!(run.stderr().contains("that is not a JSON object (first at line 1)"), "{}", run.stderr());
     // Spans of another convention (OpenInference's `openinference.span.kind`) are steps, not
     // calls: the warning that absence rules pass says which spans count as calls.
+    // A run longer than the reader holds to order (2 MiB of records here): its agent span,
+    // exported last, is placed after its calls, and the order rules say so.
+    let big = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "note", "value": {"stringValue": "x".repeat(400_000)}}]);
+    let mut trace: String = (0..6u64)
+        .map(|idx| {
+            span(
+                &format!("00000000000000e{idx}"),
+                Some("00000000000000f1"),
+                "execute_tool Bash",
+                (200 + idx, 300 + idx),
+                big.clone(),
+            )
+        })
+        .collect();
+    trace.push_str(&span("00000000000000f1", None, "invoke_agent fixer", (100, 400), operation("invoke_agent")));
+    let run = check_rules(&[("O-05", "{before: {a: {agent: fixer}, b: {tool: Bash}}}")], &trace);
+    assert_eq!(run.results(), owned(&[("O-05", "FAIL", 0.0)]));
+    assert!(notes_of(&run, "O-05").contains("Warning: 1 OTLP span(s) came after more records than the reader holds to order spans by time (first at line 7)"), "{}", notes_of(&run, "O-05"));
+    assert!(run.stderr().contains("1 OTLP span(s) came after more records than the reader holds"), "{}", run.stderr());
     let other = json!([{"key": "openinference.span.kind", "value": {"stringValue": "TOOL"}}]);
     let run =
         check_rules(&[("O-02", "{never: {tool: Bash}}")], &span("00000000000000b2", None, "Bash", (200, 300), other));
