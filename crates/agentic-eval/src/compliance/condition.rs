@@ -481,7 +481,8 @@ fn operator_holds(operator: &Operator, value: Option<&Value>) -> bool {
         Operator::Exists(expected) => *expected,
         Operator::Contains(needle) => match (value, needle) {
             (Value::String(text), Value::String(part)) => text.contains(part.as_str()),
-            (Value::Array(items), needle) => items.iter().any(|item| values_equal(item, needle)),
+            // A null element counts as missing, as a null value does: `contains: null` never holds.
+            (Value::Array(items), needle) if !needle.is_null() => items.iter().any(|item| values_equal(item, needle)),
             (Value::Object(map), Value::String(key)) => map.contains_key(key),
             _ => false,
         },
@@ -705,6 +706,7 @@ fn compile_nested(
     for (key, lists_null) in [
         ("equals", condition.equals.as_ref().is_some_and(Value::is_null)),
         ("one_of", condition.one_of.as_ref().is_some_and(|values| values.iter().any(Value::is_null))),
+        ("contains", condition.contains.as_ref().is_some_and(Value::is_null)),
     ] {
         if lists_null {
             diagnostics.push(
@@ -862,6 +864,24 @@ fn check_list_operators(condition: &Condition, path_text: &str, pointer: &str, d
             )
             .at_pointer(format!("{pointer}/not_equals"))
             .with_hint(contains_hint),
+        );
+    }
+    if condition.exists == Some(true) {
+        // The list is there even when no element has the key (a misspelled one too). Its own
+        // code: it does hold when the list is missing, so under `not` it is no contradiction.
+        diagnostics.push(
+            Diagnostic::warning(
+                "condition-list-exists",
+                format!(
+                    "`{path_text}` (a `[*]` path) is a list of what each element has, so `exists: true` holds \
+                     whenever the list is there, even when no element has the key (a misspelled key passes)"
+                ),
+            )
+            .at_pointer(format!("{pointer}/exists"))
+            .with_hint(
+                "to require that some element has it, write `length: {gte: 1}`; to check one element, use an index \
+                 such as `[0]` in place of `[*]`",
+            ),
         );
     }
 }
@@ -1216,9 +1236,16 @@ mod tests {
         let (_, diagnostics) = compile(json!({"path": "a.x", "length": {"lte": 0}}));
         assert!(diagnostics.is_empty(), "an empty list has length 0: {diagnostics:?}");
         // `null` never matches (null is missing): a warning that says to use `exists: false`.
-        for condition in [json!({"path": "a.x", "equals": null}), json!({"path": "a.x", "one_of": ["a", null]})] {
+        for condition in [
+            json!({"path": "a.x", "equals": null}),
+            json!({"path": "a.x", "one_of": ["a", null]}),
+            json!({"path": "a.x", "contains": null}),
+        ] {
             let (compiled, diagnostics) = compile(condition.clone());
             assert!(compiled.is_some(), "{condition}");
+            // A null element of a list is missing too: it does not answer `contains: null`.
+            let nulls = json!({"a": {"x": [null, 1]}}).as_object().unwrap().clone();
+            assert!(!compiled.unwrap().evaluate(&nulls).holds, "{condition}");
             assert_eq!(diagnostics.len(), 1, "{condition}: {diagnostics:?}");
             assert_eq!((diagnostics[0].code.as_str(), diagnostics[0].is_error()), ("condition-null", false));
             assert!(diagnostics[0].hint.as_deref().unwrap_or("").contains("exists: false"), "{diagnostics:?}");
@@ -1285,6 +1312,10 @@ mod tests {
                 json!({"path": "ci.checks[*].took", "gt": 1, "lte": 5}),
                 vec![("condition-contradiction", true), ("condition-contradiction", true)],
             ),
+            // Whether elements have the key is not what `exists: true` asks of a list.
+            (json!({"path": "ci.checks[*].statsu", "exists": true}), vec![("condition-list-exists", false)]),
+            (json!({"not": {"path": "ci.checks[*].status", "exists": true}}), vec![("condition-list-exists", false)]),
+            (json!({"path": "ci.checks[*].status", "exists": false}), vec![]),
             // Under `not`: flipped like any other.
             (
                 json!({"not": {"path": "ci.checks[*].status", "equals": "success"}}),
@@ -1310,7 +1341,6 @@ mod tests {
             json!({"path": "ci.checks[*].status", "not_equals": []}),
             json!({"path": "ci.checks[*].status", "one_of": [["success"], []]}),
             json!({"path": "ci.checks[*].status", "length": {"gte": 1}}),
-            json!({"path": "ci.checks[*].status", "exists": true}),
             json!({"path": "ci.checks[0].status", "equals": "success"}),
         ] {
             let (_, diagnostics) = compile(condition.clone());

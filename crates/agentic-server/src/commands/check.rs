@@ -916,6 +916,42 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
             listed(&state)
         );
     }
+    // A source the spec reads that the evidence lacks, while the evidence has a source
+    // nothing reads: most likely one name spelt two ways (`Git` for `git`), which would make
+    // the checkpoints NOT_APPLICABLE without a word.
+    let mut read: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for checkpoint in &spec.checkpoints {
+        for source in &checkpoint.checkpoint.verification.evidence_sources {
+            read.entry(source.as_str()).or_default().push(checkpoint.checkpoint.id.as_str());
+        }
+    }
+    let constraint_sources: Vec<&str> = spec
+        .constraints
+        .iter()
+        .filter_map(|constraint| constraint.active_when.as_ref())
+        .flat_map(|condition| condition.paths().into_iter().map(|path| path.source()))
+        .collect();
+    let unread: Vec<&str> = evidence
+        .keys()
+        .map(String::as_str)
+        .filter(|key| !read.contains_key(key) && !constraint_sources.contains(key))
+        .collect();
+    if !evidence.is_empty() && !unread.is_empty() {
+        for (source, ids) in &read {
+            if *source == "trace_file" || evidence.get(*source).is_some() {
+                continue;
+            }
+            let like = agentic_core::diagnostic::did_you_mean(source, unread.iter().copied())
+                .map_or(String::new(), |key| format!(" (did you mean `{key}`?)"));
+            say_err!(
+                "warning: evidence source `{source}` is not in the evidence{like}, so the checkpoint(s) that read it \
+                 ({}) are NOT_APPLICABLE, while the evidence has {}, which no checkpoint or constraint reads; check \
+                 the source names",
+                listed(ids),
+                unread.iter().map(|key| format!("`{key}`")).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     for constraint in &spec.constraints {
         let Some(condition) = &constraint.active_when else { continue };
         let mut absent: Vec<&str> = condition

@@ -165,15 +165,19 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
         );
     }
     let head = git(repo, &["rev-parse", "--verify", "--quiet", "HEAD"])?.map(|s| s.trim().to_owned());
-    let current_branch = git(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"])?.map(|s| s.trim().to_owned());
-    let branches = lines(git_required(repo, &["for-each-ref", "--format=%(refname:short)", "refs/heads"])?);
-    // A remote's `HEAD` (`origin/HEAD`, which `:short` spells `origin`) is a symbolic ref to
-    // one of its branches, not a branch: it prints as an empty line, which `lines` drops.
+    // Names are the refs without their `refs/heads/`, `refs/remotes/` or `refs/tags/` prefix
+    // (`lstrip=2`), never git's short form, which turns a branch named like a tag (or a local
+    // branch named `origin/main`) into `heads/v1`.
+    let current_branch = git(repo, &["symbolic-ref", "--quiet", "HEAD"])?
+        .and_then(|s| s.trim().strip_prefix("refs/heads/").map(str::to_owned));
+    let branches = lines(git_required(repo, &["for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads"])?);
+    // A remote's `HEAD` (`origin/HEAD`) is a symbolic ref to one of its branches, not a
+    // branch: it prints as an empty line, which `lines` drops.
     let remote_branches = lines(git_required(
         repo,
-        &["for-each-ref", "--format=%(if)%(symref)%(then)%(else)%(refname:short)%(end)", "refs/remotes"],
+        &["for-each-ref", "--format=%(if)%(symref)%(then)%(else)%(refname:lstrip=2)%(end)", "refs/remotes"],
     )?);
-    let tags = lines(git_required(repo, &["for-each-ref", "--format=%(refname:short)", "refs/tags"])?);
+    let tags = lines(git_required(repo, &["for-each-ref", "--format=%(refname:lstrip=2)", "refs/tags"])?);
     let mut commits = Vec::new();
     if head.is_some() {
         let limit = format!("-n{max_commits}");

@@ -497,6 +497,31 @@ fn an_empty_standard_input_is_named_in_the_empty_trace_warning() {
     assert!(stderr.contains("warning: -: the trace has no events (standard input was empty, or closed)"), "{stderr}");
 }
 
+/// An evidence source spelt another way than the spec reads it (`Git` for `git`) leaves its
+/// checkpoints NOT_APPLICABLE: stderr says so and names the unread source.
+#[test]
+fn an_evidence_source_spelt_another_way_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - {id: T1-01, tier: 1, instruction: x, severity: critical, verification: {method: git_state, evidence_sources: [git], assert: {path: git.current_branch, equals: main}}}\n",
+    )
+    .unwrap();
+    let evidence = dir.path().join("evidence.json");
+    std::fs::write(&evidence, r#"{"Git": {"current_branch": "main"}}"#).unwrap();
+    let run = check(&[spec.to_str().unwrap(), "--evidence", evidence.to_str().unwrap(), "--threshold", "0"]);
+    assert!(
+        run.stderr().contains("warning: evidence source `git` is not in the evidence (did you mean `Git`?), so the checkpoint(s) that read it (T1-01) are NOT_APPLICABLE"),
+        "{}",
+        run.stderr()
+    );
+    // Spelt alike: nothing to say.
+    std::fs::write(&evidence, r#"{"git": {"current_branch": "main"}}"#).unwrap();
+    let run = check(&[spec.to_str().unwrap(), "--evidence", evidence.to_str().unwrap(), "--threshold", "0"]);
+    assert!(!run.stderr().contains("evidence source"), "{}", run.stderr());
+}
+
 /// The notes of checkpoint `id` in a run's report.
 fn notes_of(run: &Check, id: &str) -> String {
     run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["notes"]
@@ -943,6 +968,18 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let cloned: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(cloned["git"]["remote_branches"], json!(["origin/feature/login-form", "origin/main"]));
+    // Names are the refs' own, also when git's short form would be ambiguous: a branch named
+    // like a tag, and a local branch named like a remote one.
+    git(&clone, &["branch", "origin/main"]);
+    git(&clone, &["tag", "v1"]);
+    git(&clone, &["checkout", "-q", "-b", "v1"]);
+    let output = agentic().args(["evidence", "git"]).arg(&clone).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let ambiguous: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(ambiguous["git"]["current_branch"], json!("v1"));
+    assert_eq!(ambiguous["git"]["branches"], json!(["feature/login-form", "origin/main", "v1"]));
+    assert_eq!(ambiguous["git"]["tags"], json!(["v0.1.0", "v1"]));
+    assert_eq!(ambiguous["git"]["remote_branches"], json!(["origin/feature/login-form", "origin/main"]));
     let not_a_repo = agentic().args(["evidence", "git"]).arg(dir.path()).output().unwrap();
     assert_eq!(not_a_repo.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&not_a_repo.stderr);
