@@ -50,8 +50,10 @@ pub(crate) fn run(args: EvidenceArgs) -> anyhow::Result<ExitCode> {
 
 fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
     let repo = Path::new(&args.repo);
-    if !repo.is_dir() {
-        bail!("`{}` is not a directory; pass the path of a git repository", args.repo);
+    match std::fs::metadata(repo) {
+        Ok(metadata) if metadata.is_dir() => {}
+        Ok(_) => bail!("`{}` is not a directory; pass the path of a git repository", args.repo),
+        Err(error) => bail!("cannot read `{}`: {error}; pass the path of a git repository", args.repo),
     }
     let mut evidence = Map::new();
     for path in &args.merge {

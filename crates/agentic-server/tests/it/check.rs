@@ -1029,6 +1029,11 @@ fn evidence_git_refuses_a_repository_git_cannot_read() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(output.stdout.is_empty(), "no partial evidence is written");
     assert!(stderr.contains("`git log") && stderr.contains("git fsck"), "{stderr}");
+    // A path that does not exist says so (not "is not a directory").
+    let output = agentic().args(["evidence", "git"]).arg(dir.path().join("nowhere")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nowhere`: No such file or directory"), "{stderr}");
 }
 
 /// A small seeded generator: `next(n)` is below `n`.
