@@ -208,8 +208,6 @@ pub(crate) const ORDER_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
 /// are not a span's start or end (a span exported again), and any event whose pair is
 /// missing, follow, in the order they came.
 pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
-    let nanos_of =
-        |time: &DateTime<Utc>| i128::from(time.timestamp()) * 1_000_000_000 + i128::from(time.timestamp_subsec_nanos());
     let key_of = |event: &CanonicalEvent| {
         event.span.as_ref().and_then(|span| Some((span.trace_id.clone(), span.span_id.clone()?)))
     };
@@ -275,10 +273,10 @@ fn ends_span(kind: EventType) -> bool {
 
 /// Appends the events of `parsed` (spans in the order they came) to `out`, ordered by time:
 /// parents start before their children and end after them, also when the children's clock
-/// says otherwise; ties by depth, then the spans' own times, then the order they came in.
+/// says otherwise; events at one time by the span tree ([`tree_ranks`]).
 fn order_spans(parsed: Vec<ParsedSpan>, out: &mut Vec<CanonicalEvent>) {
-    // Each span's parent within this export, by position. Span ids are those of one
-    // trace: a parent is looked up in its child's trace.
+    // Each span's parent among these spans, by position. Span ids are those of one trace: a
+    // parent is looked up in its child's trace.
     type Key<'a> = (Option<&'a str>, &'a str);
     let index: std::collections::HashMap<Key<'_>, usize> = parsed
         .iter()
@@ -295,12 +293,12 @@ fn order_spans(parsed: Vec<ParsedSpan>, out: &mut Vec<CanonicalEvent>) {
                 .filter(|&up| up != idx)
         })
         .collect();
-    // Depth of each span within this export, for ordering ties (a loop of parent ids
-    // stops after as many steps as there are spans).
+    // Depth of each span, to move times outer spans first (a loop of parent ids stops after
+    // as many steps as there are spans).
     let depths: Vec<usize> = (0..parsed.len())
         .map(|idx| std::iter::successors(parent_of[idx], |&up| parent_of[up]).take(parsed.len()).count())
         .collect();
-    // The times events are ordered by: a span inside another in this export starts no
+    // The times events are ordered by: a span inside another here starts no
     // earlier than it and ends no later (clocks of two processes disagree by a little; the
     // parent id says which came first). The events keep their own times.
     let mut outer_first: Vec<usize> = (0..parsed.len()).collect();
