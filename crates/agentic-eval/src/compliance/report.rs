@@ -518,6 +518,30 @@ impl ComplianceReport {
                     ));
                 }
             }
+            // Three runs: two are the range's ends and the mean gives the third, so the
+            // variance is set too (to the rounding of the printed figures: each is within
+            // 0.005, the third within 0.025).
+            (3, _, Some((([low, high], mean), variance))) => {
+                let third = 3.0 * mean - low - high;
+                let middle = third.clamp(low, high);
+                let (_, expected, _, _) = statistics(&[low, high, middle]);
+                let width = high - low;
+                if (third - middle).abs() > 0.0251 {
+                    return Some(format!(
+                        "{at} has three runs with `score_range` [{low}, {high}] and `mean` {mean}, which would put \
+                         its third run at {}, outside the range",
+                        round2(third)
+                    ));
+                }
+                if (variance - expected).abs() > width * 0.0501 + 0.0002 {
+                    return Some(format!(
+                        "{at} has three runs with `score_range` [{low}, {high}] and `mean` {mean}, so its third run \
+                         scored {} and the variance is {}, not {variance}",
+                        round2(middle),
+                        round4(expected)
+                    ));
+                }
+            }
             _ => {}
         }
         let expected = match (confidence.runs, confidence.score_range, confidence.variance) {

@@ -2350,6 +2350,17 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         assert_eq!(run.code(), 2, "{edit}: {}", run.stderr());
         assert!(run.stderr().contains(expected), "{edit}: {}", run.stderr());
     }
+    // Three runs: the range's ends and the mean give the third score, so the variance is
+    // set too; an edited one is refused, and the report as written is read.
+    let three = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--eval-runs", "3"]);
+    assert_eq!(three.report["tier_3_confidence"]["runs"], json!(3), "{}", three.stderr());
+    assert_ne!(against(&three.report).code(), 2, "{}", against(&three.report).stderr());
+    let variance = three.report["tier_3_confidence"]["variance"].as_f64().unwrap();
+    let mut report = three.report.clone();
+    report["tier_3_confidence"]["variance"] = json!(variance + 7.0);
+    let run = against(&report);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("has three runs with `score_range`"), "{}", run.stderr());
     // A score moved by the smallest step it is printed in, either way: refused alike.
     let compliance = first.report["scores"]["compliance_percent"].as_f64().unwrap();
     for moved in [compliance + 0.01, compliance - 0.01] {
