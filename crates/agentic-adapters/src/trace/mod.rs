@@ -40,7 +40,7 @@ use serde_json::Value;
 
 pub use claude_hook::ClaudeHookAdapter;
 pub use input::TraceInput;
-pub use otlp::OtlpJsonAdapter;
+pub use otlp::{ORDER_WINDOW_BYTES, ORDER_WINDOW_SPANS, OtlpJsonAdapter};
 pub use parallel::{
     BLOCK_BYTES, Batch, IN_FLIGHT_PER_WORKER, LINE_TAIL_BYTES, LineWork, ReadAt, RecordRef, Records,
     for_each_batch_parallel, for_each_item_parallel,

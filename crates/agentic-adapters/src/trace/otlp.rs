@@ -197,11 +197,11 @@ impl OtlpJsonAdapter {
 /// it ends, so an agent comes after the calls inside it; held together, they are ordered by
 /// time as one export's are. Past this many, or past [`ORDER_WINDOW_BYTES`] of records,
 /// what is held is given out and ordering starts afresh.
-pub(crate) const ORDER_WINDOW_SPANS: usize = 8_192;
+pub const ORDER_WINDOW_SPANS: usize = 8_192;
 
 /// The most record text whose spans [`TraceReader`](super::TraceReader) holds to order them
 /// (held as events, a span takes about 25 times its text in memory).
-pub(crate) const ORDER_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
+pub const ORDER_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Orders the events of spans read from several exports (as the adapter gave them out, in
 /// the order they were read) like the spans of one export: see [`order_spans`]. Events that
@@ -519,6 +519,20 @@ fn parse_span(
     start.data = if data.is_empty() { Value::Null } else { Value::Object(data) };
     start.span = Some(context.clone());
     start.attributes = attrs.clone();
+    if start_type == EventType::ToolCallStart {
+        // Arguments are opt-in in the GenAI conventions: rules on them warn when calls lack them.
+        let unread = match &start.data {
+            Value::Object(data) => match data.get("input") {
+                None => Some("absent"),
+                Some(Value::Object(_) | Value::Array(_)) => None,
+                Some(_) => Some("not_object"),
+            },
+            _ => Some("absent"),
+        };
+        if let Some(unread) = unread {
+            start.attributes.insert(agentic_core::event::ARGUMENTS_UNREAD.to_owned(), Value::from(unread));
+        }
+    }
     start.source = Some(source.clone());
     let mut end = CanonicalEvent::new(end_type, to_time(end_nanos));
     end.step_name = step_name;

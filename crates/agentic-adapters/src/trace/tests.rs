@@ -539,6 +539,9 @@ fn otlp_tool_names_come_from_the_span_name_and_zero_parents_are_none() {
         assert_eq!(got[0].event_type, kind, "{text}");
         assert_eq!(got[0].step_name.as_deref(), name, "{text}");
         assert_eq!(got[0].span.as_ref().unwrap().parent_span_id.as_deref(), parent, "{text}");
+        // No `gen_ai.tool.call.arguments`: the call's start says its arguments are unread.
+        let unread = got[0].attributes.get(agentic_core::event::ARGUMENTS_UNREAD);
+        assert_eq!(unread, (kind == EventType::ToolCallStart).then_some(&json!("absent")), "{text}");
     }
 }
 

@@ -29,7 +29,8 @@ pub use condition::{CompiledCondition, ConditionOutcome, EvidencePath};
 pub use evaluate::{CheckOptions, ComplianceError, EvidenceSet, evaluate};
 pub use report::{
     ChangeKind, CheckpointChange, CheckpointResult, ComplianceReport, MAX_EVAL_RUNS, Rating, ReportComparison,
-    ResultState, append_sentence, compare_reports, confidence_status, rating_for, render_markdown, render_summary,
+    ResultState, append_sentence, compare_reports, confidence_status, first_at_line, rating_for, render_markdown,
+    render_summary,
 };
 pub use sequence::{
     ArgsRef, EventRef, MatchBits, MatchPlan, Prepared, RuleOutcome, SequenceEngine, Summarizer, Summary, SummaryLink,

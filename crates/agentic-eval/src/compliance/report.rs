@@ -836,6 +836,12 @@ pub fn append_sentence(notes: &mut String, sentence: &str) {
     notes.push_str(sentence);
 }
 
+/// ` (first at line N)` for the first line a warning counts from, or nothing when no line is
+/// known.
+pub fn first_at_line(first: Option<u64>) -> String {
+    first.map_or(String::new(), |line| format!(" (first at line {line})"))
+}
+
 /// A short plain-text summary for the terminal.
 pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportComparison>) -> String {
     let mut out = String::new();

@@ -657,6 +657,12 @@ fn rule_reads_argument_paths(rule: &CompiledRule) -> bool {
 }
 
 impl Relation {
+    /// Whether the verdict depends on the order of calls (`before`, `only_after`,
+    /// `immediately_before`).
+    fn is_order(&self) -> bool {
+        matches!(self, Relation::Before(..) | Relation::OnlyAfter(..) | Relation::ImmediatelyBefore(..))
+    }
+
     /// The relation's matchers.
     fn matchers(&self) -> Vec<&CompiledMatcher> {
         match self {
@@ -2107,29 +2113,23 @@ impl SequenceEngine {
 
     /// Processes one event.
     pub fn feed(&mut self, event: &CanonicalEvent) {
-        if event.attributes.contains_key(agentic_core::event::SPAWN_MISATTRIBUTED) {
-            self.misattributed_spawns.0 += 1;
-            let line = event.source.as_ref().and_then(|source| source.line);
-            self.misattributed_spawns.1 = self.misattributed_spawns.1.or(line);
+        // Marks an adapter put on events, counted with the line of the first.
+        let line = event.source.as_ref().and_then(|source| source.line);
+        let tally = |(count, first): &mut (u64, Option<u64>)| {
+            *count += 1;
+            *first = first.or(line);
+        };
+        let marked = |key: &str| event.attributes.get(key);
+        if marked(agentic_core::event::SPAWN_MISATTRIBUTED).is_some() {
+            tally(&mut self.misattributed_spawns);
         }
-        if event.attributes.contains_key(agentic_core::event::OUT_OF_ORDER) {
-            self.out_of_order_spans.0 += 1;
-            let line = event.source.as_ref().and_then(|source| source.line);
-            self.out_of_order_spans.1 = self.out_of_order_spans.1.or(line);
+        if marked(agentic_core::event::OUT_OF_ORDER).is_some() {
+            tally(&mut self.out_of_order_spans);
         }
-        if event.event_type == EventType::ToolCallStart
-            && let Some(source) = &event.source
-            && source.format == "otlp_json"
-        {
-            let tally = match event.data.get("input") {
-                None => Some(&mut self.calls_without_arguments),
-                Some(Value::Object(_) | Value::Array(_)) => None,
-                Some(_) => Some(&mut self.calls_with_text_arguments),
-            };
-            if let Some((count, first)) = tally {
-                *count += 1;
-                *first = first.or(source.line);
-            }
+        match marked(agentic_core::event::ARGUMENTS_UNREAD).and_then(Value::as_str) {
+            Some("absent") => tally(&mut self.calls_without_arguments),
+            Some(_) => tally(&mut self.calls_with_text_arguments),
+            None => {}
         }
         self.feed_ref(&EventRef::from_event(event));
     }
@@ -2610,7 +2610,7 @@ impl SequenceEngine {
                     );
                 }
                 if let (Some(_), (count @ 1.., first)) = (&rule.within, self.misattributed_spawns) {
-                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                    let at = super::report::first_at_line(first);
                     append_sentence(
                         &mut outcome.notes,
                         &format!(
@@ -2640,7 +2640,7 @@ impl SequenceEngine {
                 ];
                 for ((count, first), reads, what, why) in unread {
                     if count > 0 && reads {
-                        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                        let at = super::report::first_at_line(first);
                         append_sentence(
                             &mut outcome.notes,
                             &format!(
@@ -2651,12 +2651,9 @@ impl SequenceEngine {
                     }
                 }
                 if let (count @ 1.., first) = self.out_of_order_spans
-                    && matches!(
-                        rule.relation,
-                        Relation::Before(..) | Relation::OnlyAfter(..) | Relation::ImmediatelyBefore(..)
-                    )
+                    && rule.relation.is_order()
                 {
-                    let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+                    let at = super::report::first_at_line(first);
                     append_sentence(
                         &mut outcome.notes,
                         &format!(
@@ -2667,10 +2664,7 @@ impl SequenceEngine {
                     );
                 }
                 if let [first, second, more @ ..] = self.traces.as_slice()
-                    && matches!(
-                        rule.relation,
-                        Relation::Before(..) | Relation::OnlyAfter(..) | Relation::ImmediatelyBefore(..)
-                    )
+                    && rule.relation.is_order()
                 {
                     append_sentence(
                         &mut outcome.notes,

@@ -836,7 +836,7 @@ fn run_trace(
         );
     }
     if let (count @ 1.., first) = outcome.misattributed_spawns {
-        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
             "warning: {path}: {count} spawning call(s) ended without a subagent while an earlier call of their type, \
              linked to one, had not ended{at}: the subagent was most likely the later call's (Claude Code ends a \
@@ -844,7 +844,7 @@ fn run_trace(
         );
     }
     if let (count @ 1.., first) = outcome.calls_without_arguments {
-        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
             "warning: {path}: {count} OTLP tool call(s) record no arguments{at}: `gen_ai.tool.call.arguments` is \
              opt-in in the OpenTelemetry GenAI conventions, so rules with `args` conditions could not match those \
@@ -852,7 +852,7 @@ fn run_trace(
         );
     }
     if let (count @ 1.., first) = outcome.calls_with_text_arguments {
-        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
             "warning: {path}: {count} OTLP tool call(s) record `gen_ai.tool.call.arguments` that is not a JSON object{at}, \
              so rules with `args` conditions could not match those calls (`args_text` matches such text; record the \
@@ -860,11 +860,13 @@ fn run_trace(
         );
     }
     if let (count @ 1.., first) = outcome.out_of_order_spans {
-        let at = first.map_or(String::new(), |line| format!(" (first at line {line})"));
+        let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
             "warning: {path}: {count} OTLP span(s) came after more records than the reader holds to order spans by \
-             time (2 MiB of records or 8,192 spans){at}, so they are placed after events that started later: \
-             `before`, `only_after` and `immediately_before` rules may see calls out of order"
+             time ({} MiB of records or {} spans){at}, so they are placed after events that started later: \
+             `before`, `only_after` and `immediately_before` rules may see calls out of order",
+            agentic_adapters::trace::ORDER_WINDOW_BYTES / (1024 * 1024),
+            agentic_adapters::trace::ORDER_WINDOW_SPANS
         );
     }
     if outcome.unlinked_scopes > 0 {
