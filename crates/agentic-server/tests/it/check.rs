@@ -497,31 +497,6 @@ fn an_empty_standard_input_is_named_in_the_empty_trace_warning() {
     assert!(stderr.contains("warning: -: the trace has no events (standard input was empty, or closed)"), "{stderr}");
 }
 
-/// An evidence source spelt another way than the spec reads it (`Git` for `git`) leaves its
-/// checkpoints NOT_APPLICABLE: stderr says so and names the unread source.
-#[test]
-fn an_evidence_source_spelt_another_way_warns() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("spec.yaml");
-    std::fs::write(
-        &spec,
-        "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - {id: T1-01, tier: 1, instruction: x, severity: critical, verification: {method: git_state, evidence_sources: [git], assert: {path: git.current_branch, equals: main}}}\n",
-    )
-    .unwrap();
-    let evidence = dir.path().join("evidence.json");
-    std::fs::write(&evidence, r#"{"Git": {"current_branch": "main"}}"#).unwrap();
-    let run = check(&[spec.to_str().unwrap(), "--evidence", evidence.to_str().unwrap(), "--threshold", "0"]);
-    assert!(
-        run.stderr().contains("warning: evidence source `git` is not in the evidence (did you mean `Git`?), so the checkpoint(s) that read it (T1-01) are NOT_APPLICABLE"),
-        "{}",
-        run.stderr()
-    );
-    // Spelt alike: nothing to say.
-    std::fs::write(&evidence, r#"{"git": {"current_branch": "main"}}"#).unwrap();
-    let run = check(&[spec.to_str().unwrap(), "--evidence", evidence.to_str().unwrap(), "--threshold", "0"]);
-    assert!(!run.stderr().contains("evidence source"), "{}", run.stderr());
-}
-
 /// The notes of checkpoint `id` in a run's report.
 fn notes_of(run: &Check, id: &str) -> String {
     run.report["checkpoints"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()["notes"]
@@ -2823,7 +2798,8 @@ fn lint_previous_refuses_a_workflow() {
 }
 
 /// Inputs whose absence changes verdicts without a word get a warning: no `--trace` for
-/// tier-2 checkpoints, and a constraint active only because its source is absent.
+/// tier-2 checkpoints, a constraint active only because its source is absent, and a source
+/// spelt another way in the evidence than in the spec (`PR` for `pr`).
 #[test]
 fn check_warns_about_missing_trace_and_absent_constraint_sources() {
     let dir = tempfile::tempdir().unwrap();
@@ -2842,7 +2818,16 @@ fn check_warns_about_missing_trace_and_absent_constraint_sources() {
     // With the source present, no warning.
     std::fs::write(&evidence, r#"{"pr": {"ok": false}, "pull_request": {"ready": false}}"#).unwrap();
     let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().unwrap();
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("ENV-01"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("ENV-01") && !stderr.contains("evidence source"), "{stderr}");
+    // The source spelt another way: its checkpoint is NOT_APPLICABLE, and stderr says why.
+    std::fs::write(&evidence, r#"{"PR": {"ok": false}, "pull_request": {"ready": false}}"#).unwrap();
+    let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("warning: evidence source `pr` is not in the evidence (did you mean `PR`?), so the checkpoint(s) that read it (P1-01) are NOT_APPLICABLE"),
+        "{stderr}"
+    );
 }
 
 /// A `tool_use_id` started again after its call ended is a new call with a span of its own
