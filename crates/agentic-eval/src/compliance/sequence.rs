@@ -647,6 +647,16 @@ pub enum Relation {
 }
 
 /// Whether a rule has conditions on arguments (in its relation or its scope).
+/// Whether a rule has a matcher by name that a call without a name cannot satisfy
+/// (`tool: Bash`, `agent: fixer`; not `tool: "*"`, whose glob matches the empty name).
+fn rule_names_calls(rule: &CompiledRule) -> bool {
+    rule.relation
+        .matchers()
+        .into_iter()
+        .chain(rule.within.as_ref())
+        .any(|matcher| !matcher.names.is_empty() && !matcher.names.iter().any(|pattern| pattern.is_match("")))
+}
+
 fn rule_reads_arguments(rule: &CompiledRule) -> bool {
     rule.relation.matchers().into_iter().chain(rule.within.as_ref()).any(CompiledMatcher::reads_arguments)
 }
@@ -1768,6 +1778,11 @@ pub struct TraceOutcome {
     /// the first, when a rule has `args` path conditions (none otherwise): `args_text`
     /// matches such arguments, `args` paths cannot.
     pub calls_with_text_arguments: (u64, Option<u64>),
+    /// Calls that record no tool or agent name (an OTLP `execute_tool` span without
+    /// `gen_ai.tool.name` whose span name is only the operation), and the line of the first,
+    /// when a rule's matchers name calls (none otherwise): those matchers cannot match such
+    /// calls, and the notes of the rules that have them warn.
+    pub calls_without_name: (u64, Option<u64>),
     /// OTLP spans placed out of time order, after events that started later (marked
     /// [`agentic_core::event::OUT_OF_ORDER`]: more spans came in between than the reader holds
     /// to order them), and the line of the first; the notes of order rules warn.
@@ -1808,6 +1823,8 @@ pub struct SequenceEngine {
     calls_without_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_with_text_arguments`].
     calls_with_text_arguments: (u64, Option<u64>),
+    /// See [`TraceOutcome::calls_without_name`].
+    calls_without_name: (u64, Option<u64>),
     /// See [`TraceOutcome::out_of_order_spans`].
     out_of_order_spans: (u64, Option<u64>),
     /// Counts the events the rules with a scope see, in feed order (events folded into a
@@ -2089,6 +2106,7 @@ impl SequenceEngine {
             traces: Vec::new(),
             misattributed_spawns: (0, None),
             calls_without_arguments: (0, None),
+            calls_without_name: (0, None),
             calls_with_text_arguments: (0, None),
             out_of_order_spans: (0, None),
             order: 0,
@@ -2300,6 +2318,10 @@ impl SequenceEngine {
         };
         if counts {
             self.calls += 1;
+            if name.is_empty() {
+                self.calls_without_name.0 += 1;
+                self.calls_without_name.1 = self.calls_without_name.1.or(event.line);
+            }
             self.push_excerpt(location, event, span.map(|span| span.hash));
             if self.traces.len() < 3
                 && let Some(trace) = event.trace_id
@@ -2494,6 +2516,7 @@ impl SequenceEngine {
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         let reads_arguments = self.rules.iter().any(rule_reads_arguments);
         let reads_argument_paths = self.rules.iter().any(rule_reads_argument_paths);
+        let names_calls = self.rules.iter().any(rule_names_calls);
         let outcomes = self
             .rules
             .iter()
@@ -2650,6 +2673,20 @@ impl SequenceEngine {
                         );
                     }
                 }
+                if let (count @ 1.., first) = self.calls_without_name
+                    && rule_names_calls(rule)
+                {
+                    let at = super::report::first_at_line(first);
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or \
+                             `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name` and with nothing \
+                             after the operation in its span name), so matchers by name could not match them; record \
+                             the name to check this rule on every call."
+                        ),
+                    );
+                }
                 if let (count @ 1.., first) = self.out_of_order_spans
                     && rule.relation.is_order()
                 {
@@ -2696,6 +2733,7 @@ impl SequenceEngine {
             misattributed_spawns: self.misattributed_spawns,
             calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
             calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
+            calls_without_name: if names_calls { self.calls_without_name } else { (0, None) },
             out_of_order_spans: self.out_of_order_spans,
             unlinked_scopes,
         }

@@ -859,6 +859,14 @@ fn run_trace(
              arguments as a JSON object)"
         );
     }
+    if let (count @ 1.., first) = outcome.calls_without_name {
+        let at = agentic_eval::compliance::first_at_line(first);
+        say_err!(
+            "warning: {path}: {count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or \
+             `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name`, named only by its operation), so \
+             rules that match calls by name could not match them (record the name in the instrumentation)"
+        );
+    }
     if let (count @ 1.., first) = outcome.out_of_order_spans {
         let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
@@ -1184,9 +1192,6 @@ pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
     })
 }
 
-/// Lints a checkpoint spec, and with `previous` its ids against the previous version: the
-/// spec's own diagnostics, and why the previous version could not be compared (then the
-/// spec's own problems are still all reported).
 /// Why a previous spec (`lint --previous`) cannot be compared with: it could not be read
 /// (`unreadable`), or it is not a valid spec.
 pub(crate) struct UnusablePrevious {
@@ -1194,6 +1199,9 @@ pub(crate) struct UnusablePrevious {
     pub(crate) reason: String,
 }
 
+/// Lints a checkpoint spec, and with `previous` its ids against the previous version: the
+/// spec's own diagnostics, and why the previous version could not be compared (then the
+/// spec's own problems are still all reported).
 pub(crate) fn lint_spec_file(
     text: &str,
     file: &str,
@@ -1210,29 +1218,27 @@ fn compare_with_previous(
     previous_path: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Result<(), UnusablePrevious> {
-    {
-        let old_text = std::fs::read_to_string(previous_path).map_err(|error| UnusablePrevious {
-            unreadable: true,
-            reason: format!("cannot read previous spec `{previous_path}`: {error}"),
-        })?;
-        let old = match parse_spec(&old_text) {
-            Ok((old, _)) => old,
-            Err(problems) => {
-                let first = problems.first().map_or_else(String::new, |problem| {
-                    let at = problem.position.map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
-                    format!(": {at}{}", problem.message)
-                });
-                return Err(UnusablePrevious {
-                    unreadable: false,
-                    reason: format!(
-                        "previous spec `{previous_path}` is not a valid checkpoint spec{first}; run `agentic lint {previous_path}`"
-                    ),
-                });
-            }
-        };
-        if let Ok((current, source_map)) = parse_spec(text) {
-            diagnostics.extend(lint_against_previous(&old, &current, file, &source_map));
+    let old_text = std::fs::read_to_string(previous_path).map_err(|error| UnusablePrevious {
+        unreadable: true,
+        reason: format!("cannot read previous spec `{previous_path}`: {error}"),
+    })?;
+    let old = match parse_spec(&old_text) {
+        Ok((old, _)) => old,
+        Err(problems) => {
+            let first = problems.first().map_or_else(String::new, |problem| {
+                let at = problem.position.map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
+                format!(": {at}{}", problem.message)
+            });
+            return Err(UnusablePrevious {
+                unreadable: false,
+                reason: format!(
+                    "previous spec `{previous_path}` is not a valid checkpoint spec{first}; run `agentic lint {previous_path}`"
+                ),
+            });
         }
+    };
+    if let Ok((current, source_map)) = parse_spec(text) {
+        diagnostics.extend(lint_against_previous(&old, &current, file, &source_map));
     }
     Ok(())
 }

@@ -595,6 +595,44 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     );
 }
 
+/// An OTLP tool span named only by its operation (`execute_tool`, no `gen_ai.tool.name`) is a
+/// call with no name: a rule that names its tool cannot see it, so that rule's notes and
+/// stderr say so; a rule that matches any call (no name, or the glob `*`) counts it without
+/// a warning.
+#[test]
+fn otlp_calls_without_a_name_warn_rules_that_match_by_name() {
+    let span = |id: &str, name: &str, attributes: Value| {
+        json!({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
+            "spanId": id, "name": name, "startTimeUnixNano": "100", "endTimeUnixNano": "200",
+            "attributes": attributes}]}]}]})
+        .to_string()
+            + "\n"
+    };
+    let operation = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}]);
+    let trace = span("00000000000000c1", "execute_tool Read", operation.clone())
+        + &span("00000000000000c2", "execute_tool", operation.clone());
+    let run = check_rules(
+        &[
+            ("N-01", "{never: {tool: Bash}}"),
+            ("N-02", "{count: {of: {tool: \"*\"}, at_least: 2}}"),
+            ("N-03", "{count: {of: {}, at_least: 2}}"),
+        ],
+        &trace,
+    );
+    assert_eq!(run.results(), owned(&[("N-01", "PASS", 1.0), ("N-02", "PASS", 1.0), ("N-03", "PASS", 1.0)]));
+    let warning = "Warning: 1 call(s) record no tool or agent name (first at line 2)";
+    assert!(notes_of(&run, "N-01").contains(warning), "{}", notes_of(&run, "N-01"));
+    assert!(!notes_of(&run, "N-02").contains(warning), "{}", notes_of(&run, "N-02"));
+    assert!(!notes_of(&run, "N-03").contains(warning), "{}", notes_of(&run, "N-03"));
+    assert!(run.stderr().contains("1 call(s) record no tool or agent name (first at line 2)"), "{}", run.stderr());
+    // With the name recorded as an attribute, nothing is missing.
+    let named = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        {"key": "gen_ai.tool.name", "value": {"stringValue": "Bash"}}]);
+    let run = check_rules(&[("N-01", "{never: {tool: Bash}}")], &span("00000000000000c2", "execute_tool", named));
+    assert_eq!(run.results(), owned(&[("N-01", "FAIL", 0.0)]));
+    assert!(!run.stderr().contains("no tool or agent name"), "{}", run.stderr());
+}
+
 /// Claude Code hook records of one session, one line each (`fields` without the session).
 fn hook_trace(session: &str, records: &[&str]) -> String {
     records.iter().map(|fields| format!("{{\"session_id\":\"{session}\",{fields}}}\n")).collect()
