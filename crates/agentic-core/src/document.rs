@@ -247,13 +247,22 @@ impl DocumentLoader {
             }
             ValidationErrorKind::Required { property } => {
                 let property = property.as_str().unwrap_or_default();
+                // The diagnostic points at the missing key (shown at its object's line), and a
+                // stand-in fills it so the rest of the document is still checked.
+                let missing = format!("{pointer}/{}", pointer_segment(property));
+                let parent = error.schema_path().as_str().strip_suffix("/required").unwrap_or_default().to_owned();
+                let property_schema =
+                    self.schema.pointer(&format!("{parent}/properties/{}", pointer_segment(property)));
+                if let Some(stand_in) = property_schema.and_then(|schema| self.stand_in(schema, 0)) {
+                    out.substitutes.push((missing.clone(), stand_in));
+                }
                 out.diagnostics.push(
                     Diagnostic::error(
                         "missing-field",
                         format!("missing required key `{property}` in {}", describe_place(&pointer, self.kind, root)),
                     )
                     .at(position)
-                    .at_pointer(pointer.clone())
+                    .at_pointer(missing)
                     .with_hint(format!("add `{property}:` here")),
                 );
             }
@@ -263,10 +272,18 @@ impl DocumentLoader {
                     TypeKind::Multiple(ts) => ts.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
                 };
                 let found = lookup(root, &pointer);
-                let placeholder = match kind {
+                // A quoted number or boolean (`tier: "2"`) stands in as what it spells, so the
+                // checks that depend on it answer for what was meant.
+                let spelled = found.and_then(Value::as_str).map(str::trim).and_then(|text| match expected.as_str() {
+                    "integer" => text.parse::<i64>().ok().map(Value::from),
+                    "number" => text.parse::<f64>().ok().filter(|n| n.is_finite()).map(Value::from),
+                    "boolean" => text.parse::<bool>().ok().map(Value::from),
+                    _ => None,
+                });
+                let placeholder = spelled.or_else(|| match kind {
                     TypeKind::Single(t) => placeholder_of(&t.to_string()),
                     TypeKind::Multiple(ts) => ts.iter().find_map(|t| placeholder_of(&t.to_string())),
-                };
+                });
                 if let Some(placeholder) = placeholder {
                     out.substitutes.push((pointer.clone(), placeholder));
                 }
@@ -361,6 +378,10 @@ impl DocumentLoader {
                 }
             }
             other => {
+                // A number out of range stands in as its bound.
+                if let ValidationErrorKind::Minimum { limit } | ValidationErrorKind::Maximum { limit } = other {
+                    out.substitutes.push((pointer.clone(), limit.clone()));
+                }
                 let hint = match other {
                     ValidationErrorKind::Minimum { limit } => format!("use a value of at least {limit}"),
                     ValidationErrorKind::Maximum { limit } => format!("use a value of at most {limit}"),
@@ -377,6 +398,47 @@ impl DocumentLoader {
                         .with_hint(hint),
                 );
             }
+        }
+    }
+
+    /// A valid value for `schema` (a subschema of this loader's schema), to stand in for a
+    /// missing or wrong one: its first allowed value, its minimum, or an object with stand-ins
+    /// for its required keys; `None` when none can be made.
+    fn stand_in(&self, schema: &Value, depth: usize) -> Option<Value> {
+        if depth > 16 {
+            return None;
+        }
+        if let Some(target) = schema.get("$ref").and_then(Value::as_str) {
+            return self.stand_in(self.schema.pointer(target.strip_prefix('#')?)?, depth + 1);
+        }
+        if let Some(value) = schema.get("const") {
+            return Some(value.clone());
+        }
+        if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|options| options.first()) {
+            return Some(first.clone());
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            if let Some(branches) = schema.get(key).and_then(Value::as_array) {
+                return branches.iter().find_map(|branch| self.stand_in(branch, depth + 1));
+            }
+        }
+        let kind = match schema.get("type") {
+            Some(Value::String(kind)) => kind.as_str(),
+            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).find(|kind| *kind != "null")?,
+            _ => return None,
+        };
+        match kind {
+            "object" => {
+                let mut object = serde_json::Map::new();
+                for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+                    let key = key.as_str()?;
+                    let property = schema.get("properties").and_then(|properties| properties.get(key))?;
+                    object.insert(key.to_owned(), self.stand_in(property, depth + 1)?);
+                }
+                Some(Value::Object(object))
+            }
+            "integer" | "number" => Some(schema.get("minimum").cloned().unwrap_or_else(|| Value::from(1))),
+            other => placeholder_of(other),
         }
     }
 
@@ -532,7 +594,8 @@ fn describe_place(pointer: &str, kind: &str, root: &Value) -> String {
 #[derive(Debug, Default)]
 struct Found {
     diagnostics: Vec<Diagnostic>,
-    /// `(pointer, valid stand-in)` for values of the wrong type or outside their options.
+    /// `(pointer, valid stand-in)` for values of the wrong type, outside their options or
+    /// range, and for missing required keys.
     substitutes: Vec<(String, Value)>,
 }
 

@@ -289,15 +289,27 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
         }
     } else if let Some(repaired) = loaded.repaired {
         let (_, more) = check_spec(repaired);
-        // The repair dropped what the schema rejected, so a finding about a place holding
-        // such an error only restates it (`{equals: 3}` is not also "a matcher without forms").
+        // The repair dropped or stood in for what the schema rejected, so a finding about a
+        // place holding such an error, or inside a stand-in, only restates it (`{equals: 3}`
+        // is not also "a matcher without forms", a missing `evidence_sources` not also an
+        // empty one). A checkpoint whose tier stood in has no tier to check against: the
+        // findings that depend on it (`tier: "three"` is not also "a tier-1 checkpoint without
+        // `assert:`") are left out too.
         let rejected: Vec<&str> = diagnostics.iter().filter_map(|d| d.pointer.as_deref()).collect();
+        let within = |inner: &str, outer: &str| {
+            inner.strip_prefix(outer).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        let tier_dependent =
+            ["invalid-tier", "tier-method-mismatch", "assertion-missing", "rule-missing", "partial-criteria-unused"];
         let restates = |d: &Diagnostic| {
             d.pointer.as_deref().is_some_and(|at| {
                 !at.is_empty()
-                    && rejected
-                        .iter()
-                        .any(|r| r.strip_prefix(at).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+                    && rejected.iter().any(|r| {
+                        within(r, at)
+                            || within(at, r)
+                            || (tier_dependent.contains(&d.code.as_str())
+                                && r.strip_suffix("/tier").is_some_and(|checkpoint| within(at, checkpoint)))
+                    })
             })
         };
         let more: Vec<Diagnostic> = more.into_iter().filter(|d| d.code != "spec-empty" && !restates(d)).collect();
@@ -319,6 +331,17 @@ fn place(diagnostics: &mut [Diagnostic], source_map: &SourceMap, file: &str) {
     sort_diagnostics(diagnostics);
 }
 
+/// The next `ENV-NN` id that no constraint or checkpoint of `spec` uses.
+fn free_constraint_id(spec: &CheckpointSpec) -> String {
+    let used = spec
+        .environment_constraints
+        .iter()
+        .map(|c| c.id.as_str())
+        .chain(spec.checkpoints.iter().map(|c| c.id.as_str()));
+    let highest = used.filter_map(|id| id.strip_prefix("ENV-")?.parse::<u32>().ok()).max().unwrap_or(0);
+    format!("ENV-{:02}", highest.saturating_add(1))
+}
+
 /// Checks the meaning of a structurally valid spec and compiles it.
 pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
@@ -330,9 +353,25 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
         );
     }
     let mut first_seen: HashMap<&str, usize> = HashMap::new();
+    // Ids by how they read (case and surrounding spaces aside), to catch two that look alike.
+    let mut looks: HashMap<String, &str> = HashMap::new();
     for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
         let pointer = format!("/checkpoints/{idx}/id");
         let first = *first_seen.entry(checkpoint.id.as_str()).or_insert(idx);
+        let alike = looks.entry(checkpoint.id.trim().to_lowercase()).or_insert(checkpoint.id.as_str());
+        if *alike != checkpoint.id && !checkpoint.id.trim().is_empty() {
+            diagnostics.push(
+                Diagnostic::warning(
+                    "id-lookalike",
+                    format!("checkpoint id `{}` differs from `{alike}` only in case or spaces", checkpoint.id),
+                )
+                .at_pointer(pointer.clone())
+                .with_hint(
+                    "reports and baselines tell the two apart but readers will not; give this checkpoint the next \
+                     free id",
+                ),
+            );
+        }
         if let Some(previous) = (first != idx).then_some(first) {
             diagnostics.push(
                 Diagnostic::error("duplicate-id", format!("checkpoint id `{}` is used twice", checkpoint.id))
@@ -404,7 +443,11 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
             diagnostics.push(
                 Diagnostic::error("duplicate-id", format!("constraint id `{}` is also a checkpoint id", constraint.id))
                     .at_pointer(format!("{pointer}/id"))
-                    .with_hint("use a separate prefix for constraints, for example `ENV-01`"),
+                    .with_hint(format!(
+                        "checkpoint ids are immutable: give the constraint a free id of its own prefix, for example \
+                         `{}`",
+                        free_constraint_id(&spec)
+                    )),
             );
         }
         if constraint.affects.is_empty() {
@@ -661,13 +704,18 @@ fn check_checkpoint(
                 .with_hint("a full pass earns 1 and a fail 0; partial credit lies between"),
             );
         }
-        if !conditions.insert(criterion.condition.trim().to_lowercase()) {
+        // As a verdict's `matched_condition` names a criterion: whitespace around the text
+        // does not count, case does.
+        if !conditions.insert(criterion.condition.trim().to_owned()) {
             diagnostics.push(
                 Diagnostic::error(
                     "duplicate-criterion",
                     format!("partial criterion \"{}\" of `{id}` is listed twice", criterion.condition),
                 )
-                .at_pointer(format!("{criterion_pointer}/condition")),
+                .at_pointer(format!("{criterion_pointer}/condition"))
+                .with_hint(
+                    "a verdict names its criterion by this text, so each must differ; merge the two or reword one",
+                ),
             );
         }
     }
@@ -1287,6 +1335,110 @@ checkpoints:
             let first = if bad.starts_with("tier") { "invalid-type" } else { "invalid-value" };
             assert_eq!(codes.iter().filter(|code| *code == first).count(), 1, "{bad}: {codes:?}");
         }
+    }
+
+    /// A tier that cannot be read (quoted, a word, null, out of range, a fraction, missing)
+    /// is reported once, and nothing is said on the strength of a stand-in tier (a tier-3
+    /// checkpoint is not told to add `assert:`); the checks across checkpoints still run.
+    #[test]
+    fn an_unreadable_or_missing_tier_is_reported_alone_and_other_checks_still_run() {
+        const SPEC: &str = r#"workflow: wf
+spec_version: "1"
+environment_constraints:
+  - {id: ENV-01, constraint: c, affects: [P9-99], active_when: {path: pr.draft, equals: true}}
+checkpoints:
+  - id: P1-01
+    tier: 3
+    instruction: "a"
+    severity: high
+    verification: {method: content_analysis, evidence_sources: [pr]}
+    partial_criteria:
+      - {condition: "x", weight: 0.5}
+  - {id: P1-01, tier: 1, instruction: "b", severity: low, verification: {method: api_state, evidence_sources: [pr], assert: {path: pr.v, equals: 1}}}
+"#;
+        for bad in [
+            "    tier: \"3\"\n",
+            "    tier: three\n",
+            "    tier: null\n",
+            "    tier: 7\n",
+            "    tier: 0\n",
+            "    tier: 2.5\n",
+            "",
+        ] {
+            let text = SPEC.replacen("    tier: 3\n", bad, 1);
+            let found: Vec<String> = load_spec(&text, "spec.yaml").diagnostics.iter().map(|d| d.code.clone()).collect();
+            let structural = found
+                .iter()
+                .filter(|code| ["invalid-type", "invalid-value", "missing-field"].contains(&code.as_str()))
+                .count();
+            assert_eq!(structural, 1, "{bad:?}: {found:?}");
+            for expected in ["orphaned-id", "duplicate-id"] {
+                assert!(found.iter().any(|code| code == expected), "{bad:?}: {expected} missing from {found:?}");
+            }
+            for stand_in in ["assertion-missing", "tier-method-mismatch", "partial-criteria-unused", "invalid-tier"] {
+                assert!(!found.iter().any(|code| code == stand_in), "{bad:?}: {stand_in} in {found:?}");
+            }
+        }
+        // Any other missing key: reported at its object's line, and the rest still checked.
+        for key in [
+            "    severity: high\n",
+            "    instruction: \"a\"\n",
+            "    verification: {method: content_analysis, evidence_sources: [pr]}\n",
+        ] {
+            let found = codes(&SPEC.replacen(key, "", 1));
+            assert_eq!(found.iter().filter(|(code, _)| code == "missing-field").count(), 1, "{key:?}: {found:?}");
+            assert!(found.contains(&("missing-field".to_owned(), 6)), "{key:?}: {found:?}");
+            assert!(found.iter().any(|(code, _)| code == "duplicate-id"), "{key:?}: {found:?}");
+            assert!(
+                !found
+                    .iter()
+                    .any(|(code, _)| ["instruction-empty", "evidence-sources-missing"].contains(&code.as_str())),
+                "{key:?}: {found:?}"
+            );
+        }
+        let found = codes(&SPEC.replacen("workflow: wf\n", "", 1));
+        assert!(found.contains(&("missing-field".to_owned(), 1)), "{found:?}");
+        assert!(found.iter().any(|(code, _)| code == "orphaned-id"), "{found:?}");
+    }
+
+    /// Ids that read alike (case, surrounding spaces) are a warning; a constraint that takes a
+    /// checkpoint's id is told a free constraint id; a partial criterion repeated (as a
+    /// verdict's `matched_condition` reads it: outer spaces aside, case counts) says what to do.
+    #[test]
+    fn lookalike_ids_clashing_constraints_and_repeated_criteria_are_explained() {
+        let text = r#"workflow: wf
+spec_version: "1"
+environment_constraints:
+  - {id: ENV-03, constraint: c, affects: [P1-01], active_when: {path: pr.draft, equals: true}}
+  - {id: P1-01, constraint: c, affects: [P1-01], active_when: {path: pr.draft, equals: true}}
+checkpoints:
+  - {id: P1-01, tier: 1, instruction: "a", severity: high, verification: {method: api_state, evidence_sources: [pr], assert: {path: pr.v, equals: 1}}}
+  - {id: "p1-01 ", tier: 1, instruction: "b", severity: high, verification: {method: api_state, evidence_sources: [pr], assert: {path: pr.v, equals: 1}}}
+  - id: P3-01
+    tier: 3
+    instruction: "c"
+    severity: high
+    verification: {method: content_analysis, evidence_sources: [pr]}
+    partial_criteria:
+      - {condition: "Names the risk", weight: 0.5}
+      - {condition: "names the risk", weight: 0.5}
+      - {condition: " Names the risk ", weight: 0.5}
+"#;
+        let load = load_spec(text, "spec.yaml");
+        let find = |code: &str| load.diagnostics.iter().filter(|d| d.code == code).collect::<Vec<_>>();
+        let lookalike = find("id-lookalike");
+        assert_eq!(lookalike.len(), 1, "{:?}", load.diagnostics);
+        assert!(lookalike[0].message.contains("`p1-01 ` differs from `P1-01`"), "{:?}", lookalike[0]);
+        let clash = find("duplicate-id");
+        assert!(
+            clash.iter().any(|d| d.message.contains("constraint id `P1-01` is also a checkpoint id")
+                && d.hint.as_deref().is_some_and(|hint| hint.contains("`ENV-04`"))),
+            "{clash:?}"
+        );
+        let repeated = find("duplicate-criterion");
+        assert_eq!(repeated.len(), 1, "{repeated:?}");
+        assert_eq!(repeated[0].position.map(|p| p.line), Some(17), "{repeated:?}");
+        assert!(repeated[0].hint.is_some(), "{repeated:?}");
     }
 
     /// A whole number past 64 bits (read as a float) is named as too large, not with serde's

@@ -1237,6 +1237,18 @@ fn compare_with_previous(
             });
         }
     };
+    // Ids are what the versions are compared by: a previous spec that uses one twice cannot
+    // say which checkpoint an id was.
+    let mut seen = std::collections::HashSet::new();
+    if let Some(repeated) = old.checkpoints.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id)) {
+        return Err(UnusablePrevious {
+            unreadable: false,
+            reason: format!(
+                "previous spec `{previous_path}` uses checkpoint id `{repeated}` twice, so it cannot be compared by id; \
+                 run `agentic lint {previous_path}`"
+            ),
+        });
+    }
     if let Ok((current, source_map)) = parse_spec(text) {
         diagnostics.extend(lint_against_previous(&old, &current, file, &source_map));
     }

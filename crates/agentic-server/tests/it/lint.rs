@@ -137,4 +137,11 @@ fn a_previous_spec_reads_like_any_spec() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is not a valid checkpoint spec: "), "{stderr}");
     assert!(stderr.contains(&format!("{}: error[previous-invalid]: previous spec", broken.display())), "{stderr}");
+    // Nor can one that uses an id twice: versions are compared by id.
+    let twice = dir.path().join("twice.yaml");
+    std::fs::write(&twice, example.replacen("id: P1-02", "id: P1-01", 1)).unwrap();
+    let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", twice.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("uses checkpoint id `P1-01` twice, so it cannot be compared by id"), "{stderr}");
+    assert!(!stderr.contains("now means something else"), "{stderr}");
 }
