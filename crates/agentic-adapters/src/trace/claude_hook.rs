@@ -45,7 +45,7 @@
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc3339};
 
@@ -57,13 +57,13 @@ pub struct ClaudeHookAdapter {
     /// start is the agent resumed).
     agents: HashMap<(Option<String>, String), Run>,
     /// Tool calls started and not ended, by session and `tool_use_id` (at most
-    /// [`MAX_OPEN_TOOLS`]).
-    open_tools: HashSet<(Option<String>, String)>,
+    /// [`MAX_OPEN_TOOLS`]), with what their start record holds.
+    open_tools: HashMap<(Option<String>, String), Holds>,
     /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first with the number
-    /// of their end, and by key with the number of the latest end (a call id that started
-    /// again is taken out until it ends again).
+    /// of their end, and by key with the number of the latest end and what the ends of that
+    /// id held (up to [`ENDS_PER_ID`]), to tell a repeated end record from another call's.
     ended_order: VecDeque<((Option<String>, String), u64)>,
-    ended_tools: HashMap<(Option<String>, String), u64>,
+    ended_tools: HashMap<(Option<String>, String), (u64, Vec<Holds>)>,
     /// How many ends were noted.
     ends: u64,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
@@ -113,12 +113,38 @@ struct Spawner {
 /// What [`ClaudeHookAdapter::note_tool_record`] tells of a tool record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Seen {
-    /// It repeats a record already read.
+    /// It repeats a record already read (the same hook, tool and input).
     Repeated,
     /// The end of a call whose start was read.
     EndOfStarted,
     /// A start, or the end of a call whose start was not read.
     New,
+    /// The end of another tool than the call in flight under its id: a call of its own,
+    /// which must not end that one (its span id is made unique with its line).
+    Stray,
+}
+
+/// What a tool record holds, to tell a repeated record (the same tool and input) from
+/// another call that reuses its id, and an end from the end of another tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Holds {
+    /// A hash of the tool name.
+    tool: u64,
+    /// A hash of the tool name and the input.
+    input: u64,
+}
+
+impl Holds {
+    fn of(tool_name: &str, input: Option<&Value>) -> Holds {
+        use std::hash::{Hash, Hasher};
+        let hash = |parts: &[&str]| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            parts.hash(&mut hasher);
+            hasher.finish()
+        };
+        let input = input.map(Value::to_string).unwrap_or_default();
+        Holds { tool: hash(&[tool_name]), input: hash(&[tool_name, &input]) }
+    }
 }
 
 /// Where a subagent is.
@@ -138,6 +164,9 @@ const MAX_AGENTS: usize = 65_536;
 
 /// The most tool calls in flight whose records are checked for duplicates.
 const MAX_OPEN_TOOLS: usize = 65_536;
+
+/// How many ends of one reused id are remembered to tell a repeated end record.
+const ENDS_PER_ID: usize = 8;
 
 /// How many ended tool calls are remembered to tell a repeated end record.
 pub(super) const ENDED_TOOLS_WINDOW: usize = 4_096;
@@ -165,38 +194,63 @@ impl ClaudeHookAdapter {
 
     /// Notes a tool record with an id, and tells whether it repeats one already read (a
     /// capture hook registered twice writes every record twice: a second start of a call in
-    /// flight, or an end of a call that ended) and whether an end ends a call whose start was
-    /// read. A start of a call id that ended is a new call (ids are unique in Claude Code, so
-    /// this is a writer reusing them: counting it once would hide a call).
-    fn note_tool_record(&mut self, hook: &str, key: (Option<String>, String)) -> Seen {
+    /// flight, or an end of a call that ended, with the same tool and input) and whether an
+    /// end ends a call whose start was read (of the same tool: a PreToolUse hook may rewrite
+    /// the input). A start of a call id that ended, or of a call in flight with another tool
+    /// or input, is a new call, and so is an end of a call that ended with another tool or
+    /// input (ids are unique in Claude Code, so this is a writer reusing them: counting it
+    /// once would hide a call).
+    fn note_tool_record(&mut self, hook: &str, key: (Option<String>, String), holds: Holds) -> Seen {
         if hook == "PreToolUse" {
-            if self.open_tools.contains(&key) {
-                return Seen::Repeated;
+            match self.open_tools.get(&key) {
+                Some(open) if *open == holds => return Seen::Repeated,
+                Some(_) => self.next_generation(&key),
+                None if self.ended_tools.contains_key(&key) => self.next_generation(&key),
+                None => {}
             }
-            if self.ended_tools.remove(&key).is_some()
-                && (self.generations.len() < MAX_OPEN_TOOLS || self.generations.contains_key(&key))
-            {
-                *self.generations.entry(key.clone()).or_insert(1) += 1;
-            }
-            if self.open_tools.len() < MAX_OPEN_TOOLS {
-                self.open_tools.insert(key);
+            if self.open_tools.len() < MAX_OPEN_TOOLS || self.open_tools.contains_key(&key) {
+                self.open_tools.insert(key, holds);
             }
             return Seen::New;
         }
-        if self.ended_tools.contains_key(&key) {
-            return Seen::Repeated;
+        let started = match self.open_tools.get(&key) {
+            // The end of the call in flight (a PreToolUse hook may have rewritten its input).
+            Some(open) if open.tool == holds.tool => true,
+            Some(_) => return Seen::Stray,
+            None => match self.ended_tools.get(&key) {
+                Some((_, ended)) if ended.contains(&holds) => return Seen::Repeated,
+                // Another call's end under an id that ended: a call of its own.
+                Some(_) => {
+                    self.next_generation(&key);
+                    false
+                }
+                None => false,
+            },
+        };
+        if started {
+            self.open_tools.remove(&key);
         }
-        let started = self.open_tools.remove(&key);
         if self.ended_order.len() == ENDED_TOOLS_WINDOW
             && let Some((oldest, end)) = self.ended_order.pop_front()
-            && self.ended_tools.get(&oldest) == Some(&end)
+            && self.ended_tools.get(&oldest).is_some_and(|(latest, _)| *latest == end)
         {
             self.ended_tools.remove(&oldest);
         }
         self.ends += 1;
         self.ended_order.push_back((key.clone(), self.ends));
-        self.ended_tools.insert(key, self.ends);
+        let (latest, ends) = self.ended_tools.entry(key).or_default();
+        *latest = self.ends;
+        if ends.len() < ENDS_PER_ID {
+            ends.push(holds);
+        }
         if started { Seen::EndOfStarted } else { Seen::New }
+    }
+
+    /// The next call of a reused id gets the span id `ID#N`.
+    fn next_generation(&mut self, key: &(Option<String>, String)) {
+        if self.generations.len() < MAX_OPEN_TOOLS || self.generations.contains_key(key) {
+            *self.generations.entry(key.clone()).or_insert(1) += 1;
+        }
     }
 
     /// Notes a tool record: a started call that may spawn a subagent is kept, an ended one
@@ -374,8 +428,11 @@ impl TraceAdapter for ClaudeHookAdapter {
         // Whether the subagent was seen before this record (a `SubagentStop` first is one
         // whose start was not captured).
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
-        let seen = match &tool_use_id {
-            Some(id) if is_tool_event => self.note_tool_record(&hook, (session_id.clone(), id.clone())),
+        let seen = match (&tool_use_id, &tool_name) {
+            (Some(id), Some(name)) if is_tool_event => {
+                let holds = Holds::of(name, object.get("tool_input"));
+                self.note_tool_record(&hook, (session_id.clone(), id.clone()), holds)
+            }
             _ => Seen::New,
         };
         let started = seen == Seen::EndOfStarted;
@@ -393,6 +450,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         };
         let call_span = claimed.clone().or_else(|| {
             tool_use_id.as_ref().map(|id| match self.generations.get(&(session_id.clone(), id.clone())) {
+                _ if seen == Seen::Stray => format!("{id}#L{line}"),
                 Some(generation) => format!("{id}#{generation}"),
                 None => id.clone(),
             })

@@ -39,8 +39,9 @@ pub(super) const SEEN_SPANS_WINDOW: usize = 262_144;
 /// Reads OTLP/JSON trace exports.
 #[derive(Debug, Clone, Default)]
 pub struct OtlpJsonAdapter {
-    /// Hashes of the spans read, with the order they came in (the oldest is forgotten first).
-    seen: std::collections::HashSet<u64>,
+    /// Hashes of the spans read (of their trace and span id), with a hash of what each holds
+    /// and the order they came in (the oldest is forgotten first).
+    seen: std::collections::HashMap<u64, u64>,
     seen_order: std::collections::VecDeque<u64>,
 }
 
@@ -50,15 +51,28 @@ impl OtlpJsonAdapter {
         OtlpJsonAdapter::default()
     }
 
-    /// True when the span was read before (among the latest [`SEEN_SPANS_WINDOW`]);
-    /// otherwise notes it.
+    /// True when the span was read before (among the latest [`SEEN_SPANS_WINDOW`]): the same
+    /// trace and span id with the same name, times and data, as a retried export writes it.
+    /// Another span under those ids (a writer reusing them) is a span of its own: dropping it
+    /// would hide a call. Otherwise notes it.
     fn repeated(&mut self, span: &ParsedSpan) -> bool {
         use std::hash::{Hash, Hasher};
-        let mut hasher = std::hash::DefaultHasher::new();
-        (span.trace_id.as_deref(), span.span_id.as_deref()).hash(&mut hasher);
-        let key = hasher.finish();
-        if !self.seen.insert(key) {
-            return true;
+        let hash = |parts: &dyn Fn(&mut std::hash::DefaultHasher)| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            parts(&mut hasher);
+            hasher.finish()
+        };
+        let key = hash(&|hasher| (span.trace_id.as_deref(), span.span_id.as_deref()).hash(hasher));
+        let holds = hash(&|hasher| {
+            (span.start.step_name.as_deref(), span.start_nanos, span.end_nanos, span.parent_span_id.as_deref())
+                .hash(hasher);
+            span.start.data.to_string().hash(hasher);
+            span.end.data.to_string().hash(hasher);
+        });
+        match self.seen.insert(key, holds) {
+            Some(before) if before == holds => return true,
+            Some(_) => return false,
+            None => {}
         }
         self.seen_order.push_back(key);
         if self.seen_order.len() > SEEN_SPANS_WINDOW

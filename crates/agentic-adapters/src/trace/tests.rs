@@ -2075,3 +2075,102 @@ fn otlp_spans_with_repeated_attributes_or_argument_keys_are_malformed() {
         assert!(got.iter().any(|r| r.is_ok()), "the other spans are read");
     }
 }
+
+/// A call id reused by another call never hides it: an end of another tool than the call in
+/// flight under its id is a call of its own (Claude Code hooks and tooltrace v2), and so is a
+/// second start or a late end under that id with another tool or input; only a record that
+/// repeats one read before (the same tool and input) is a repeat. The same for OTLP: another
+/// span under a trace and span id already read is a span of its own.
+#[test]
+fn a_reused_call_id_never_hides_another_call() {
+    let hook = |event: &str, tool: &str, input: &str, id: &str| {
+        format!(
+            r#"{{"session_id":"s","hook_event_name":"{event}","tool_name":"{tool}","tool_input":{input},"tool_use_id":"{id}"}}"#
+        )
+    };
+    // (records, the (type, tool, span id) of every event that is not a repeat)
+    let read = r#"{"file_path":"/a"}"#;
+    let rm = r#"{"command":"rm -rf /"}"#;
+    let cases: Vec<(Vec<String>, Vec<(EventType, &str, &str)>)> = vec![
+        // The end of another tool than the call in flight.
+        (
+            vec![
+                hook("PreToolUse", "Grep", "{}", "u2"),
+                hook("PostToolUse", "Bash", rm, "u2"),
+                hook("PostToolUse", "Grep", "{}", "u2"),
+            ],
+            vec![
+                (EventType::ToolCallStart, "Grep", "u2"),
+                (EventType::ToolCallEnd, "Bash", "u2#L2"),
+                (EventType::ToolCallEnd, "Grep", "u2"),
+            ],
+        ),
+        // A second start of a call in flight with another tool.
+        (
+            vec![hook("PreToolUse", "Read", read, "u1"), hook("PreToolUse", "Bash", rm, "u1")],
+            vec![(EventType::ToolCallStart, "Read", "u1"), (EventType::ToolCallStart, "Bash", "u1#2")],
+        ),
+        // An end of a call that ended, with another tool: a call of its own.
+        (
+            vec![
+                hook("PreToolUse", "Read", read, "u1"),
+                hook("PostToolUse", "Read", read, "u1"),
+                hook("PostToolUse", "Bash", rm, "u1"),
+            ],
+            vec![
+                (EventType::ToolCallStart, "Read", "u1"),
+                (EventType::ToolCallEnd, "Read", "u1"),
+                (EventType::ToolCallEnd, "Bash", "u1#2"),
+            ],
+        ),
+        // The end may carry an input a PreToolUse hook rewrote: still the end of its call.
+        (
+            vec![
+                hook("PreToolUse", "Bash", r#"{"command":"ls"}"#, "u3"),
+                hook("PostToolUse", "Bash", r#"{"command":"ls -a"}"#, "u3"),
+            ],
+            vec![(EventType::ToolCallStart, "Bash", "u3"), (EventType::ToolCallEnd, "Bash", "u3")],
+        ),
+    ];
+    for (records, expected) in cases {
+        let got = events(&records.join("\n"));
+        let calls: Vec<(EventType, &str, &str)> = got
+            .iter()
+            .filter(|event| event.event_type != EventType::Custom)
+            .map(|event| {
+                let span = event.span.as_ref().and_then(|span| span.span_id.as_deref()).unwrap_or_default();
+                (event.event_type, event.step_name.as_deref().unwrap_or_default(), span)
+            })
+            .collect();
+        assert_eq!(calls, expected, "{records:?}");
+        assert!(got.iter().all(|event| event.data.get("repeated").is_none()), "{got:?}");
+    }
+    // Tooltrace v2: a `post` of another tool than the `pre` in flight under its `tool_use_id`.
+    let text = r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Read","phase":"pre","tool_use_id":"q1","args":{"file_path":"/a"}}
+{"timestamp":"2026-02-19T10:00:01Z","tool_name":"Bash","phase":"post","tool_use_id":"q1","args":{"command":"rm -rf /"}}
+{"timestamp":"2026-02-19T10:00:02Z","tool_name":"Read","phase":"post","tool_use_id":"q1","args":{"file_path":"/a"}}"#;
+    let spans: Vec<(String, String)> = events(text)
+        .iter()
+        .map(|event| (event.step_name.clone().unwrap(), event.span.as_ref().unwrap().span_id.clone().unwrap()))
+        .collect();
+    let owned =
+        |pairs: &[(&str, &str)]| pairs.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
+    assert_eq!(spans, owned(&[("Read", "q1"), ("Bash", "q1#L2"), ("Read", "q1")]));
+    // OTLP: the same ids, another span (another tool, later): both are calls; the same span
+    // exported again is a repeat.
+    let span = |name: &str, start: u64| {
+        format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000001","name":"execute_tool {name}","startTimeUnixNano":"{start}","endTimeUnixNano":"{}"}}]}}]}}]}}"#,
+            start + 10
+        )
+    };
+    let text = [span("Read", 100), span("Bash", 200), span("Bash", 200)].join("\n");
+    let got = events(&text);
+    let starts: Vec<&str> = got
+        .iter()
+        .filter(|e| e.event_type == EventType::ToolCallStart)
+        .filter_map(|e| e.step_name.as_deref())
+        .collect();
+    assert_eq!(starts, vec!["Read", "Bash"]);
+    assert_eq!(got.iter().filter(|e| e.data.get("repeated") == Some(&json!(true))).count(), 1, "{got:?}");
+}

@@ -36,8 +36,8 @@ pub struct TooltraceAdapter {
     open_calls: std::collections::HashMap<String, Vec<OpenCall>>,
 }
 
-/// A v2 call in flight: its session and its span id.
-type OpenCall = (Option<String>, Option<String>);
+/// A v2 call in flight: its session, its span id and its tool.
+type OpenCall = (Option<String>, Option<String>, String);
 
 /// The most `tool_use_id`s of v2 calls in flight whose end is paired by them.
 const MAX_OPEN_CALLS: usize = 65_536;
@@ -112,8 +112,20 @@ impl TraceAdapter for TooltraceAdapter {
             && let Some(call) = &tool_use_id
         {
             let open = self.open_calls.get(call);
-            let at = open.and_then(|calls| calls.iter().position(|(session, _)| *session == session_id));
-            if trace_id.is_none() && at.is_none() && open.is_some() {
+            let mut at = open.and_then(|calls| calls.iter().position(|(session, ..)| *session == session_id));
+            // The end of another tool is not the end of the call in flight under its id: it is
+            // a call of its own (its span id made unique by its line, unless it has a
+            // `trace_id`), and that call stays in flight.
+            if event_type == EventType::ToolCallEnd
+                && let (Some(calls), Some(idx)) = (open, at)
+                && calls[idx].2 != tool_name
+            {
+                at = None;
+                if trace_id.is_none() {
+                    span_id = Some(format!("{call}#L{line}"));
+                }
+            }
+            if trace_id.is_none() && at.is_none() && open.is_some() && span_id.as_deref() == Some(call.as_str()) {
                 // Another session's call of this id is in flight: the same span id would make
                 // this start and that call one call, or make this end (of a call of its own)
                 // end that one.
@@ -122,11 +134,12 @@ impl TraceAdapter for TooltraceAdapter {
             if event_type == EventType::ToolCallStart {
                 if let Some(calls) = self.open_calls.get_mut(call) {
                     match at {
-                        Some(at) => calls[at].1 = span_id.clone(),
-                        None => calls.push((session_id.clone(), span_id.clone())),
+                        Some(at) => calls[at] = (session_id.clone(), span_id.clone(), tool_name.clone()),
+                        None => calls.push((session_id.clone(), span_id.clone(), tool_name.clone())),
                     }
                 } else if self.open_calls.len() < MAX_OPEN_CALLS {
-                    self.open_calls.insert(call.clone(), vec![(session_id.clone(), span_id.clone())]);
+                    self.open_calls
+                        .insert(call.clone(), vec![(session_id.clone(), span_id.clone(), tool_name.clone())]);
                 }
             } else if let (Some(calls), Some(at)) = (self.open_calls.get_mut(call), at) {
                 span_id = calls.swap_remove(at).1;
