@@ -425,6 +425,15 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             None
         };
+        // A tooltrace record in a hook file (a capture that changed format part way through):
+        // read as a hook record, its arguments (`args`) would be lost without a word, and a
+        // rule on arguments could not see them.
+        if is_tool_event && object.contains_key("args") {
+            return Err("`args` is a field of tooltrace records, not of Claude Code hook records (whose arguments \
+                        are `tool_input`): keep each format in a file of its own and read the tooltrace records with \
+                        `--trace-format tooltrace`"
+                .to_owned());
+        }
         // Whether the subagent was seen before this record (a `SubagentStop` first is one
         // whose start was not captured).
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));

@@ -745,7 +745,8 @@ fn malformed_records_name_their_line_and_reading_continues() {
 }
 
 /// A Claude Code hook record appended to a tooltrace file (a capture that changed format
-/// part way) is malformed, not a call with its arguments (`tool_input`) dropped.
+/// part way) is malformed, not a call with its arguments (`tool_input`) dropped; and a
+/// tooltrace record in a hook file likewise.
 #[test]
 fn hook_records_in_a_tooltrace_file_are_malformed() {
     let text = "{\"timestamp\":\"2026-02-19T10:00:01Z\",\"tool_name\":\"Read\",\"args\":{\"file_path\":\"x\"}}\n\
@@ -758,6 +759,14 @@ fn hook_records_in_a_tooltrace_file_are_malformed() {
     assert!(message(2).contains("`tool_input` is a field of Claude Code hook records"), "{}", message(2));
     assert!(message(2).contains("--trace-format claude_hook"), "{}", message(2));
     assert_parallel_agrees(text.as_bytes(), Some(TraceFormat::Tooltrace));
+    // The mirror case: a tool record with tooltrace's `args` in a hook file.
+    let text = "{\"session_id\":\"s1\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Read\",\"tool_input\":{},\"tool_use_id\":\"u0\"}\n\
+                {\"session_id\":\"s1\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"args\":{\"command\":\"rm -rf /\"},\"tool_use_id\":\"u1\"}\n";
+    let got = read(text, Some(TraceFormat::ClaudeHook));
+    assert!(got[0].is_ok());
+    let message = got[1].as_ref().unwrap_err().to_string();
+    assert!(message.contains("`args` is a field of tooltrace records"), "{message}");
+    assert!(message.contains("--trace-format tooltrace"), "{message}");
 }
 
 #[test]

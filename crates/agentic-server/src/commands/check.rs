@@ -1072,11 +1072,21 @@ fn run_fast(
 ) {
     let plan = engine.match_plan();
     let summarizer = engine.summarizer();
-    let workers = workers.and_then(|n| n.parse().ok()).unwrap_or_else(|| {
-        match std::thread::available_parallelism().map_or(1, |n| n.get()) {
-            1 => 0,
-            n => n,
+    // A test knob: a number of threads up to `MAX_WORKERS`; anything else is said and ignored.
+    const MAX_WORKERS: usize = 64;
+    let chosen = workers.and_then(|text| match text.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_WORKERS => Some(n),
+        _ => {
+            say_err!(
+                "warning: AGENTIC_CHECK_WORKERS={text:?} is not a thread count from 0 to {MAX_WORKERS} (or `reference`); \
+                 using the default"
+            );
+            None
         }
+    });
+    let workers = chosen.unwrap_or_else(|| match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+        1 => 0,
+        n => n,
     });
     // One copy per thread: compiled regexes then keep per-thread caches.
     let make_work = || CheckWork { plan: plan.clone(), summarizer: summarizer.clone(), needed: true };
