@@ -265,7 +265,6 @@ impl<R: BufRead> TraceReader<R> {
             return Ok(true);
         }
         self.buffer.clear();
-        let at_start = self.consumed == 0;
         let limit = (MAX_RECORD_BYTES + 1) as u64;
         let read = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buffer).map_err(|error| {
             // The input ends at a read error: it is reported once.
@@ -277,8 +276,9 @@ impl<R: BufRead> TraceReader<R> {
         }
         self.consumed += read as u64;
         self.line += 1;
-        // A byte-order mark (editors on Windows write one) is not part of the first record.
-        if at_start && self.buffer.starts_with(UTF8_BOM) {
+        // A byte-order mark (editors on Windows write one) is not part of a record: at the
+        // start of the file, or of a line (files that each had one, concatenated).
+        if self.buffer.starts_with(UTF8_BOM) {
             self.buffer.drain(..UTF8_BOM.len());
         }
         if self.buffer.len() > MAX_RECORD_BYTES {
