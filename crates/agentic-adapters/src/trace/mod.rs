@@ -229,6 +229,19 @@ pub(super) enum Queued {
     ReadLine,
 }
 
+/// What is wrong with a record's JSON. Nesting deeper than `serde_json` reads is valid JSON,
+/// and saying "invalid" would mislead: it is named as such.
+fn json_problem(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.strip_prefix("recursion limit exceeded") {
+        Some(at) => format!(
+            "nested more than 128 levels deep, which is more than agentic reads{at}: the record is skipped, so no \
+             rule sees it; flatten deep values (arguments) in the capture"
+        ),
+        None => format!("invalid JSON: {text}"),
+    }
+}
+
 impl<R: BufRead> TraceReader<R> {
     /// A reader; `format` `None` detects the format from the first record.
     pub fn new(reader: R, format: Option<TraceFormat>) -> TraceReader<R> {
@@ -358,14 +371,14 @@ impl<R: BufRead> TraceReader<R> {
                         match agentic_core::json_strict::from_str(item.get()) {
                             Ok(value) => values.push(value),
                             Err(error) => {
-                                self.bad_elements.push((index, format!("invalid JSON: {error}")));
+                                self.bad_elements.push((index, json_problem(&error)));
                                 values.push(Value::Null);
                             }
                         }
                     }
                     return Some(Ok((Value::Array(values), start)));
                 }
-                Some(Err(TraceError::malformed(start, format!("invalid JSON: {error}"))))
+                Some(Err(TraceError::malformed(start, json_problem(&error))))
             }
         }
     }

@@ -2186,3 +2186,18 @@ fn a_reused_call_id_never_hides_another_call() {
     assert_eq!(starts, vec!["Read", "Bash"]);
     assert_eq!(got.iter().filter(|e| e.data.get("repeated") == Some(&json!(true))).count(), 1, "{got:?}");
 }
+
+/// JSON nested deeper than the reader follows is valid JSON: the record is skipped with a
+/// message that says why, not "invalid JSON".
+#[test]
+fn a_record_nested_too_deep_says_so() {
+    let deep = format!(
+        "{{\"tool_name\":\"Bash\",\"trace_id\":\"t1\",\"args\":{{\"command\":\"rm -rf /\",\"x\":{}{}}}}}\n",
+        "[".repeat(130),
+        "]".repeat(130)
+    );
+    let got = read(&deep, None);
+    let message = got[0].as_ref().unwrap_err().to_string();
+    assert!(message.starts_with("line 1: nested more than 128 levels deep"), "{message}");
+    assert!(!message.contains("invalid JSON"), "{message}");
+}
