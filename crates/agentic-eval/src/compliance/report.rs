@@ -704,6 +704,9 @@ pub struct ReportComparison {
     pub spec_health_after: f64,
     /// Changed checkpoints only, in current document order, then removed ones.
     pub changes: Vec<CheckpointChange>,
+    /// The baseline's and the current spec's `spec_version`, when they differ (checkpoints
+    /// are compared by id all the same: ids are immutable).
+    pub spec_versions: Option<(String, String)>,
 }
 
 impl ReportComparison {
@@ -774,6 +777,8 @@ pub fn compare_reports(baseline: &ComplianceReport, current: &ComplianceReport) 
         spec_health_before: baseline.scores.spec_health_percent,
         spec_health_after: current.scores.spec_health_percent,
         changes,
+        spec_versions: (baseline.spec_version != current.spec_version)
+            .then(|| (baseline.spec_version.clone(), current.spec_version.clone())),
     }
 }
 
@@ -921,6 +926,14 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
             percent(comparison.compliance_after),
             comparison.regressions().count()
         );
+        if let Some((before, after)) = &comparison.spec_versions {
+            let _ = writeln!(
+                out,
+                "  note: the baseline was checked against spec {}, this run against spec {} (checkpoints are compared by id)",
+                shown(before),
+                shown(after)
+            );
+        }
         for change in &comparison.changes {
             let _ = writeln!(out, "  {}", shown(&change_line(change)));
         }
@@ -1098,6 +1111,14 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             comparison.spec_health_after,
             comparison.regressions().count()
         );
+        if let Some((before, after)) = &comparison.spec_versions {
+            let _ = writeln!(
+                out,
+                "The baseline was checked against spec {}, this run against spec {} (checkpoints are compared by id).\n",
+                markdown_text(before),
+                markdown_text(after)
+            );
+        }
         if comparison.changes.is_empty() {
             let _ = writeln!(out, "No checkpoint changed.");
         } else {

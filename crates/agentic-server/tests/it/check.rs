@@ -349,6 +349,20 @@ fn baseline_comparison_shows_regressions() {
     );
     assert_eq!(strict.code(), 1);
     assert!(strict.stdout().contains("FAIL: 1 checkpoint(s) regressed against the baseline"));
+    assert!(!stdout.contains("checked against spec"), "{stdout}");
+    // A baseline of another spec version is compared by id, and the summary says so.
+    let mut older: serde_json::Value = serde_json::from_slice(&std::fs::read(&baseline).unwrap()).unwrap();
+    older["spec_version"] = json!("0.9.0");
+    std::fs::write(&baseline, serde_json::to_vec(&older).unwrap()).unwrap();
+    let run = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &["--baseline", baseline_path]);
+    let version = run.report["spec_version"].as_str().unwrap().to_owned();
+    assert!(
+        run.stdout()
+            .contains(&format!("note: the baseline was checked against spec 0.9.0, this run against spec {version}")),
+        "{}",
+        run.stdout()
+    );
+    assert!(run.markdown.contains("The baseline was checked against spec 0.9.0"), "{}", run.markdown);
 }
 
 #[test]
