@@ -797,18 +797,21 @@ fn detect_rule_conflicts(
     rules: &[CompiledRule],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    // Unscoped rules that forbid every call of a matcher: `never`, and `count` with
-    // `at_most: 0` (the same thing written another way).
-    let forbidden: Vec<(&CompiledCheckpoint, &CompiledMatcher, bool)> = checkpoints
+    // Rules that forbid every call of a matcher: `never`, and `count` with `at_most: 0` (the
+    // same thing written another way), with their scope: an unscoped one forbids the calls
+    // every rule needs, a scoped one those a rule of the same scope needs.
+    let forbidden: Vec<(&CompiledCheckpoint, &CompiledMatcher, bool, Option<&EventMatcher>)> = checkpoints
         .iter()
         .filter_map(|checkpoint| match checkpoint.check {
-            CompiledCheck::Sequence(rule_idx) => match &rules[rule_idx] {
-                CompiledRule { relation: Relation::Never(matcher), within: None } => Some((checkpoint, matcher, false)),
-                CompiledRule { relation: Relation::Count(matcher, _, Some(0)), within: None } => {
-                    Some((checkpoint, matcher, true))
+            CompiledCheck::Sequence(rule_idx) => {
+                let rule = &rules[rule_idx];
+                let within = rule.within.as_ref().map(CompiledMatcher::source);
+                match &rule.relation {
+                    Relation::Never(matcher) => Some((checkpoint, matcher, false, within)),
+                    Relation::Count(matcher, _, Some(0)) => Some((checkpoint, matcher, true, within)),
+                    _ => None,
                 }
-                _ => None,
-            },
+            }
             _ => None,
         })
         .collect();
@@ -816,7 +819,8 @@ fn detect_rule_conflicts(
     for (idx, checkpoint) in checkpoints.iter().enumerate() {
         let CompiledCheck::Sequence(rule_idx) = checkpoint.check else { continue };
         // A scoped rule needs its calls inside the scope, and those are calls of the trace
-        // too, which the unscoped `never` sees.
+        // too, which the unscoped `never` sees (and a `never` of the same scope).
+        let scope = rules[rule_idx].within.as_ref().map(CompiledMatcher::source);
         let required: Vec<&CompiledMatcher> = match &rules[rule_idx].relation {
             Relation::Before(a, b) => vec![a, b],
             // It fails without a `b`, and the call right before the first `b` must be an `a`.
@@ -829,17 +833,22 @@ fn detect_rule_conflicts(
             if required[..at].iter().any(|earlier| earlier.source() == needed.source()) {
                 continue;
             }
-            let conflict = forbidden.iter().find(|(other, never, _)| {
+            let conflict = forbidden.iter().find(|(other, never, _, within)| {
                 !std::ptr::eq(*other, checkpoint)
+                    && (within.is_none() || *within == scope)
                     && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
                     && matcher_covers(never.source(), needed.source())
             });
-            let Some((other, never, by_count)) = conflict else { continue };
+            let Some((other, never, by_count, within)) = conflict else { continue };
             let forbids = match (by_count, never.source() == needed.source()) {
                 (false, true) => "forbids with `never`".to_owned(),
                 (false, false) => format!("forbids with `never: {}`", never.description),
                 (true, true) => "forbids with `count: {at_most: 0}`".to_owned(),
                 (true, false) => format!("forbids with `count: {{of: {}, at_most: 0}}`", never.description),
+            };
+            let forbids = match within {
+                Some(_) => format!("{forbids} in the same `within` scope"),
+                None => forbids,
             };
             diagnostics.push(
                 Diagnostic::error(
@@ -1666,6 +1675,36 @@ checkpoints:
             .filter(|d| d.code == "checkpoint-contradiction")
             .map(|d| d.message.clone())
             .collect()
+    }
+
+    /// A scoped `never` forbids what a rule of the same scope needs; it leaves alone rules of
+    /// another scope and unscoped ones (their calls may be outside its scope).
+    #[test]
+    fn a_scoped_never_contradicts_rules_of_the_same_scope_only() {
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash}, within: {tool: Task}}",
+                "{count: {of: {tool: Bash}, at_least: 1}, within: {tool: Task}}"
+            ]),
+            vec![
+                "checkpoint `P2-02` needs Bash, which checkpoint `P2-01` forbids with `never` in the same `within` scope"
+            ]
+        );
+        for other in [
+            "{count: {of: {tool: Bash}, at_least: 1}}",
+            "{count: {of: {tool: Bash}, at_least: 1}, within: {agent: reviewer}}",
+        ] {
+            assert!(contradictions(&["{never: {tool: Bash}, within: {tool: Task}}", other]).is_empty(), "{other}");
+        }
+        // An unscoped `never` forbids what any scoped rule needs, as before.
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash}}",
+                "{count: {of: {tool: Bash}, at_least: 1}, within: {tool: Task}}"
+            ])
+            .len(),
+            1
+        );
     }
 
     /// `count: {at_most: 0}` forbids like `never`; a rule that both needs and forbids a call
