@@ -14,6 +14,49 @@ pub fn from_str(text: &str) -> serde_json::Result<Value> {
     Ok(value)
 }
 
+/// `text` with every lone UTF-16 surrogate escape (`\ud83d` without its pair, as a
+/// JavaScript string cut inside an emoji serializes) replaced by `\ufffd`, the replacement
+/// character; `None` when there is none. JSON's grammar allows such escapes, but they
+/// spell no Unicode text, and `serde_json` refuses them.
+pub fn replace_lone_surrogates(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let digits = bytes.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    // `\uXXXX` at `at`: the code unit.
+    let unit = |at: usize| -> Option<u16> {
+        (bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u')).then(|| hex(at + 2)).flatten()
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut at = 0;
+    while let Some(offset) = bytes.get(at..).and_then(|rest| rest.iter().position(|&byte| byte == b'\\')) {
+        at += offset;
+        let Some(code) = unit(at) else {
+            // Another escape (or a lone backslash, which the parser reports): two bytes on.
+            at += 2;
+            continue;
+        };
+        let paired =
+            (0xD800..0xDC00).contains(&code) && unit(at + 6).is_some_and(|low| (0xDC00..0xE000).contains(&low));
+        if paired {
+            at += 12;
+        } else if (0xD800..0xE000).contains(&code) {
+            let repaired = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            repaired.push_str(&text[copied..at]);
+            repaired.push_str("\\ufffd");
+            at += 6;
+            copied = at;
+        } else {
+            at += 6;
+        }
+    }
+    let mut repaired = out?;
+    repaired.push_str(&text[copied..]);
+    Some(repaired)
+}
+
 struct Strict;
 
 impl<'de> DeserializeSeed<'de> for Strict {
@@ -93,6 +136,27 @@ impl<'de> Visitor<'de> for Strict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_are_replaced_and_pairs_kept() {
+        // (text, repaired)
+        for (text, repaired) in [
+            (r#"{"c": "cut \ud83d here"}"#, Some(r#"{"c": "cut \ufffd here"}"#)),
+            (r#"{"c": "\udc00 and \uD83D"}"#, Some(r#"{"c": "\ufffd and \ufffd"}"#)),
+            (r#"{"c": "pair \ud83d\ude00 ok"}"#, None),
+            (r#"{"c": "escaped \\ud83d is text"}"#, None),
+            (r#"{"c": "\u00e9 \n"}"#, None),
+            (r#"{"c": "\ud83d\ud83d\ude00"}"#, Some(r#"{"c": "\ufffd\ud83d\ude00"}"#)),
+            ("\\", None),
+            (r"\u12", None),
+        ] {
+            assert_eq!(replace_lone_surrogates(text).as_deref(), repaired, "{text}");
+            if let Some(repaired) = repaired {
+                assert!(from_str(text).is_err(), "{text}");
+                assert!(from_str(repaired).is_ok(), "{repaired}");
+            }
+        }
+    }
 
     #[test]
     fn values_parse_as_serde_json_does_and_repeated_keys_are_refused() {

@@ -353,7 +353,14 @@ impl<R: BufRead> TraceReader<R> {
             return None;
         }
         // Strict: a key repeated in one object makes the record mean two things.
-        match agentic_core::json_strict::from_str(text) {
+        // A lone UTF-16 surrogate escape (a JavaScript string cut inside an emoji) spells no
+        // text: it reads as U+FFFD instead of costing the record (the raw line is kept).
+        let parsed = agentic_core::json_strict::from_str(text).or_else(|error| {
+            agentic_core::json_strict::replace_lone_surrogates(text)
+                .and_then(|repaired| agentic_core::json_strict::from_str(&repaired).ok())
+                .ok_or(error)
+        });
+        match parsed {
             Ok(value) => Some(Ok((value, start))),
             Err(error) if error.is_eof() && text.ends_with(['{', '[', ',', ':']) => {
                 let first = text.to_owned();

@@ -2201,3 +2201,18 @@ fn a_record_nested_too_deep_says_so() {
     assert!(message.starts_with("line 1: nested more than 128 levels deep"), "{message}");
     assert!(!message.contains("invalid JSON"), "{message}");
 }
+
+/// A lone UTF-16 surrogate escape (Claude Code runs on Node, whose `JSON.stringify` writes a
+/// string cut inside an emoji that way) does not cost the record: it reads as U+FFFD.
+#[test]
+fn a_lone_surrogate_escape_reads_as_the_replacement_character() {
+    let text = "{\"session_id\":\"s\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"echo \\ud83d; rm -rf /\"},\"tool_use_id\":\"u1\"}\n\
+                {\"tool_name\":\"Bash\",\"trace_id\":\"t1\",\"args\":{\"command\":\"\\udc00 rm -rf /\"}}\n";
+    let hook = read(text.lines().next().unwrap(), None);
+    let event = hook[0].as_ref().expect("the record is read");
+    assert_eq!(event.data["input"]["command"], json!("echo \u{fffd}; rm -rf /"));
+    let tooltrace = text.lines().nth(1).unwrap();
+    let got = read(tooltrace, None);
+    assert_eq!(got[0].as_ref().unwrap().data["input"]["command"], json!("\u{fffd} rm -rf /"));
+    assert_parallel_agrees(format!("{tooltrace}\n{tooltrace}\n").as_bytes(), None);
+}
