@@ -423,10 +423,12 @@ fn parse_span(
     idx: usize,
     line: u64,
 ) -> Result<ParsedSpan, String> {
+    // Protobuf's JSON mapping reads a missing or null field as its default: the empty name
+    // (a span with `gen_ai.tool.name` is still a call).
     let name = match span.get("name") {
         Some(Value::String(name)) => name.clone(),
+        None | Some(Value::Null) => String::new(),
         Some(other) => return Err(format!("span {idx}: `name` must be a string, found {}", kind_of(other))),
-        None => return Err(format!("span {idx}: missing `name`")),
     };
     let span_id = id_field(&span, "spanId", 8).map_err(|message| format!("span {idx} (`{name}`): {message}"))?;
     if span_id.is_none() {

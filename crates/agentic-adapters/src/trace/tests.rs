@@ -2216,3 +2216,23 @@ fn a_lone_surrogate_escape_reads_as_the_replacement_character() {
     assert_eq!(got[0].as_ref().unwrap().data["input"]["command"], json!("\u{fffd} rm -rf /"));
     assert_parallel_agrees(format!("{tooltrace}\n{tooltrace}\n").as_bytes(), None);
 }
+
+/// A hook name in another case is malformed with the right spelling suggested (read as an
+/// unknown hook, its call would be lost); an OTLP span without a name, or with `null`
+/// (protobuf's JSON mapping reads both as the empty name), is still a call by its
+/// `gen_ai.tool.name`.
+#[test]
+fn misspelt_hook_names_are_malformed_and_nameless_otlp_spans_are_read() {
+    let text =
+        r#"{"session_id":"s","hook_event_name":"pretooluse","tool_name":"Bash","tool_input":{},"tool_use_id":"u1"}"#;
+    let message = read(text, Some(TraceFormat::ClaudeHook))[0].as_ref().unwrap_err().to_string();
+    assert!(message.contains("did you mean \"PreToolUse\""), "{message}");
+    for name in ["\"name\":null,", ""] {
+        let text = format!(
+            r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000001",{name}"startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{{"key":"gen_ai.tool.name","value":{{"stringValue":"Bash"}}}}]}}]}}]}}]}}"#
+        );
+        let got = events(&text);
+        assert_eq!(got[0].event_type, EventType::ToolCallStart, "{name}: {got:?}");
+        assert_eq!(got[0].step_name.as_deref(), Some("Bash"), "{name}");
+    }
+}
