@@ -1189,7 +1189,7 @@ checkpoints:
   - {id: R-03, tier: 2, instruction: "c", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {immediately_before: {a: {tool: Bash}, b: {tool: Write}}}}}
   - {id: R-04, tier: 2, instruction: "d", severity: critical, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash, args: {command: {regex: "rm -rf"}}}}}}
   - {id: R-05, tier: 2, instruction: "e", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {tool: Bash, args: {command: {contains: "cargo test"}}}, at_least: 10, at_most: 1000000}}}}
-  - {id: R-06, tier: 2, instruction: "f", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Write}, within: {tool: Task}}}}
+  - {id: R-06, tier: 2, instruction: "f", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Write}, within: {tool: Agent}}}}
   - {id: R-07, tier: 2, instruction: "g", severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {immediately_before: {a: {tool: Edit}, b: {tool: Write}}, within: {tool: Task}}}}
   - {id: R-08, tier: 2, instruction: "h", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {tool: "*"}, at_least: 1}, within: {tool: Agent}}}}
   - {id: R-09, tier: 2, instruction: "i", severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {tool: Bash}, at_most: 3}, within: {tool: Task}}}}
