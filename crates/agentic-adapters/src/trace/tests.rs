@@ -2101,9 +2101,10 @@ fn a_reused_call_id_never_hides_another_call() {
         )
     };
     // (records, the (type, tool, span id) of every event that is not a repeat)
+    type Call<'a> = (EventType, &'a str, &'a str);
     let read = r#"{"file_path":"/a"}"#;
     let rm = r#"{"command":"rm -rf /"}"#;
-    let cases: Vec<(Vec<String>, Vec<(EventType, &str, &str)>)> = vec![
+    let cases: Vec<(Vec<String>, Vec<Call<'_>>)> = vec![
         // The end of another tool than the call in flight.
         (
             vec![
@@ -2146,7 +2147,7 @@ fn a_reused_call_id_never_hides_another_call() {
     ];
     for (records, expected) in cases {
         let got = events(&records.join("\n"));
-        let calls: Vec<(EventType, &str, &str)> = got
+        let calls: Vec<Call<'_>> = got
             .iter()
             .filter(|event| event.event_type != EventType::Custom)
             .map(|event| {
