@@ -1016,6 +1016,22 @@ fn contradiction_reasons(operators: &[&Operator]) -> Vec<String> {
             _ => {}
         }
     }
+    // One value it must equal: every other check must hold on that value.
+    if let [value] = distinct.as_slice() {
+        for op in operators {
+            let failed = match op {
+                Operator::Contains(needle) => Some(format!("`contains: {needle}`")),
+                Operator::Matches(regex) => Some(format!("`matches: {}`", regex.as_str())),
+                Operator::Length(_) => Some("its `length` bounds".to_owned()),
+                // Numbers are compared with the numeric bounds below.
+                Operator::Compare(_) if !value.is_number() => Some("a numeric comparison".to_owned()),
+                _ => None,
+            };
+            if let Some(check) = failed.filter(|_| !operator_holds(op, Some(value))) {
+                reasons.push(format!("it must equal {value}, which fails {check}"));
+            }
+        }
+    }
     let absent = operators.iter().any(|op| matches!(op, Operator::Exists(false)));
     if absent && operators.iter().any(|op| !matches!(op, Operator::Exists(false) | Operator::NotEquals(_))) {
         reasons.push("it must be absent, yet another operator needs a value".to_owned());
@@ -1227,9 +1243,24 @@ mod tests {
             // No length is below 0.
             json!({"path": "a.x", "length": {"lt": 0}}),
             json!({"path": "a.x", "equals": "q", "one_of": ["r", "s"]}),
+            // A value it must equal that fails another check on the path.
+            json!({"all": [{"path": "a.x", "equals": "ab"}, {"path": "a.x", "matches": "^z"}]}),
+            json!({"all": [{"path": "a.x", "equals": "ab"}, {"path": "a.x", "length": {"equals": 3}}]}),
+            json!({"all": [{"path": "a.x", "equals": "ab"}, {"path": "a.x", "contains": "q"}]}),
+            json!({"all": [{"path": "a.x", "equals": "a"}, {"path": "a.x", "gt": 1}]}),
+            json!({"path": "a.x", "equals": [1, 2], "contains": 3}),
         ] {
             let (_, diagnostics) = compile(condition.clone());
             assert!(diagnostics.iter().any(|d| d.code == "condition-contradiction"), "{condition}: {diagnostics:?}");
+        }
+        // Checks the value it must equal passes are fine.
+        for condition in [
+            json!({"all": [{"path": "a.x", "equals": "ab"}, {"path": "a.x", "matches": "^a"}, {"path": "a.x", "length": {"equals": 2}}, {"path": "a.x", "contains": "b"}]}),
+            json!({"path": "a.x", "equals": [1, 2], "contains": 2, "length": {"gte": 2}}),
+            json!({"all": [{"path": "a.x", "equals": 2}, {"path": "a.x", "gt": 1}]}),
+        ] {
+            let (_, diagnostics) = compile(condition.clone());
+            assert!(diagnostics.is_empty(), "{condition}: {diagnostics:?}");
         }
         let (_, diagnostics) = compile(json!({"path": "a.x", "gte": 3, "lte": 3}));
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
