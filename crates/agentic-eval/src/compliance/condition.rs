@@ -415,7 +415,9 @@ impl CompiledCondition {
                 let value = path.resolve(evidence);
                 for operator in operators {
                     if !operator_holds(operator, value.as_ref()) {
-                        let why = value.as_ref().and_then(|value| kind_mismatch(operator, value));
+                        let why = value.as_ref().and_then(|value| {
+                            kind_mismatch(operator, value).map(str::to_owned).or_else(|| look_alike(operator, value))
+                        });
                         return ConditionOutcome {
                             holds: false,
                             explanation: format!(
@@ -525,6 +527,22 @@ fn kind_mismatch(operator: &Operator, value: &Value) -> Option<&'static str> {
         (Operator::Length(_), Value::Number(_) | Value::Bool(_)) => Some("`length` measures text, lists and mappings"),
         _ => None,
     }
+}
+
+/// For an `equals` between two strings that may read alike (characters beyond ASCII, such
+/// as a letter with a combining accent against the precomposed one, or spaces around the
+/// text): both spelled with escapes, so a reader sees how they differ.
+fn look_alike(operator: &Operator, value: &Value) -> Option<String> {
+    let (Operator::Equals(Value::String(expected)), Value::String(found)) = (operator, value) else { return None };
+    let subtle = !found.is_ascii() || !expected.is_ascii() || found.trim() == expected.trim();
+    let spelled = |text: &str| -> String {
+        text.chars()
+            .map(
+                |c| if c.is_ascii_graphic() || c == ' ' { c.to_string() } else { format!("\\u{{{:x}}}", u32::from(c)) },
+            )
+            .collect()
+    };
+    subtle.then(|| format!("they differ: \"{}\" against \"{}\"", spelled(found), spelled(expected)))
 }
 
 fn describe_operator(operator: &Operator) -> String {
@@ -1205,6 +1223,16 @@ mod tests {
         let (compiled, _) = compile(json!({"path": "git.current_branch", "equals": "main"}));
         let outcome = compiled.unwrap().evaluate(&evidence());
         assert_eq!(outcome.explanation, "`git.current_branch` is \"feature/login\"; expected equals \"main\"");
+        // Two strings that read alike are spelled out.
+        let (compiled, _) = compile(json!({"path": "pr.title", "equals": "caf\u{e9}"}));
+        let evidence = json!({"pr": {"title": "cafe\u{301}"}}).as_object().unwrap().clone();
+        let outcome = compiled.unwrap().evaluate(&evidence);
+        assert!(!outcome.holds);
+        assert!(
+            outcome.explanation.ends_with("(they differ: \"cafe\\u{301}\" against \"caf\\u{e9}\")"),
+            "{}",
+            outcome.explanation
+        );
     }
 
     #[test]
