@@ -57,8 +57,9 @@ pub struct ClaudeHookAdapter {
     /// start is the agent resumed).
     agents: HashMap<(Option<String>, String), Run>,
     /// Tool calls started and not ended, by session and `tool_use_id` (at most
-    /// [`MAX_OPEN_TOOLS`]), with what their start record holds.
-    open_tools: HashMap<(Option<String>, String), Holds>,
+    /// [`MAX_OPEN_TOOLS`] ids), with what each start record holds and its span id: several
+    /// when a writer reused an id for a call while another was in flight.
+    open_tools: HashMap<(Option<String>, String), Vec<(Holds, String)>>,
     /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first with the number
     /// of their end, and by key with the number of the latest end and what the ends of that
     /// id held (up to [`ENDS_PER_ID`]), to tell a repeated end record from another call's.
@@ -192,44 +193,66 @@ impl ClaudeHookAdapter {
         true
     }
 
-    /// Notes a tool record with an id, and tells whether it repeats one already read (a
-    /// capture hook registered twice writes every record twice: a second start of a call in
-    /// flight, or an end of a call that ended, with the same tool and input) and whether an
-    /// end ends a call whose start was read (of the same tool: a PreToolUse hook may rewrite
-    /// the input). A start of a call id that ended, or of a call in flight with another tool
-    /// or input, is a new call, and so is an end of a call that ended with another tool or
-    /// input (ids are unique in Claude Code, so this is a writer reusing them: counting it
-    /// once would hide a call).
-    fn note_tool_record(&mut self, hook: &str, key: (Option<String>, String), holds: Holds) -> Seen {
-        if hook == "PreToolUse" {
-            match self.open_tools.get(&key) {
-                Some(open) if *open == holds => return Seen::Repeated,
-                Some(_) => self.next_generation(&key),
-                None if self.ended_tools.contains_key(&key) => self.next_generation(&key),
-                None => {}
-            }
-            if self.open_tools.len() < MAX_OPEN_TOOLS || self.open_tools.contains_key(&key) {
-                self.open_tools.insert(key, holds);
-            }
-            return Seen::New;
-        }
-        let started = match self.open_tools.get(&key) {
-            // The end of the call in flight (a PreToolUse hook may have rewritten its input).
-            Some(open) if open.tool == holds.tool => true,
-            Some(_) => return Seen::Stray,
-            None => match self.ended_tools.get(&key) {
-                Some((_, ended)) if ended.contains(&holds) => return Seen::Repeated,
-                // Another call's end under an id that ended: a call of its own.
-                Some(_) => {
-                    self.next_generation(&key);
-                    false
-                }
-                None => false,
-            },
+    /// Notes a tool record with an id: whether it repeats one already read (a capture hook
+    /// registered twice writes every record twice: a second start of a call in flight, or an
+    /// end of a call that ended, with the same tool and input), whether an end ends a call
+    /// whose start was read, and the call's span id. An end ends the call in flight under its
+    /// id with the same input, else one of the same tool (a PreToolUse hook may rewrite the
+    /// input). A start under an id in flight or ended, with another tool or input, is a call
+    /// of its own (`ID#N`), and so is an end under an ended id with another tool or input, or
+    /// an end of another tool than every call in flight under its id (`ID#L<line>`): ids are
+    /// unique in Claude Code, so this is a writer reusing them, and counting one call for two
+    /// would hide one.
+    fn note_tool_record(
+        &mut self,
+        hook: &str,
+        key: (Option<String>, String),
+        holds: Holds,
+        line: u64,
+    ) -> (Seen, String) {
+        let span_of = |adapter: &ClaudeHookAdapter, key: &(Option<String>, String)| match adapter.generations.get(key) {
+            Some(generation) => format!("{}#{generation}", key.1),
+            None => key.1.clone(),
         };
-        if started {
-            self.open_tools.remove(&key);
+        let in_flight = self.open_tools.get(&key).map_or(&[][..], Vec::as_slice);
+        if hook == "PreToolUse" {
+            if let Some((_, span)) = in_flight.iter().find(|(open, _)| *open == holds) {
+                return (Seen::Repeated, span.clone());
+            }
+            if !in_flight.is_empty() || self.ended_tools.contains_key(&key) {
+                self.next_generation(&key);
+            }
+            let span = span_of(self, &key);
+            if self.open_tools.len() < MAX_OPEN_TOOLS || self.open_tools.contains_key(&key) {
+                self.open_tools.entry(key).or_default().push((holds, span.clone()));
+            }
+            return (Seen::New, span);
         }
+        // The call in flight this record ends: the same input, else the same tool.
+        let ends = in_flight
+            .iter()
+            .position(|(open, _)| *open == holds)
+            .or_else(|| in_flight.iter().position(|(open, _)| open.tool == holds.tool));
+        let repeats = self.ended_tools.get(&key).is_some_and(|(_, ended)| ended.contains(&holds));
+        let (seen, span) = match ends {
+            Some(at) => {
+                let calls = self.open_tools.get_mut(&key).expect("a call in flight");
+                let (_, span) = calls.remove(at);
+                if calls.is_empty() {
+                    self.open_tools.remove(&key);
+                }
+                (Seen::EndOfStarted, span)
+            }
+            None if repeats => return (Seen::Repeated, key.1.clone()),
+            None if !in_flight.is_empty() => (Seen::Stray, format!("{}#L{line}", key.1)),
+            None => {
+                // Another call's end under an id that ended: a call of its own.
+                if self.ended_tools.contains_key(&key) {
+                    self.next_generation(&key);
+                }
+                (Seen::New, span_of(self, &key))
+            }
+        };
         if self.ended_order.len() == ENDED_TOOLS_WINDOW
             && let Some((oldest, end)) = self.ended_order.pop_front()
             && self.ended_tools.get(&oldest).is_some_and(|(latest, _)| *latest == end)
@@ -238,12 +261,12 @@ impl ClaudeHookAdapter {
         }
         self.ends += 1;
         self.ended_order.push_back((key.clone(), self.ends));
-        let (latest, ends) = self.ended_tools.entry(key).or_default();
+        let (latest, ended) = self.ended_tools.entry(key).or_default();
         *latest = self.ends;
-        if ends.len() < ENDS_PER_ID {
-            ends.push(holds);
+        if ended.len() < ENDS_PER_ID {
+            ended.push(holds);
         }
-        if started { Seen::EndOfStarted } else { Seen::New }
+        (seen, span)
     }
 
     /// The next call of a reused id gets the span id `ID#N`.
@@ -448,12 +471,13 @@ impl TraceAdapter for ClaudeHookAdapter {
         // Whether the subagent was seen before this record (a `SubagentStop` first is one
         // whose start was not captured).
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
-        let seen = match (&tool_use_id, &tool_name) {
+        let (seen, tool_span) = match (&tool_use_id, &tool_name) {
             (Some(id), Some(name)) if is_tool_event => {
                 let holds = Holds::of(name, object.get("tool_input"));
-                self.note_tool_record(&hook, (session_id.clone(), id.clone()), holds)
+                let (seen, span) = self.note_tool_record(&hook, (session_id.clone(), id.clone()), holds, line);
+                (seen, Some(span))
             }
-            _ => Seen::New,
+            _ => (Seen::New, None),
         };
         let started = seen == Seen::EndOfStarted;
         let repeated = if is_tool_event {
@@ -468,13 +492,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         } else {
             None
         };
-        let call_span = claimed.clone().or_else(|| {
-            tool_use_id.as_ref().map(|id| match self.generations.get(&(session_id.clone(), id.clone())) {
-                _ if seen == Seen::Stray => format!("{id}#L{line}"),
-                Some(generation) => format!("{id}#{generation}"),
-                None => id.clone(),
-            })
-        });
+        let call_span = claimed.clone().or(tool_span);
         let mut data = Map::new();
         let mut status = None;
         let mut error = None;

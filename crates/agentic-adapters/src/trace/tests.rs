@@ -2136,6 +2136,35 @@ fn a_reused_call_id_never_hides_another_call() {
                 (EventType::ToolCallEnd, "Bash", "u1#2"),
             ],
         ),
+        // Two calls in flight under one id: each end ends its own (same input, else same tool).
+        (
+            vec![
+                hook("PreToolUse", "Read", read, "u1"),
+                hook("PreToolUse", "Bash", rm, "u1"),
+                hook("PostToolUse", "Read", read, "u1"),
+                hook("PostToolUse", "Bash", rm, "u1"),
+            ],
+            vec![
+                (EventType::ToolCallStart, "Read", "u1"),
+                (EventType::ToolCallStart, "Bash", "u1#2"),
+                (EventType::ToolCallEnd, "Read", "u1"),
+                (EventType::ToolCallEnd, "Bash", "u1#2"),
+            ],
+        ),
+        (
+            vec![
+                hook("PreToolUse", "Read", read, "u1"),
+                hook("PreToolUse", "Read", r#"{"file_path":"/b"}"#, "u1"),
+                hook("PostToolUse", "Read", read, "u1"),
+                hook("PostToolUse", "Read", r#"{"file_path":"/b"}"#, "u1"),
+            ],
+            vec![
+                (EventType::ToolCallStart, "Read", "u1"),
+                (EventType::ToolCallStart, "Read", "u1#2"),
+                (EventType::ToolCallEnd, "Read", "u1"),
+                (EventType::ToolCallEnd, "Read", "u1#2"),
+            ],
+        ),
         // The end may carry an input a PreToolUse hook rewrote: still the end of its call.
         (
             vec![
@@ -2158,6 +2187,24 @@ fn a_reused_call_id_never_hides_another_call() {
         assert_eq!(calls, expected, "{records:?}");
         assert!(got.iter().all(|event| event.data.get("repeated").is_none()), "{got:?}");
     }
+    // A stray end written twice (a hook registered twice) is one call.
+    let records = [
+        hook("PreToolUse", "Read", read, "u1"),
+        hook("PostToolUse", "Bash", rm, "u1"),
+        hook("PostToolUse", "Bash", rm, "u1"),
+        hook("PostToolUse", "Read", read, "u1"),
+    ];
+    let got = events(&records.join("\n"));
+    let kinds: Vec<(EventType, Option<&str>)> = got.iter().map(|e| (e.event_type, e.step_name.as_deref())).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (EventType::ToolCallStart, Some("Read")),
+            (EventType::ToolCallEnd, Some("Bash")),
+            (EventType::Custom, None),
+            (EventType::ToolCallEnd, Some("Read"))
+        ]
+    );
     // Tooltrace v2: a `post` of another tool than the `pre` in flight under its `tool_use_id`.
     let text = r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Read","phase":"pre","tool_use_id":"q1","args":{"file_path":"/a"}}
 {"timestamp":"2026-02-19T10:00:01Z","tool_name":"Bash","phase":"post","tool_use_id":"q1","args":{"command":"rm -rf /"}}
@@ -2169,6 +2216,16 @@ fn a_reused_call_id_never_hides_another_call() {
     let owned =
         |pairs: &[(&str, &str)]| pairs.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())).collect::<Vec<_>>();
     assert_eq!(spans, owned(&[("Read", "q1"), ("Bash", "q1#L2"), ("Read", "q1")]));
+    // Two calls in flight under one `tool_use_id`: each `post` ends its own tool's `pre`.
+    let text = r#"{"tool_name":"Read","phase":"pre","tool_use_id":"q1"}
+{"tool_name":"Bash","phase":"pre","tool_use_id":"q1"}
+{"tool_name":"Bash","phase":"post","tool_use_id":"q1"}
+{"tool_name":"Read","phase":"post","tool_use_id":"q1"}"#;
+    let spans: Vec<(String, String)> = events(text)
+        .iter()
+        .map(|event| (event.step_name.clone().unwrap(), event.span.as_ref().unwrap().span_id.clone().unwrap()))
+        .collect();
+    assert_eq!(spans, owned(&[("Read", "q1"), ("Bash", "q1#L2"), ("Bash", "q1#L2"), ("Read", "q1")]));
     // OTLP: the same ids, another span (another tool, later): both are calls; the same span
     // exported again is a repeat.
     let span = |name: &str, start: u64| {

@@ -112,18 +112,16 @@ impl TraceAdapter for TooltraceAdapter {
             && let Some(call) = &tool_use_id
         {
             let open = self.open_calls.get(call);
-            let mut at = open.and_then(|calls| calls.iter().position(|(session, ..)| *session == session_id));
-            // The end of another tool is not the end of the call in flight under its id: it is
-            // a call of its own (its span id made unique by its line, unless it has a
-            // `trace_id`), and that call stays in flight.
-            if event_type == EventType::ToolCallEnd
-                && let (Some(calls), Some(idx)) = (open, at)
-                && calls[idx].2 != tool_name
-            {
-                at = None;
-                if trace_id.is_none() {
-                    span_id = Some(format!("{call}#L{line}"));
-                }
+            // The call of this session in flight under the id, of the same tool: another tool's
+            // record is not its start again nor its end, but a call of its own (its span id
+            // made unique by its line, unless it has a `trace_id`), and that call stays in
+            // flight.
+            let same_session = |calls: &Vec<OpenCall>| calls.iter().any(|(session, ..)| *session == session_id);
+            let at = open.and_then(|calls| {
+                calls.iter().position(|(session, _, tool)| *session == session_id && *tool == tool_name)
+            });
+            if at.is_none() && open.is_some_and(same_session) && trace_id.is_none() {
+                span_id = Some(format!("{call}#L{line}"));
             }
             if trace_id.is_none() && at.is_none() && open.is_some() && span_id.as_deref() == Some(call.as_str()) {
                 // Another session's call of this id is in flight: the same span id would make
