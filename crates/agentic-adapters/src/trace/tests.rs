@@ -2294,3 +2294,25 @@ fn misspelt_hook_names_are_malformed_and_nameless_otlp_spans_are_read() {
         assert_eq!(got[0].step_name.as_deref(), Some("Bash"), "{name}");
     }
 }
+
+/// OTLP tool arguments are JSON text inside the span: a lone surrogate escape in that text
+/// reads as U+FFFD too; and a span exported again is not a second call without arguments.
+#[test]
+fn otlp_argument_text_with_a_lone_surrogate_is_read_and_repeats_are_not_counted_as_calls() {
+    let span = |arguments: Option<&str>| {
+        let mut attributes = vec![json!({"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}})];
+        if let Some(text) = arguments {
+            attributes.push(json!({"key": "gen_ai.tool.call.arguments", "value": {"stringValue": text}}));
+        }
+        json!({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c",
+            "spanId": "a000000000000001", "name": "execute_tool Bash", "startTimeUnixNano": "1",
+            "endTimeUnixNano": "2", "attributes": attributes}]}]}]})
+        .to_string()
+    };
+    let got = events(&span(Some(r#"{"command":"echo \ud83d rm -rf /"}"#)));
+    assert_eq!(got[0].data["input"]["command"], json!("echo \u{fffd} rm -rf /"));
+    let once = span(None);
+    let got = events(&[once.as_str(), once.as_str()].join("\n"));
+    let marked = got.iter().filter(|e| e.attributes.contains_key(agentic_core::event::ARGUMENTS_UNREAD)).count();
+    assert_eq!(marked, 1, "{got:?}");
+}
