@@ -217,6 +217,11 @@ impl DocumentLoader {
         }
         let mut seen = BTreeSet::new();
         found.diagnostics.retain(|d| seen.insert((d.pointer.clone(), d.code.clone(), d.message.clone())));
+        // A value outside a list of allowed values and of the wrong type (`kind: 3`) is said
+        // once, with the allowed values (quoting it would not help).
+        let listed: Vec<Option<String>> =
+            found.diagnostics.iter().filter(|d| d.code == "invalid-value").map(|d| d.pointer.clone()).collect();
+        found.diagnostics.retain(|d| d.code != "invalid-type" || !listed.contains(&d.pointer));
         found
     }
 
@@ -304,8 +309,14 @@ impl DocumentLoader {
                         items.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect()
                     })
                     .unwrap_or_default();
-                if let Some(first) = options.as_array().and_then(|items| items.first()) {
-                    out.substitutes.push((pointer.clone(), first.clone()));
+                // The option the value most likely meant (`Command` for `command`), else the first.
+                let found_text = lookup(root, &pointer).and_then(Value::as_str).map(str::trim);
+                let meant = found_text.and_then(|text| did_you_mean(text, options_text.iter().map(String::as_str)));
+                let stand_in = options
+                    .as_array()
+                    .and_then(|items| items.iter().find(|item| item.as_str() == meant).or_else(|| items.first()));
+                if let Some(stand_in) = stand_in {
+                    out.substitutes.push((pointer.clone(), stand_in.clone()));
                 }
                 out.diagnostics.push(enum_diagnostic(
                     &field,

@@ -104,14 +104,17 @@ pub fn load_workflow(text: &str, file: &str) -> WorkflowLoad {
         // Values the structural check rejected were dropped before this pass; problems that
         // merely follow from their absence are not reported again.
         let (_, more) = validate(repaired, &document.source_map);
-        // A step missing a required key (`kind`) got a stand-in for it: what is said about
-        // that step would be about the stand-in, so nothing is (other steps are still checked).
+        // A step missing a required key, or whose `kind` was rejected, got a stand-in for it:
+        // what is said about that step would be about the stand-in (an agent step's missing
+        // `prompt` for a step meant as a command), so nothing is (other steps are still checked).
         let pruned: Vec<String> = diagnostics
             .iter()
             .filter_map(|d| {
                 let pointer = d.pointer.as_deref()?;
                 Some(match pointer.rsplit_once('/') {
-                    Some((parent, _)) if d.code == "missing-field" && !parent.is_empty() => parent.to_owned(),
+                    Some((parent, key)) if (d.code == "missing-field" || key == "kind") && !parent.is_empty() => {
+                        parent.to_owned()
+                    }
                     _ => pointer.to_owned(),
                 })
             })

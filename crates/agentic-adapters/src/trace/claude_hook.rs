@@ -431,15 +431,17 @@ impl TraceAdapter for ClaudeHookAdapter {
             Some(other) => return Err(format!("`hook_event_name` must be a non-empty string, found {other}")),
             None => return Err("missing `hook_event_name`".to_owned()),
         };
-        // A hook this adapter reads, spelled in another case (a capture script that changed
-        // it): read as an unknown hook, its call would be lost without a word.
+        // A hook this adapter reads, spelled another way (`pretooluse`, `pre_tool_use`,
+        // `PreToolUse `: a capture script that changed it): read as an unknown hook, its call
+        // would be lost without a word.
+        let letters = |name: &str| name.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_lowercase();
         if let Some(known) = ["PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart", "SubagentStop"]
             .into_iter()
-            .find(|known| *known != hook && known.eq_ignore_ascii_case(&hook))
+            .find(|known| *known != hook && letters(known) == letters(&hook))
         {
             return Err(format!(
-                "`hook_event_name` \"{hook}\" is not a Claude Code hook name; did you mean \"{known}\"? (names are \
-                 case-sensitive)"
+                "`hook_event_name` {hook:?} is not a Claude Code hook name; did you mean \"{known}\"? (names are \
+                 exact and case-sensitive)"
             ));
         }
         let timestamp = rfc3339(object, "timestamp")?;

@@ -2283,8 +2283,11 @@ fn a_lone_surrogate_escape_reads_as_the_replacement_character() {
 fn misspelt_hook_names_are_malformed_and_nameless_otlp_spans_are_read() {
     let text =
         r#"{"session_id":"s","hook_event_name":"pretooluse","tool_name":"Bash","tool_input":{},"tool_use_id":"u1"}"#;
-    let message = read(text, Some(TraceFormat::ClaudeHook))[0].as_ref().unwrap_err().to_string();
-    assert!(message.contains("did you mean \"PreToolUse\""), "{message}");
+    for spelled in ["pretooluse", "pre_tool_use", "PreToolUse ", "Pre-Tool-Use"] {
+        let text = text.replace("pretooluse", spelled);
+        let message = read(&text, Some(TraceFormat::ClaudeHook))[0].as_ref().unwrap_err().to_string();
+        assert!(message.contains("did you mean \"PreToolUse\""), "{spelled}: {message}");
+    }
     for name in ["\"name\":null,", ""] {
         let text = format!(
             r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"a000000000000001",{name}"startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{{"key":"gen_ai.tool.name","value":{{"stringValue":"Bash"}}}}]}}]}}]}}]}}"#

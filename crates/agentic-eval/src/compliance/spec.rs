@@ -299,8 +299,14 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
         let within = |inner: &str, outer: &str| {
             inner.strip_prefix(outer).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         };
-        let tier_dependent =
-            ["invalid-tier", "tier-method-mismatch", "assertion-missing", "rule-missing", "partial-criteria-unused"];
+        let tier_dependent = [
+            "invalid-tier",
+            "tier-method-mismatch",
+            "trace-source-missing",
+            "assertion-missing",
+            "rule-missing",
+            "partial-criteria-unused",
+        ];
         let restates = |d: &Diagnostic| {
             d.pointer.as_deref().is_some_and(|at| {
                 !at.is_empty()
@@ -357,7 +363,12 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
     let mut looks: HashMap<String, &str> = HashMap::new();
     for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
         let pointer = format!("/checkpoints/{idx}/id");
-        let first = *first_seen.entry(checkpoint.id.as_str()).or_insert(idx);
+        // A blank id is reported as such (`id-empty`), not as a repeat of another blank one.
+        let first = if checkpoint.id.trim().is_empty() {
+            idx
+        } else {
+            *first_seen.entry(checkpoint.id.as_str()).or_insert(idx)
+        };
         let alike = looks.entry(checkpoint.id.trim().to_lowercase()).or_insert(checkpoint.id.as_str());
         if *alike != checkpoint.id && !checkpoint.id.trim().is_empty() {
             diagnostics.push(
@@ -432,6 +443,29 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
     let mut constraints = Vec::new();
     for (idx, constraint) in spec.environment_constraints.iter().enumerate() {
         let pointer = format!("/environment_constraints/{idx}");
+        // An id that reads like another constraint's or a checkpoint's (case, spaces).
+        let reads = constraint.id.trim().to_lowercase();
+        let alike = spec.environment_constraints[..idx]
+            .iter()
+            .map(|c| c.id.as_str())
+            .chain(checkpoint_ids.iter().copied())
+            .find(|other| *other != constraint.id && other.trim().to_lowercase() == reads);
+        // An id used exactly is a `duplicate-id`: said once, as that.
+        let exact = checkpoint_ids.contains(&constraint.id.as_str())
+            || spec.environment_constraints[..idx].iter().any(|c| c.id == constraint.id);
+        if let Some(other) = alike.filter(|_| !reads.is_empty() && !exact) {
+            diagnostics.push(
+                Diagnostic::warning(
+                    "id-lookalike",
+                    format!("constraint id `{}` differs from `{other}` only in case or spaces", constraint.id),
+                )
+                .at_pointer(format!("{pointer}/id"))
+                .with_hint(format!(
+                    "reports and BLOCKED notes tell the two apart but readers will not; for example `{}`",
+                    free_constraint_id(&spec)
+                )),
+            );
+        }
         if !constraint_ids.insert(constraint.id.as_str()) {
             diagnostics.push(
                 Diagnostic::error("duplicate-id", format!("constraint id `{}` is used twice", constraint.id))
@@ -610,7 +644,7 @@ fn check_checkpoint(
         ),
         Tier::Sequence if !reads_trace => diagnostics.push(
             Diagnostic::error(
-                "evidence-sources-missing",
+                "trace-source-missing",
                 format!("tier-2 checkpoint `{id}` must list `trace_file` in `evidence_sources`"),
             )
             .at_pointer(format!("{pointer}/verification/evidence_sources"))
@@ -1336,9 +1370,7 @@ checkpoints:
         for (from, bad) in [("severity: high", "severity: critcal"), ("tier: 1,", "tier: \"1\",")] {
             let text = SPEC.replacen(from, bad, 1);
             let codes: Vec<String> = load_spec(&text, "spec.yaml").diagnostics.iter().map(|d| d.code.clone()).collect();
-            for expected in
-                ["evidence-sources-missing", "invalid-evidence-source", "rule-contradiction", "duplicate-id"]
-            {
+            for expected in ["trace-source-missing", "invalid-evidence-source", "rule-contradiction", "duplicate-id"] {
                 assert!(codes.iter().any(|code| code == expected), "{bad}: {expected} missing from {codes:?}");
             }
             let first = if bad.starts_with("tier") { "invalid-type" } else { "invalid-value" };
@@ -1367,6 +1399,7 @@ checkpoints:
 "#;
         for bad in [
             "    tier: \"3\"\n",
+            "    tier: \"2\"\n",
             "    tier: three\n",
             "    tier: null\n",
             "    tier: 7\n",
@@ -1437,6 +1470,20 @@ checkpoints:
         let find = |code: &str| load.diagnostics.iter().filter(|d| d.code == code).collect::<Vec<_>>();
         let lookalike = find("id-lookalike");
         assert_eq!(lookalike.len(), 1, "{:?}", load.diagnostics);
+        let constraints = text.replacen("{id: ENV-03,", "{id: env-03,", 1).replacen(
+            "  - {id: P1-01, constraint",
+            "  - {id: ENV-03, constraint: c, affects: [P1-01], active_when: {path: pr.draft, equals: true}}\n  - {id: p1-01, constraint",
+            1,
+        );
+        let load_constraints = load_spec(&constraints, "spec.yaml");
+        let alike: Vec<&str> = load_constraints
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "id-lookalike")
+            .map(|d| d.message.as_str())
+            .collect();
+        assert!(alike.contains(&"constraint id `ENV-03` differs from `env-03` only in case or spaces"), "{alike:?}");
+        assert!(alike.contains(&"constraint id `p1-01` differs from `P1-01` only in case or spaces"), "{alike:?}");
         assert!(lookalike[0].message.contains("`p1-01 ` differs from `P1-01`"), "{:?}", lookalike[0]);
         let clash = find("duplicate-id");
         assert!(
@@ -1490,6 +1537,11 @@ checkpoints:
         assert!(found.contains(&("id-empty", true, 6)), "{found:?}");
         assert!(found.contains(&("instruction-empty", false, 7)), "{found:?}");
         assert!(found.contains(&("instruction-empty", true, 8)), "{found:?}");
+        // Two blank ids are two blank ids, not a repeat.
+        let twice = text.replacen("id: P1-01,", "id: \"\",", 1);
+        let codes: Vec<String> = load_spec(&twice, "spec.yaml").diagnostics.iter().map(|d| d.code.clone()).collect();
+        assert_eq!(codes.iter().filter(|c| *c == "id-empty").count(), 3, "{codes:?}");
+        assert!(!codes.iter().any(|c| c == "duplicate-id"), "{codes:?}");
     }
 
     #[test]
