@@ -59,7 +59,7 @@ pub struct ClaudeHookAdapter {
     /// Tool calls started and not ended, by session and `tool_use_id` (at most
     /// [`MAX_OPEN_TOOLS`] ids), with what each start record holds and its span id: several
     /// when a writer reused an id for a call while another was in flight.
-    open_tools: HashMap<(Option<String>, String), Vec<(Holds, String)>>,
+    open_tools: HashMap<ToolKey, Vec<(Holds, String)>>,
     /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first with the number
     /// of their end, and by key with the number of the latest end and what the ends of that
     /// id held (up to [`ENDS_PER_ID`]), to tell a repeated end record from another call's.
@@ -110,6 +110,9 @@ struct Spawner {
     /// Once linked: the `agent_id` of the subagent it spawned.
     subagent: Option<String>,
 }
+
+/// A tool call's session and `tool_use_id`.
+type ToolKey = (Option<String>, String);
 
 /// What [`ClaudeHookAdapter::note_tool_record`] tells of a tool record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
