@@ -315,6 +315,9 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
                             || within(at, r)
                             || (tier_dependent.contains(&d.code.as_str())
                                 && r.strip_suffix("/tier").is_some_and(|checkpoint| within(at, checkpoint)))
+                            // Sources that stood in (none) leave every path undeclared.
+                            || (d.code == "evidence-source-undeclared"
+                                && r.strip_suffix("/evidence_sources").is_some_and(|verification| within(at, verification)))
                     })
             })
         };
@@ -869,7 +872,7 @@ fn detect_rule_conflicts(
             }
             let conflict = forbidden.iter().find(|(other, never, _, within)| {
                 !std::ptr::eq(*other, checkpoint)
-                    && (within.is_none() || *within == scope)
+                    && within.is_none_or(|forbidding| scope.is_some_and(|needed| matcher_covers(forbidding, needed)))
                     && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
                     && matcher_covers(never.source(), needed.source())
             });
@@ -881,7 +884,8 @@ fn detect_rule_conflicts(
                 (true, false) => format!("forbids with `count: {{of: {}, at_most: 0}}`", never.description),
             };
             let forbids = match within {
-                Some(_) => format!("{forbids} in the same `within` scope"),
+                Some(forbidding) if Some(*forbidding) == scope => format!("{forbids} in the same `within` scope"),
+                Some(_) => format!("{forbids} in a `within` scope around this rule's"),
                 None => forbids,
             };
             diagnostics.push(
@@ -1438,6 +1442,10 @@ checkpoints:
                 "{key:?}: {found:?}"
             );
         }
+        // Sources that stand in for missing ones leave no path "undeclared".
+        let found = codes(&SPEC.replacen("evidence_sources: [pr], assert", "assert", 1));
+        assert!(found.iter().any(|(code, _)| code == "missing-field"), "{found:?}");
+        assert!(!found.iter().any(|(code, _)| code == "evidence-source-undeclared"), "{found:?}");
         let found = codes(&SPEC.replacen("workflow: wf\n", "", 1));
         assert!(found.contains(&("missing-field".to_owned(), 1)), "{found:?}");
         assert!(found.iter().any(|(code, _)| code == "orphaned-id"), "{found:?}");
@@ -1742,9 +1750,29 @@ checkpoints:
                 "checkpoint `P2-02` needs Bash, which checkpoint `P2-01` forbids with `never` in the same `within` scope"
             ]
         );
+        // A scope written another way, or inside the forbidding one (every such span is one).
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash}, within: {tool: Task}}",
+                "{count: {of: {tool: Bash}, at_least: 1}, within: {tool: [Task]}}"
+            ])
+            .len(),
+            1
+        );
+        assert_eq!(
+            contradictions(&[
+                "{never: {tool: Bash}, within: {tool: Task}}",
+                "{count: {of: {tool: Bash}, at_least: 1}, within: {tool: Task, args: {subagent_type: {equals: rev}}}}"
+            ]),
+            vec![
+                "checkpoint `P2-02` needs Bash, which checkpoint `P2-01` forbids with `never` in a `within` scope around this rule's"
+            ]
+        );
         for other in [
             "{count: {of: {tool: Bash}, at_least: 1}}",
             "{count: {of: {tool: Bash}, at_least: 1}, within: {agent: reviewer}}",
+            // A wider scope than the `never`'s: its calls may be outside the narrower one.
+            "{count: {of: {tool: Bash}, at_least: 1}, within: {tool: \"*\"}}",
         ] {
             assert!(contradictions(&["{never: {tool: Bash}, within: {tool: Task}}", other]).is_empty(), "{other}");
         }
