@@ -63,8 +63,8 @@ pub struct ClaudeHookAdapter {
     /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first with the number
     /// of their end, and by key with the number of the latest end and what the ends of that
     /// id held (up to [`ENDS_PER_ID`]), to tell a repeated end record from another call's.
-    ended_order: VecDeque<((Option<String>, String), u64)>,
-    ended_tools: HashMap<(Option<String>, String), (u64, Vec<Holds>)>,
+    ended_order: VecDeque<(ToolKey, u64)>,
+    ended_tools: HashMap<ToolKey, (u64, Vec<Holds>)>,
     /// How many ends were noted.
     ends: u64,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
@@ -76,7 +76,7 @@ pub struct ClaudeHookAdapter {
     /// For a `tool_use_id` started again after its call ended: which call of that id this
     /// is (2, 3, ...). Its span id is `ID#N`, so the earlier call, and a subagent it
     /// spawned, keep their own place in the span tree (at most [`MAX_OPEN_TOOLS`] ids).
-    generations: HashMap<(Option<String>, String), u32>,
+    generations: HashMap<ToolKey, u32>,
     /// Subagents that started with no spawning call in flight (its `PreToolUse` was not
     /// captured), oldest first (at most [`MAX_SPAWNERS`]): their parent span is a stand-in
     /// that the end of the call that spawned them takes as its span id.
@@ -206,14 +206,8 @@ impl ClaudeHookAdapter {
     /// an end of another tool than every call in flight under its id (`ID#L<line>`): ids are
     /// unique in Claude Code, so this is a writer reusing them, and counting one call for two
     /// would hide one.
-    fn note_tool_record(
-        &mut self,
-        hook: &str,
-        key: (Option<String>, String),
-        holds: Holds,
-        line: u64,
-    ) -> (Seen, String) {
-        let span_of = |adapter: &ClaudeHookAdapter, key: &(Option<String>, String)| match adapter.generations.get(key) {
+    fn note_tool_record(&mut self, hook: &str, key: ToolKey, holds: Holds, line: u64) -> (Seen, String) {
+        let span_of = |adapter: &ClaudeHookAdapter, key: &ToolKey| match adapter.generations.get(key) {
             Some(generation) => format!("{}#{generation}", key.1),
             None => key.1.clone(),
         };
@@ -237,17 +231,19 @@ impl ClaudeHookAdapter {
             .position(|(open, _)| *open == holds)
             .or_else(|| in_flight.iter().position(|(open, _)| open.tool == holds.tool));
         let repeats = self.ended_tools.get(&key).is_some_and(|(_, ended)| ended.contains(&holds));
-        let (seen, span) = match ends {
-            Some(at) => {
-                let calls = self.open_tools.get_mut(&key).expect("a call in flight");
-                let (_, span) = calls.remove(at);
-                if calls.is_empty() {
-                    self.open_tools.remove(&key);
-                }
-                (Seen::EndOfStarted, span)
+        let others_in_flight = !in_flight.is_empty();
+        let ended_call = ends.and_then(|at| {
+            let calls = self.open_tools.get_mut(&key)?;
+            let (_, span) = calls.remove(at);
+            if calls.is_empty() {
+                self.open_tools.remove(&key);
             }
+            Some(span)
+        });
+        let (seen, span) = match ended_call {
+            Some(span) => (Seen::EndOfStarted, span),
             None if repeats => return (Seen::Repeated, key.1.clone()),
-            None if !in_flight.is_empty() => (Seen::Stray, format!("{}#L{line}", key.1)),
+            None if others_in_flight => (Seen::Stray, format!("{}#L{line}", key.1)),
             None => {
                 // Another call's end under an id that ended: a call of its own.
                 if self.ended_tools.contains_key(&key) {
@@ -273,7 +269,7 @@ impl ClaudeHookAdapter {
     }
 
     /// The next call of a reused id gets the span id `ID#N`.
-    fn next_generation(&mut self, key: &(Option<String>, String)) {
+    fn next_generation(&mut self, key: &ToolKey) {
         if self.generations.len() < MAX_OPEN_TOOLS || self.generations.contains_key(key) {
             *self.generations.entry(key.clone()).or_insert(1) += 1;
         }
