@@ -141,13 +141,41 @@ struct Holds {
 impl Holds {
     fn of(tool_name: &str, input: Option<&Value>) -> Holds {
         use std::hash::{Hash, Hasher};
-        let hash = |parts: &[&str]| {
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            parts.hash(&mut hasher);
-            hasher.finish()
-        };
-        let input = input.map(Value::to_string).unwrap_or_default();
-        Holds { tool: hash(&[tool_name]), input: hash(&[tool_name, &input]) }
+        let mut tool = std::collections::hash_map::DefaultHasher::new();
+        tool_name.hash(&mut tool);
+        let mut both = tool.clone();
+        match input {
+            Some(input) => hash_value(input, &mut both),
+            None => 0u8.hash(&mut both),
+        }
+        Holds { tool: tool.finish(), input: both.finish() }
+    }
+}
+
+/// Hashes a JSON value as a value: the keys of an object in sorted order, so two writers
+/// that order keys differently write the same input.
+fn hash_value(value: &Value, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    match value {
+        Value::Null => 1u8.hash(hasher),
+        Value::Bool(flag) => (2u8, flag).hash(hasher),
+        Value::Number(number) => (3u8, number.to_string()).hash(hasher),
+        Value::String(text) => (4u8, text).hash(hasher),
+        Value::Array(items) => {
+            (5u8, items.len()).hash(hasher);
+            for item in items {
+                hash_value(item, hasher);
+            }
+        }
+        Value::Object(map) => {
+            (6u8, map.len()).hash(hasher);
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for key in keys {
+                key.hash(hasher);
+                hash_value(&map[key], hasher);
+            }
+        }
     }
 }
 
@@ -169,8 +197,8 @@ const MAX_AGENTS: usize = 65_536;
 /// The most tool calls in flight whose records are checked for duplicates.
 const MAX_OPEN_TOOLS: usize = 65_536;
 
-/// How many ends of one reused id are remembered to tell a repeated end record.
-const ENDS_PER_ID: usize = 8;
+/// How many of the latest ends of one reused id are remembered to tell a repeated end record.
+const ENDS_PER_ID: usize = 16;
 
 /// How many ended tool calls are remembered to tell a repeated end record.
 pub(super) const ENDED_TOOLS_WINDOW: usize = 4_096;
@@ -225,12 +253,13 @@ impl ClaudeHookAdapter {
             }
             return (Seen::New, span);
         }
-        // The call in flight this record ends: the same input, else the same tool.
+        // The call in flight this record ends: the same input; else, unless it repeats an end
+        // of this id read before, one of the same tool.
+        let repeats = self.ended_tools.get(&key).is_some_and(|(_, ended)| ended.contains(&holds));
         let ends = in_flight
             .iter()
             .position(|(open, _)| *open == holds)
-            .or_else(|| in_flight.iter().position(|(open, _)| open.tool == holds.tool));
-        let repeats = self.ended_tools.get(&key).is_some_and(|(_, ended)| ended.contains(&holds));
+            .or_else(|| (!repeats).then(|| in_flight.iter().position(|(open, _)| open.tool == holds.tool)).flatten());
         let others_in_flight = !in_flight.is_empty();
         let ended_call = ends.and_then(|at| {
             let calls = self.open_tools.get_mut(&key)?;
@@ -262,9 +291,11 @@ impl ClaudeHookAdapter {
         self.ended_order.push_back((key.clone(), self.ends));
         let (latest, ended) = self.ended_tools.entry(key).or_default();
         *latest = self.ends;
-        if ended.len() < ENDS_PER_ID {
-            ended.push(holds);
+        // The latest ends of the id are kept (a repeated record comes soon after its copy).
+        if ended.len() == ENDS_PER_ID {
+            ended.remove(0);
         }
+        ended.push(holds);
         (seen, span)
     }
 

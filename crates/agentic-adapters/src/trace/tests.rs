@@ -2187,6 +2187,40 @@ fn a_reused_call_id_never_hides_another_call() {
         assert_eq!(calls, expected, "{records:?}");
         assert!(got.iter().all(|event| event.data.get("repeated").is_none()), "{got:?}");
     }
+    // The calls a record stands for, after the repeats: (starts, ends) that are not repeats.
+    let counted = |records: &[String]| {
+        let got = events(&records.join("\n"));
+        let count = |kind: EventType| got.iter().filter(|e| e.event_type == kind).count();
+        (count(EventType::ToolCallStart), count(EventType::ToolCallEnd))
+    };
+    // An end written twice never closes another call of its tool still in flight.
+    let b = r#"{"file_path":"/b"}"#;
+    let records = [
+        hook("PreToolUse", "Read", read, "u1"),
+        hook("PreToolUse", "Read", b, "u1"),
+        hook("PostToolUse", "Read", b, "u1"),
+        hook("PostToolUse", "Read", b, "u1"),
+        hook("PostToolUse", "Read", read, "u1"),
+    ];
+    assert_eq!(counted(&records), (2, 2));
+    // Key order in the input does not make another call (writers order keys differently).
+    let records = [
+        hook("PreToolUse", "Read", r#"{"file_path":"/a","limit":1}"#, "u1"),
+        hook("PreToolUse", "Read", r#"{"limit":1,"file_path":"/a"}"#, "u1"),
+    ];
+    assert_eq!(counted(&records), (1, 0));
+    // An id reused for many calls, every record written twice: each call counts once.
+    let mut records = Vec::new();
+    for idx in 0..12 {
+        let input = format!(r#"{{"file_path":"/{idx}"}}"#);
+        for _ in 0..2 {
+            records.push(hook("PreToolUse", "Read", &input, "u1"));
+        }
+        for _ in 0..2 {
+            records.push(hook("PostToolUse", "Read", &input, "u1"));
+        }
+    }
+    assert_eq!(counted(&records), (12, 12));
     // A stray end written twice (a hook registered twice) is one call.
     let records = [
         hook("PreToolUse", "Read", read, "u1"),
