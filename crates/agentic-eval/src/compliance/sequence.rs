@@ -2525,7 +2525,9 @@ impl SequenceEngine {
             .map(|((rule, state), scope)| {
                 let mut outcome = conclude(&rule.relation, state);
                 if let Some(within) = &rule.within {
-                    outcome.notes = format!("within {}: {}", within.description, outcome.notes);
+                    // A scoped rule saw only the calls inside its scope: "no Bash" is inside it.
+                    let notes = outcome.notes.replace(" in the trace", " inside the scope");
+                    outcome.notes = format!("within {}: {notes}", within.description);
                 }
                 if let (Some(within), Some(scope)) = (&rule.within, scope)
                     && !scope.rooted
@@ -4493,8 +4495,20 @@ mod tests {
             none.outcomes[0].notes
         );
         let agent = span(EventType::AgentInvokeStart, "code-reviewer", "a", None, 1);
-        let opened = SequenceEngine::run(rules(), vec![agent, write], 0);
+        let opened = SequenceEngine::run(rules(), vec![agent, write.clone()], 0);
         assert!(!opened.outcomes[0].notes.contains("no span matched"), "{}", opened.outcomes[0].notes);
+        // What a scoped rule misses, it misses inside its scope (the Write is in the trace).
+        let before = vec![rule(
+            json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Write"}}, "within": {"agent": "code-reviewer"}}),
+        )];
+        let outside = SequenceEngine::run(before, vec![write], 0);
+        assert!(
+            outside.outcomes[0]
+                .notes
+                .starts_with("within agent code-reviewer: neither Read nor Write occurs inside the scope"),
+            "{}",
+            outside.outcomes[0].notes
+        );
     }
 
     /// A scope root without a span id (a hook record without `tool_use_id`) can hold
