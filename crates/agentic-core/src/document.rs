@@ -326,6 +326,21 @@ impl DocumentLoader {
                     &pointer,
                 ));
             }
+            // An enum whose variants carry docs (one `const` branch per allowed value), given a
+            // value of another type (`severity: 3`): the branches fail on the type, so the
+            // allowed values come from the schema.
+            ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. }
+                if !lookup(root, &pointer).is_some_and(Value::is_string)
+                    && self.const_options(error.schema_path().as_str()).is_some() =>
+            {
+                let options = self.const_options(error.schema_path().as_str()).unwrap_or_default();
+                if let Some(first) = options.first() {
+                    out.substitutes.push((pointer.clone(), first.clone()));
+                }
+                let texts: Vec<String> =
+                    options.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)).collect();
+                out.diagnostics.push(enum_diagnostic(&field, lookup(root, &pointer), &texts, position, &pointer));
+            }
             ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }
                 if !context.is_empty()
                     && context.iter().all(|branch| {
@@ -451,6 +466,14 @@ impl DocumentLoader {
             "integer" | "number" => Some(schema.get("minimum").cloned().unwrap_or_else(|| Value::from(1))),
             other => placeholder_of(other),
         }
+    }
+
+    /// The allowed values of a `oneOf`/`anyOf` at `schema_path` whose branches are all `const`
+    /// (an enum whose variants carry docs); `None` for any other union.
+    fn const_options(&self, schema_path: &str) -> Option<Vec<Value>> {
+        let branches = self.schema.pointer(schema_path)?.as_array()?;
+        let options: Option<Vec<Value>> = branches.iter().map(|branch| branch.get("const").cloned()).collect();
+        options.filter(|options| !options.is_empty())
     }
 
     /// The property names the schema allows at the object whose `additionalProperties` failed.

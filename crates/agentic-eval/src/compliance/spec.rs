@@ -315,6 +315,8 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
                             || within(at, r)
                             || (tier_dependent.contains(&d.code.as_str())
                                 && r.strip_suffix("/tier").is_some_and(|checkpoint| within(at, checkpoint)))
+                            // Checkpoints that stood in (none) leave every `affects` orphaned.
+                            || (d.code == "orphaned-id" && *r == "/checkpoints")
                             // Sources that stood in (none) leave every path undeclared.
                             || (d.code == "evidence-source-undeclared"
                                 && r.strip_suffix("/evidence_sources").is_some_and(|verification| within(at, verification)))
@@ -1622,6 +1624,19 @@ checkpoints:
         let found = codes(&SPEC.replace("      evidence_sources: [trace_file]\n", "      evidence_sources: []\n"));
         assert!(found.iter().any(|(c, _)| c == "evidence-sources-missing"), "{found:?}");
         let found = codes(&SPEC.replace("      evidence_sources: [pr_body]\n", ""));
+        assert!(found.iter().any(|(c, _)| c == "missing-field"), "{found:?}");
+        // A value of another type for an enum lists the allowed values.
+        let load = load_spec(&SPEC.replace("severity: critical", "severity: 3"), "spec.yaml");
+        assert_eq!(load.diagnostics.len(), 1, "{:?}", load.diagnostics);
+        assert!(
+            load.diagnostics[0].message.contains("is the number 3, which is not allowed"),
+            "{:?}",
+            load.diagnostics
+        );
+        assert!(load.diagnostics[0].hint.as_deref().unwrap_or("").contains("critical, high, medium, low"));
+        // Without readable checkpoints, every `affects` would be orphaned: not said.
+        let found = codes(&SPEC.replacen("checkpoints:", "checkponts:", 1));
+        assert!(!found.iter().any(|(c, _)| c == "orphaned-id"), "{found:?}");
         assert!(found.iter().any(|(c, _)| c == "missing-field"), "{found:?}");
     }
 
