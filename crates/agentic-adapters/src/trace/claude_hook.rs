@@ -134,16 +134,19 @@ enum Seen {
 struct Holds {
     /// A hash of the tool name.
     tool: u64,
-    /// A hash of the tool name and the input.
+    /// A hash of the tool name, the input and the agent that wrote the record.
     input: u64,
 }
 
 impl Holds {
-    fn of(tool_name: &str, input: Option<&Value>) -> Holds {
+    /// What a record of `tool_name` with `input`, written by `agent` (a subagent's id, none
+    /// for the main agent), holds: records of two agents are never copies of each other.
+    fn of(tool_name: &str, input: Option<&Value>, agent: Option<&str>) -> Holds {
         use std::hash::{Hash, Hasher};
         let mut tool = std::collections::hash_map::DefaultHasher::new();
         tool_name.hash(&mut tool);
         let mut both = tool.clone();
+        agent.hash(&mut both);
         match input {
             Some(input) => hash_value(input, &mut both),
             None => 0u8.hash(&mut both),
@@ -505,7 +508,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
         let (seen, tool_span) = match (&tool_use_id, &tool_name) {
             (Some(id), Some(name)) if is_tool_event => {
-                let holds = Holds::of(name, object.get("tool_input"));
+                let holds = Holds::of(name, object.get("tool_input"), agent_id.as_deref());
                 let (seen, span) = self.note_tool_record(&hook, (session_id.clone(), id.clone()), holds, line);
                 (seen, Some(span))
             }

@@ -2221,6 +2221,13 @@ fn a_reused_call_id_never_hides_another_call() {
         }
     }
     assert_eq!(counted(&records), (12, 12));
+    // The same record written by two agents is two calls, not a copy.
+    let in_agent = |agent: &str| {
+        let record = hook("PostToolUse", "Bash", rm, "u9");
+        format!("{},\"agent_id\":\"{agent}\"}}", &record[..record.len() - 1])
+    };
+    let records = [in_agent("a1"), in_agent("a1"), in_agent("a2")];
+    assert_eq!(counted(&records), (0, 2));
     // A stray end written twice (a hook registered twice) is one call.
     let records = [
         hook("PreToolUse", "Read", read, "u1"),
