@@ -132,7 +132,7 @@ enum Seen {
 /// another call that reuses its id, and an end from the end of another tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Holds {
-    /// A hash of the tool name.
+    /// A hash of the tool name and the agent that wrote the record.
     tool: u64,
     /// A hash of the tool name, the input and the agent that wrote the record.
     input: u64,
@@ -145,8 +145,8 @@ impl Holds {
         use std::hash::{Hash, Hasher};
         let mut tool = std::collections::hash_map::DefaultHasher::new();
         tool_name.hash(&mut tool);
+        agent.hash(&mut tool);
         let mut both = tool.clone();
-        agent.hash(&mut both);
         match input {
             Some(input) => hash_value(input, &mut both),
             None => 0u8.hash(&mut both),
@@ -257,7 +257,7 @@ impl ClaudeHookAdapter {
             return (Seen::New, span);
         }
         // The call in flight this record ends: the same input; else, unless it repeats an end
-        // of this id read before, one of the same tool.
+        // of this id read before, one of the same tool (both of the same agent).
         let repeats = self.ended_tools.get(&key).is_some_and(|(_, ended)| ended.contains(&holds));
         let ends = in_flight
             .iter()

@@ -2228,6 +2228,20 @@ fn a_reused_call_id_never_hides_another_call() {
     };
     let records = [in_agent("a1"), in_agent("a1"), in_agent("a2")];
     assert_eq!(counted(&records), (0, 2));
+    // An end of another agent under the id of a call in flight is a call of its own: the
+    // call in flight ends at its own end.
+    let main = hook("PreToolUse", "Bash", rm, "u8");
+    let main_end = hook("PostToolUse", "Bash", rm, "u8");
+    let agent_end = format!("{},\"agent_id\":\"a1\"}}", &main_end[..main_end.len() - 1]);
+    let got = events(&[main, agent_end, main_end].join("\n"));
+    let spans: Vec<(EventType, &str)> = got
+        .iter()
+        .map(|e| (e.event_type, e.span.as_ref().and_then(|s| s.span_id.as_deref()).unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        spans,
+        vec![(EventType::ToolCallStart, "u8"), (EventType::ToolCallEnd, "u8#L2"), (EventType::ToolCallEnd, "u8")]
+    );
     // A stray end written twice (a hook registered twice) is one call.
     let records = [
         hook("PreToolUse", "Read", read, "u1"),
@@ -2267,6 +2281,15 @@ fn a_reused_call_id_never_hides_another_call() {
         .map(|event| (event.step_name.clone().unwrap(), event.span.as_ref().unwrap().span_id.clone().unwrap()))
         .collect();
     assert_eq!(spans, owned(&[("Read", "q1"), ("Bash", "q1#L2"), ("Bash", "q1#L2"), ("Read", "q1")]));
+    // Two calls of one tool in flight under one id: each `post` ends the `pre` with its
+    // arguments, whatever the order.
+    let text = r#"{"tool_name":"Read","phase":"pre","tool_use_id":"q1","args":{"file_path":"/a"}}
+{"tool_name":"Read","phase":"pre","tool_use_id":"q1","args":{"file_path":"/b"}}
+{"tool_name":"Read","phase":"post","tool_use_id":"q1","args":{"file_path":"/a"}}
+{"tool_name":"Read","phase":"post","tool_use_id":"q1","args":{"file_path":"/b"}}"#;
+    let spans: Vec<String> =
+        events(text).iter().map(|event| event.span.as_ref().unwrap().span_id.clone().unwrap()).collect();
+    assert_eq!(spans, vec!["q1", "q1#L2", "q1", "q1#L2"]);
     // OTLP: the same ids, another span (another tool, later): both are calls; the same span
     // exported again is a repeat.
     let span = |name: &str, start: u64| {

@@ -36,11 +36,14 @@ pub struct TooltraceAdapter {
     open_calls: std::collections::HashMap<String, Vec<OpenCall>>,
 }
 
-/// A v2 call in flight: its session, its span id and its tool.
-type OpenCall = (Option<String>, Option<String>, String);
+/// A v2 call in flight: its session, its span id, its tool and its arguments.
+type OpenCall = (Option<String>, Option<String>, String, Option<Value>);
 
 /// The most `tool_use_id`s of v2 calls in flight whose end is paired by them.
 const MAX_OPEN_CALLS: usize = 65_536;
+
+/// The most v2 calls in flight under one `tool_use_id`.
+const MAX_OPEN_PER_ID: usize = 256;
 
 impl TraceAdapter for TooltraceAdapter {
     fn format(&self) -> TraceFormat {
@@ -112,14 +115,24 @@ impl TraceAdapter for TooltraceAdapter {
             && let Some(call) = &tool_use_id
         {
             let open = self.open_calls.get(call);
-            // The call of this session in flight under the id, of the same tool: another tool's
-            // record is not its start again nor its end, but a call of its own (its span id
-            // made unique by its line, unless it has a `trace_id`), and that call stays in
-            // flight.
+            let args = object.get("args");
             let same_session = |calls: &Vec<OpenCall>| calls.iter().any(|(session, ..)| *session == session_id);
-            let at = open.and_then(|calls| {
-                calls.iter().position(|(session, _, tool)| *session == session_id && *tool == tool_name)
-            });
+            // An end ends this session's call in flight under the id with the same arguments,
+            // else one of its tool (compared as JSON values). Another tool's end, and a start
+            // while this session has a call in flight under the id, is a call of its own: its
+            // span id is made unique by its line (unless it has a `trace_id`), and the calls in
+            // flight stay so.
+            let at = if event_type == EventType::ToolCallEnd {
+                open.and_then(|calls| {
+                    let mine = |(session, _, tool, _): &&OpenCall| *session == session_id && *tool == tool_name;
+                    calls
+                        .iter()
+                        .position(|call| mine(&call) && call.3.as_ref() == args)
+                        .or_else(|| calls.iter().position(|call| mine(&call)))
+                })
+            } else {
+                None
+            };
             if at.is_none() && open.is_some_and(same_session) && trace_id.is_none() {
                 span_id = Some(format!("{call}#L{line}"));
             }
@@ -129,18 +142,20 @@ impl TraceAdapter for TooltraceAdapter {
                 // end that one.
                 span_id = Some(format!("{call}@{}", session_id.as_deref().unwrap_or("")));
             }
+            let entry = (session_id.clone(), span_id.clone(), tool_name.clone(), args.cloned());
             if event_type == EventType::ToolCallStart {
                 if let Some(calls) = self.open_calls.get_mut(call) {
-                    match at {
-                        Some(at) => calls[at] = (session_id.clone(), span_id.clone(), tool_name.clone()),
-                        None => calls.push((session_id.clone(), span_id.clone(), tool_name.clone())),
+                    // Memory stays bounded: the oldest call in flight is forgotten (its end then
+                    // counts as a call of its own).
+                    if calls.len() == MAX_OPEN_PER_ID {
+                        calls.remove(0);
                     }
+                    calls.push(entry);
                 } else if self.open_calls.len() < MAX_OPEN_CALLS {
-                    self.open_calls
-                        .insert(call.clone(), vec![(session_id.clone(), span_id.clone(), tool_name.clone())]);
+                    self.open_calls.insert(call.clone(), vec![entry]);
                 }
             } else if let (Some(calls), Some(at)) = (self.open_calls.get_mut(call), at) {
-                span_id = calls.swap_remove(at).1;
+                span_id = calls.remove(at).1;
                 if calls.is_empty() {
                     self.open_calls.remove(call);
                 }
