@@ -14,6 +14,13 @@ pub fn from_str(text: &str) -> serde_json::Result<Value> {
     Ok(value)
 }
 
+/// [`from_str`], reading a lone UTF-16 surrogate escape as U+FFFD (see
+/// [`replace_lone_surrogates`]) instead of failing; the error is the one of `text` as written.
+pub fn from_str_lenient_surrogates(text: &str) -> serde_json::Result<Value> {
+    from_str(text)
+        .or_else(|error| replace_lone_surrogates(text).and_then(|repaired| from_str(&repaired).ok()).ok_or(error))
+}
+
 /// `text` with every lone UTF-16 surrogate escape (`\ud83d` without its pair, as a
 /// JavaScript string cut inside an emoji serializes) replaced by `\ufffd`, the replacement
 /// character; `None` when there is none. JSON's grammar allows such escapes, but they
@@ -154,6 +161,7 @@ mod tests {
             if let Some(repaired) = repaired {
                 assert!(from_str(text).is_err(), "{text}");
                 assert!(from_str(repaired).is_ok(), "{repaired}");
+                assert_eq!(from_str_lenient_surrogates(text).ok(), from_str(repaired).ok(), "{text}");
             }
         }
     }

@@ -355,12 +355,7 @@ impl<R: BufRead> TraceReader<R> {
         // Strict: a key repeated in one object makes the record mean two things.
         // A lone UTF-16 surrogate escape (a JavaScript string cut inside an emoji) spells no
         // text: it reads as U+FFFD instead of costing the record (the raw line is kept).
-        let parsed = agentic_core::json_strict::from_str(text).or_else(|error| {
-            agentic_core::json_strict::replace_lone_surrogates(text)
-                .and_then(|repaired| agentic_core::json_strict::from_str(&repaired).ok())
-                .ok_or(error)
-        });
-        match parsed {
+        match agentic_core::json_strict::from_str_lenient_surrogates(text) {
             Ok(value) => Some(Ok((value, start))),
             Err(error) if error.is_eof() && text.ends_with(['{', '[', ',', ':']) => {
                 let first = text.to_owned();
@@ -375,7 +370,7 @@ impl<R: BufRead> TraceReader<R> {
                     self.bad_elements.clear();
                     let mut values = Vec::with_capacity(items.len());
                     for (index, item) in items.iter().enumerate() {
-                        match agentic_core::json_strict::from_str(item.get()) {
+                        match agentic_core::json_strict::from_str_lenient_surrogates(item.get()) {
                             Ok(value) => values.push(value),
                             Err(error) => {
                                 self.bad_elements.push((index, json_problem(&error)));
@@ -546,7 +541,7 @@ impl<R: BufRead> TraceReader<R> {
                     if !nesting.may_be_complete() {
                         continue;
                     }
-                    match agentic_core::json_strict::from_str(&document) {
+                    match agentic_core::json_strict::from_str_lenient_surrogates(&document) {
                         Ok(value) => {
                             self.document = Some(document);
                             return Ok((value, start));

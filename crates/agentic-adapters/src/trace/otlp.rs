@@ -482,13 +482,9 @@ fn parse_span(
     if let Some(arguments) = attrs.get("gen_ai.tool.call.arguments") {
         let input = match arguments {
             // JSON text is read strictly (a repeated key is refused); other text stays text.
-            Value::String(text) => match agentic_core::json_strict::from_str(text).or_else(|error| {
-                // A lone surrogate escape (a JavaScript string cut inside an emoji) reads as
-                // U+FFFD, as in a record.
-                agentic_core::json_strict::replace_lone_surrogates(text)
-                    .and_then(|repaired| agentic_core::json_strict::from_str(&repaired).ok())
-                    .ok_or(error)
-            }) {
+            // A lone surrogate escape (a JavaScript string cut inside an emoji) reads as
+            // U+FFFD, as in a record.
+            Value::String(text) => match agentic_core::json_strict::from_str_lenient_surrogates(text) {
                 Ok(value) => value,
                 Err(error) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => {
                     return Err(named(format!("`gen_ai.tool.call.arguments`: {error}")));
