@@ -426,6 +426,12 @@ impl CompiledMatcher {
         !self.args.is_empty()
     }
 
+    /// Whether it names calls in a way a call without a name cannot satisfy (`tool: Bash`,
+    /// `agent: fixer`; not `tool: "*"`, whose glob matches the empty name).
+    fn misses_nameless(&self) -> bool {
+        !self.names.is_empty() && !self.names.iter().any(|pattern| pattern.is_match(""))
+    }
+
     fn matches(&self, occurrence: &Occurrence<'_>) -> bool {
         self.name_matches(occurrence.kind, occurrence.name) && self.args_match(occurrence)
     }
@@ -646,24 +652,17 @@ pub enum Relation {
     Count(CompiledMatcher, Option<u64>, Option<u64>),
 }
 
-/// Whether a rule has conditions on arguments (in its relation or its scope).
-/// Whether a rule has a matcher by name that a call without a name cannot satisfy
-/// (`tool: Bash`, `agent: fixer`; not `tool: "*"`, whose glob matches the empty name).
-fn rule_names_calls(rule: &CompiledRule) -> bool {
-    rule.relation
-        .matchers()
-        .into_iter()
-        .chain(rule.within.as_ref())
-        .any(|matcher| !matcher.names.is_empty() && !matcher.names.iter().any(|pattern| pattern.is_match("")))
+/// Counts one more event of a kind a warning tells of, keeping the line of the first.
+fn tally((count, first): &mut (u64, Option<u64>), line: Option<u64>) {
+    *count += 1;
+    *first = first.or(line);
 }
 
-fn rule_reads_arguments(rule: &CompiledRule) -> bool {
-    rule.relation.matchers().into_iter().chain(rule.within.as_ref()).any(CompiledMatcher::reads_arguments)
-}
-
-/// Whether a rule has conditions on argument paths (in its relation or its scope).
-fn rule_reads_argument_paths(rule: &CompiledRule) -> bool {
-    rule.relation.matchers().into_iter().chain(rule.within.as_ref()).any(CompiledMatcher::reads_argument_paths)
+impl CompiledRule {
+    /// The rule's matchers: its relation's, then its scope's.
+    fn all_matchers(&self) -> impl Iterator<Item = &CompiledMatcher> {
+        self.relation.matchers().into_iter().chain(self.within.as_ref())
+    }
 }
 
 impl Relation {
@@ -2133,10 +2132,7 @@ impl SequenceEngine {
     pub fn feed(&mut self, event: &CanonicalEvent) {
         // Marks an adapter put on events, counted with the line of the first.
         let line = event.source.as_ref().and_then(|source| source.line);
-        let tally = |(count, first): &mut (u64, Option<u64>)| {
-            *count += 1;
-            *first = first.or(line);
-        };
+        let tally = |counter: &mut (u64, Option<u64>)| tally(counter, line);
         let marked = |key: &str| event.attributes.get(key);
         if marked(agentic_core::event::SPAWN_MISATTRIBUTED).is_some() {
             tally(&mut self.misattributed_spawns);
@@ -2319,8 +2315,7 @@ impl SequenceEngine {
         if counts {
             self.calls += 1;
             if name.is_empty() {
-                self.calls_without_name.0 += 1;
-                self.calls_without_name.1 = self.calls_without_name.1.or(event.line);
+                tally(&mut self.calls_without_name, event.line);
             }
             self.push_excerpt(location, event, span.map(|span| span.hash));
             if self.traces.len() < 3
@@ -2514,20 +2509,21 @@ impl SequenceEngine {
     pub fn finish(self) -> TraceOutcome {
         let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
-        let reads_arguments = self.rules.iter().any(rule_reads_arguments);
-        let reads_argument_paths = self.rules.iter().any(rule_reads_argument_paths);
-        let names_calls = self.rules.iter().any(rule_names_calls);
+        let reads_arguments = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
+        let reads_argument_paths =
+            self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_argument_paths));
+        let names_calls = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::misses_nameless));
         let outcomes = self
             .rules
             .iter()
             .zip(&self.states)
             .zip(&self.scopes)
             .map(|((rule, state), scope)| {
-                let mut outcome = conclude(&rule.relation, state);
+                // A scoped rule saw only the calls inside its scope: "no Bash" is inside it.
+                let place = if rule.within.is_some() { "inside the scope" } else { "in the trace" };
+                let mut outcome = conclude(&rule.relation, state, place);
                 if let Some(within) = &rule.within {
-                    // A scoped rule saw only the calls inside its scope: "no Bash" is inside it.
-                    let notes = outcome.notes.replace(" in the trace", " inside the scope");
-                    outcome.notes = format!("within {}: {notes}", within.description);
+                    outcome.notes = format!("within {}: {}", within.description, outcome.notes);
                 }
                 if let (Some(within), Some(scope)) = (&rule.within, scope)
                     && !scope.rooted
@@ -2650,14 +2646,14 @@ impl SequenceEngine {
                 let unread = [
                     (
                         self.calls_without_arguments,
-                        rule_reads_arguments(rule),
+                        rule.all_matchers().any(CompiledMatcher::reads_arguments),
                         "no arguments",
                         " (`gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions), so `args` \
                          conditions could not match them; record the arguments",
                     ),
                     (
                         self.calls_with_text_arguments,
-                        rule_reads_argument_paths(rule),
+                        rule.all_matchers().any(CompiledMatcher::reads_argument_paths),
                         "arguments that are not a JSON object",
                         ", so `args` conditions could not match them (`args_text` matches such text); record the \
                          arguments as a JSON object",
@@ -2676,7 +2672,7 @@ impl SequenceEngine {
                     }
                 }
                 if let (count @ 1.., first) = self.calls_without_name
-                    && rule_names_calls(rule)
+                    && rule.all_matchers().any(CompiledMatcher::misses_nameless)
                 {
                     let at = super::report::first_at_line(first);
                     append_sentence(
@@ -2898,7 +2894,8 @@ fn step_rule(relation: &Relation, ids: RuleIds, state: &mut RuleState, here: Loc
     }
 }
 
-fn conclude(relation: &Relation, state: &RuleState) -> RuleOutcome {
+/// `place` says where the rule looked: "in the trace", or "inside the scope" for a scoped one.
+fn conclude(relation: &Relation, state: &RuleState, place: &str) -> RuleOutcome {
     let (passed, notes) = match (relation, state) {
         (Relation::Before(a, b), RuleState::Before { first_a, first_b, a_first }) => match (first_a, first_b) {
             (Some(la), Some(lb)) if *a_first => {
@@ -2914,17 +2911,16 @@ fn conclude(relation: &Relation, state: &RuleState) -> RuleOutcome {
             (Some(la), Some(lb)) => {
                 (false, format!("first {} at {lb} comes before first {} at {la}", b.description, a.description))
             }
-            (None, Some(lb)) => (false, format!("{} at {lb} but no {} in the trace", b.description, a.description)),
-            (Some(la), None) => (false, format!("{} at {la} but no {} in the trace", a.description, b.description)),
-            (None, None) => (false, format!("neither {} nor {} occurs in the trace", a.description, b.description)),
+            (None, Some(lb)) => (false, format!("{} at {lb} but no {} {place}", b.description, a.description)),
+            (Some(la), None) => (false, format!("{} at {la} but no {} {place}", a.description, b.description)),
+            (None, None) => (false, format!("neither {} nor {} occurs {place}", a.description, b.description)),
         },
         (Relation::OnlyAfter(a, b), RuleState::OnlyAfter { seen_a, first_b, violation }) => {
             match (violation, first_b) {
                 (Some(lv), _) => (false, format!("{} at {lv} has no earlier {}", b.description, a.description)),
-                (None, None) => (
-                    true,
-                    format!("no {} in the trace, so none came without an earlier {}", b.description, a.description),
-                ),
+                (None, None) => {
+                    (true, format!("no {} {place}, so none came without an earlier {}", b.description, a.description))
+                }
                 (None, Some(lb)) => {
                     let la = seen_a.map(|l| l.to_string()).unwrap_or_default();
                     (
@@ -2939,7 +2935,7 @@ fn conclude(relation: &Relation, state: &RuleState) -> RuleOutcome {
         }
         (Relation::ImmediatelyBefore(a, b), RuleState::ImmediatelyBefore { count_b, violation, first_b, .. }) => {
             match (violation, count_b) {
-                (_, 0) => (false, format!("no {} in the trace", b.description)),
+                (_, 0) => (false, format!("no {} {place}", b.description)),
                 (Some(lv), _) => {
                     (false, format!("{} at {lv} is not directly preceded by {}", b.description, a.description))
                 }
