@@ -299,13 +299,19 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
         let within = |inner: &str, outer: &str| {
             inner.strip_prefix(outer).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         };
-        let tier_dependent = [
-            "invalid-tier",
-            "tier-method-mismatch",
-            "trace-source-missing",
-            "assertion-missing",
-            "rule-missing",
-            "partial-criteria-unused",
+        // Findings that depend on a field of the object they are about: when that field stood
+        // in, they are about the stand-in. (code, field)
+        const DEPENDS_ON: &[(&str, &str)] = &[
+            ("invalid-tier", "tier"),
+            ("tier-method-mismatch", "tier"),
+            ("trace-source-missing", "tier"),
+            ("assertion-missing", "tier"),
+            ("rule-missing", "tier"),
+            ("partial-criteria-unused", "tier"),
+            // Sources that stood in (none) leave every path undeclared.
+            ("evidence-source-undeclared", "evidence_sources"),
+            // Checkpoints that stood in (none) leave every `affects` orphaned.
+            ("orphaned-id", "checkpoints"),
         ];
         let restates = |d: &Diagnostic| {
             d.pointer.as_deref().is_some_and(|at| {
@@ -313,13 +319,11 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
                     && rejected.iter().any(|r| {
                         within(r, at)
                             || within(at, r)
-                            || (tier_dependent.contains(&d.code.as_str())
-                                && r.strip_suffix("/tier").is_some_and(|checkpoint| within(at, checkpoint)))
-                            // Checkpoints that stood in (none) leave every `affects` orphaned.
-                            || (d.code == "orphaned-id" && *r == "/checkpoints")
-                            // Sources that stood in (none) leave every path undeclared.
-                            || (d.code == "evidence-source-undeclared"
-                                && r.strip_suffix("/evidence_sources").is_some_and(|verification| within(at, verification)))
+                            || DEPENDS_ON.iter().any(|(code, field)| {
+                                d.code == *code
+                                    && r.rsplit_once('/')
+                                        .is_some_and(|(object, last)| last == *field && within(at, object))
+                            })
                     })
             })
         };
@@ -340,6 +344,16 @@ fn place(diagnostics: &mut [Diagnostic], source_map: &SourceMap, file: &str) {
         diagnostic.file = Some(file.to_owned());
     }
     sort_diagnostics(diagnostics);
+}
+
+/// The first of `earlier` ids that `id` differs from only in case or surrounding spaces; none
+/// for a blank id, or when `id` is among them exactly (a `duplicate-id`, said as that).
+fn lookalike<'a>(id: &str, earlier: impl Iterator<Item = &'a str> + Clone) -> Option<&'a str> {
+    let reads = id.trim().to_lowercase();
+    if reads.is_empty() || earlier.clone().any(|other| other == id) {
+        return None;
+    }
+    earlier.into_iter().find(|other| other.trim().to_lowercase() == reads)
 }
 
 /// The next `ENV-NN` id that no constraint or checkpoint of `spec` uses.
@@ -364,8 +378,6 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
         );
     }
     let mut first_seen: HashMap<&str, usize> = HashMap::new();
-    // Ids by how they read (case and surrounding spaces aside), to catch two that look alike.
-    let mut looks: HashMap<String, &str> = HashMap::new();
     for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
         let pointer = format!("/checkpoints/{idx}/id");
         // A blank id is reported as such (`id-empty`), not as a repeat of another blank one.
@@ -374,8 +386,8 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
         } else {
             *first_seen.entry(checkpoint.id.as_str()).or_insert(idx)
         };
-        let alike = looks.entry(checkpoint.id.trim().to_lowercase()).or_insert(checkpoint.id.as_str());
-        if *alike != checkpoint.id && !checkpoint.id.trim().is_empty() {
+        let earlier = spec.checkpoints[..idx].iter().map(|c| c.id.as_str());
+        if let Some(alike) = lookalike(&checkpoint.id, earlier) {
             diagnostics.push(
                 Diagnostic::warning(
                     "id-lookalike",
@@ -448,17 +460,9 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
     let mut constraints = Vec::new();
     for (idx, constraint) in spec.environment_constraints.iter().enumerate() {
         let pointer = format!("/environment_constraints/{idx}");
-        // An id that reads like another constraint's or a checkpoint's (case, spaces).
-        let reads = constraint.id.trim().to_lowercase();
-        let alike = spec.environment_constraints[..idx]
-            .iter()
-            .map(|c| c.id.as_str())
-            .chain(checkpoint_ids.iter().copied())
-            .find(|other| *other != constraint.id && other.trim().to_lowercase() == reads);
-        // An id used exactly is a `duplicate-id`: said once, as that.
-        let exact = checkpoint_ids.contains(&constraint.id.as_str())
-            || spec.environment_constraints[..idx].iter().any(|c| c.id == constraint.id);
-        if let Some(other) = alike.filter(|_| !reads.is_empty() && !exact) {
+        let earlier =
+            spec.environment_constraints[..idx].iter().map(|c| c.id.as_str()).chain(checkpoint_ids.iter().copied());
+        if let Some(other) = lookalike(&constraint.id, earlier) {
             diagnostics.push(
                 Diagnostic::warning(
                     "id-lookalike",
