@@ -782,6 +782,17 @@ pub fn compare_reports(baseline: &ComplianceReport, current: &ComplianceReport) 
     }
 }
 
+/// When the baseline is of another spec version, what to say after "the baseline": which two
+/// versions were compared, each written by `quote` (for the terminal or for Markdown).
+fn spec_versions_compared(comparison: &ReportComparison, quote: impl Fn(&str) -> String) -> Option<String> {
+    let (before, after) = comparison.spec_versions.as_ref()?;
+    Some(format!(
+        "was checked against spec {}, this run against spec {} (checkpoints are compared by id)",
+        quote(before),
+        quote(after)
+    ))
+}
+
 fn percent(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}%"))
 }
@@ -926,13 +937,8 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
             percent(comparison.compliance_after),
             comparison.regressions().count()
         );
-        if let Some((before, after)) = &comparison.spec_versions {
-            let _ = writeln!(
-                out,
-                "  note: the baseline was checked against spec {}, this run against spec {} (checkpoints are compared by id)",
-                shown(before),
-                shown(after)
-            );
+        if let Some(versions) = spec_versions_compared(comparison, shown) {
+            let _ = writeln!(out, "  note: the baseline {versions}");
         }
         for change in &comparison.changes {
             let _ = writeln!(out, "  {}", shown(&change_line(change)));
@@ -1111,13 +1117,8 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             comparison.spec_health_after,
             comparison.regressions().count()
         );
-        if let Some((before, after)) = &comparison.spec_versions {
-            let _ = writeln!(
-                out,
-                "The baseline was checked against spec {}, this run against spec {} (checkpoints are compared by id).\n",
-                markdown_text(before),
-                markdown_text(after)
-            );
+        if let Some(versions) = spec_versions_compared(comparison, markdown_text) {
+            let _ = writeln!(out, "The baseline {versions}.\n");
         }
         if comparison.changes.is_empty() {
             let _ = writeln!(out, "No checkpoint changed.");
