@@ -519,20 +519,23 @@ fn notes_of(run: &Check, id: &str) -> String {
         .to_owned()
 }
 
+/// One OTLP/JSON export of one span of trace `4bf92f35...`, on a line of its own.
+fn otlp_span_line(id: &str, parent: Option<&str>, name: &str, times: (u64, u64), attributes: Value) -> String {
+    let mut span = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": id, "name": name,
+        "startTimeUnixNano": times.0.to_string(), "endTimeUnixNano": times.1.to_string(), "attributes": attributes});
+    if let Some(parent) = parent {
+        span["parentSpanId"] = json!(parent);
+    }
+    json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).to_string() + "\n"
+}
+
 /// OTLP tool spans exported one at a time as they end (an SDK's simple span processor): the
 /// agent span comes after the call inside it, and order rules still see it first. A tool
 /// call that records no arguments (`gen_ai.tool.call.arguments` is opt-in) cannot fail an
 /// `args` condition: the rules with such conditions say so, and stderr warns.
 #[test]
 fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
-    let span = |id: &str, parent: Option<&str>, name: &str, times: (u64, u64), attributes: Value| {
-        let mut span = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": id, "name": name,
-            "startTimeUnixNano": times.0.to_string(), "endTimeUnixNano": times.1.to_string(), "attributes": attributes});
-        if let Some(parent) = parent {
-            span["parentSpanId"] = json!(parent);
-        }
-        json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).to_string() + "\n"
-    };
+    let span = otlp_span_line;
     let operation = |op: &str| json!([{"key": "gen_ai.operation.name", "value": {"stringValue": op}}]);
     // Ended first, exported first: the Bash call (no arguments), then its agent.
     let trace =
@@ -615,13 +618,7 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
 /// a warning.
 #[test]
 fn otlp_calls_without_a_name_warn_rules_that_match_by_name() {
-    let span = |id: &str, name: &str, attributes: Value| {
-        json!({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
-            "spanId": id, "name": name, "startTimeUnixNano": "100", "endTimeUnixNano": "200",
-            "attributes": attributes}]}]}]})
-        .to_string()
-            + "\n"
-    };
+    let span = |id: &str, name: &str, attributes: Value| otlp_span_line(id, None, name, (100, 200), attributes);
     let operation = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}]);
     let trace = span("00000000000000c1", "execute_tool Read", operation.clone())
         + &span("00000000000000c2", "execute_tool", operation.clone());
