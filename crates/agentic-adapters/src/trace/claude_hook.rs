@@ -47,7 +47,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
 
-use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc3339};
+use super::{TraceAdapter, TraceFormat, hash_json, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
@@ -148,37 +148,10 @@ impl Holds {
         agent.hash(&mut tool);
         let mut both = tool.clone();
         match input {
-            Some(input) => hash_value(input, &mut both),
+            Some(input) => hash_json(input, &mut both),
             None => 0u8.hash(&mut both),
         }
         Holds { tool: tool.finish(), input: both.finish() }
-    }
-}
-
-/// Hashes a JSON value as a value: the keys of an object in sorted order, so two writers
-/// that order keys differently write the same input.
-fn hash_value(value: &Value, hasher: &mut impl std::hash::Hasher) {
-    use std::hash::Hash;
-    match value {
-        Value::Null => 1u8.hash(hasher),
-        Value::Bool(flag) => (2u8, flag).hash(hasher),
-        Value::Number(number) => (3u8, number.to_string()).hash(hasher),
-        Value::String(text) => (4u8, text).hash(hasher),
-        Value::Array(items) => {
-            (5u8, items.len()).hash(hasher);
-            for item in items {
-                hash_value(item, hasher);
-            }
-        }
-        Value::Object(map) => {
-            (6u8, map.len()).hash(hasher);
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            for key in keys {
-                key.hash(hasher);
-                hash_value(&map[key], hasher);
-            }
-        }
     }
 }
 

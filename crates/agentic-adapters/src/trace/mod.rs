@@ -229,6 +229,33 @@ pub(super) enum Queued {
     ReadLine,
 }
 
+/// Hashes a JSON value as a value: the keys of an object in sorted order, so two writers
+/// that order keys differently write the same record (adapters tell repeats and pairs by it).
+pub(super) fn hash_json(value: &Value, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    match value {
+        Value::Null => 1u8.hash(hasher),
+        Value::Bool(flag) => (2u8, flag).hash(hasher),
+        Value::Number(number) => (3u8, number.to_string()).hash(hasher),
+        Value::String(text) => (4u8, text).hash(hasher),
+        Value::Array(items) => {
+            (5u8, items.len()).hash(hasher);
+            for item in items {
+                hash_json(item, hasher);
+            }
+        }
+        Value::Object(map) => {
+            (6u8, map.len()).hash(hasher);
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for key in keys {
+                key.hash(hasher);
+                hash_json(&map[key], hasher);
+            }
+        }
+    }
+}
+
 /// What is wrong with a record's JSON. Nesting deeper than `serde_json` reads is valid JSON,
 /// and saying "invalid" would mislead: it is named as such.
 fn json_problem(error: &serde_json::Error) -> String {

@@ -66,8 +66,8 @@ impl OtlpJsonAdapter {
         let holds = hash(&|hasher| {
             (span.start.step_name.as_deref(), span.start_nanos, span.end_nanos, span.parent_span_id.as_deref())
                 .hash(hasher);
-            span.start.data.to_string().hash(hasher);
-            span.end.data.to_string().hash(hasher);
+            super::hash_json(&span.start.data, hasher);
+            super::hash_json(&span.end.data, hasher);
         });
         match self.seen.insert(key, holds) {
             Some(before) if before == holds => return true,

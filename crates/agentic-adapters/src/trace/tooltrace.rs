@@ -36,8 +36,9 @@ pub struct TooltraceAdapter {
     open_calls: std::collections::HashMap<String, Vec<OpenCall>>,
 }
 
-/// A v2 call in flight: its session, its span id, its tool and its arguments.
-type OpenCall = (Option<String>, Option<String>, String, Option<Value>);
+/// A v2 call in flight: its session, its span id, its tool and a hash of its arguments
+/// ([`hash_json`](super::hash_json): the same arguments in any key order).
+type OpenCall = (Option<String>, Option<String>, String, u64);
 
 /// The most `tool_use_id`s of v2 calls in flight whose end is paired by them.
 const MAX_OPEN_CALLS: usize = 65_536;
@@ -115,7 +116,14 @@ impl TraceAdapter for TooltraceAdapter {
             && let Some(call) = &tool_use_id
         {
             let open = self.open_calls.get(call);
-            let args = object.get("args");
+            let args = {
+                use std::hash::Hasher;
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                if let Some(args) = object.get("args") {
+                    super::hash_json(args, &mut hasher);
+                }
+                hasher.finish()
+            };
             let same_session = |calls: &Vec<OpenCall>| calls.iter().any(|(session, ..)| *session == session_id);
             // An end ends this session's call in flight under the id with the same arguments,
             // else one of its tool (compared as JSON values). Another tool's end, and a start
@@ -127,7 +135,7 @@ impl TraceAdapter for TooltraceAdapter {
                     let mine = |(session, _, tool, _): &&OpenCall| *session == session_id && *tool == tool_name;
                     calls
                         .iter()
-                        .position(|call| mine(&call) && call.3.as_ref() == args)
+                        .position(|call| mine(&call) && call.3 == args)
                         .or_else(|| calls.iter().position(|call| mine(&call)))
                 })
             } else {
@@ -142,7 +150,7 @@ impl TraceAdapter for TooltraceAdapter {
                 // end that one.
                 span_id = Some(format!("{call}@{}", session_id.as_deref().unwrap_or("")));
             }
-            let entry = (session_id.clone(), span_id.clone(), tool_name.clone(), args.cloned());
+            let entry = (session_id.clone(), span_id.clone(), tool_name.clone(), args);
             if event_type == EventType::ToolCallStart {
                 if let Some(calls) = self.open_calls.get_mut(call) {
                     // Memory stays bounded: the oldest call in flight is forgotten (its end then
