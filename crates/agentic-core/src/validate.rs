@@ -120,16 +120,17 @@ pub fn load_workflow(text: &str, file: &str) -> WorkflowLoad {
             })
             .collect();
         // Without readable `steps` (a stand-in list), every reference to a step or input would be
-        // "unknown" or "unused": nothing of meaning is said. A step whose kind stood in
-        // makes what is said of its outputs elsewhere (`${steps.a.outputs.stdout}`) unsure.
+        // "unknown" or "unused": nothing of meaning is said. A step with a stand-in (its kind,
+        // or another key) makes what is said of its outputs elsewhere
+        // (`${steps.a.outputs.stdout}`) unsure.
         let steps_stood_in = pruned.iter().any(|p| p == "/steps");
-        let kind_stood_in = pruned.iter().any(|p| p.starts_with("/steps/"));
+        let step_stood_in = pruned.iter().any(|p| p.starts_with("/steps/"));
         diagnostics.extend(more.into_iter().filter(|d| {
             let pointer = d.pointer.as_deref().unwrap_or_default();
             let follows = pruned.iter().any(|p| pointer == p || pointer.starts_with(&format!("{p}/")));
             let steps_emptied = d.code == "missing-field" && pointer == "/steps";
-            let about_kinds = kind_stood_in && d.code == "unknown-output";
-            !follows && !steps_emptied && !steps_stood_in && !about_kinds
+            let about_step = step_stood_in && d.code == "unknown-output";
+            !follows && !steps_emptied && !steps_stood_in && !about_step
         }));
     }
     for diagnostic in &mut diagnostics {

@@ -872,7 +872,8 @@ fn run_trace(
         say_err!(
             "warning: {path}: {count} OTLP span(s) came after more records than the reader holds to order spans by \
              time ({} MiB of records or {} spans){at}, so they are placed after events that started later: \
-             `before`, `only_after` and `immediately_before` rules may see calls out of order",
+             `before`, `only_after` and `immediately_before` rules may see calls out of order (check one run per \
+             file, or export each run in fewer records)",
             agentic_adapters::trace::ORDER_WINDOW_BYTES / (1024 * 1024),
             agentic_adapters::trace::ORDER_WINDOW_SPANS
         );
