@@ -153,8 +153,21 @@ impl OtlpJsonAdapter {
             };
             let mut resource_attributes = Map::new();
             if let Some(Value::Object(resource)) = resource_span.get("resource") {
-                for (key, value) in attributes(resource.get("attributes"))? {
-                    resource_attributes.insert(format!("x.otlp.resource.{key}"), value);
+                match attributes(resource.get("attributes")) {
+                    Ok(read) => {
+                        for (key, value) in read {
+                            resource_attributes.insert(format!("x.otlp.resource.{key}"), value);
+                        }
+                    }
+                    // The resource's spans are skipped (their resource would be a guess), and
+                    // said; the document's other resources are read.
+                    Err(problem) => {
+                        bad.push(format!(
+                            "`resourceSpans[{resource_idx}].resource`: {problem}; its {} span(s) are skipped",
+                            count_spans(&resource_span)
+                        ));
+                        continue;
+                    }
                 }
             }
             // `instrumentationLibrarySpans` is the name OTLP used before 0.15 (older exporters and
@@ -695,6 +708,17 @@ fn decode_base64(text: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// The spans under one `resourceSpans` item (for a message).
+fn count_spans(resource_span: &Map<String, Value>) -> usize {
+    ["scopeSpans", "instrumentationLibrarySpans"]
+        .iter()
+        .filter_map(|key| resource_span.get(*key).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|scope| scope.get("spans").and_then(Value::as_array))
+        .map(Vec::len)
+        .sum()
 }
 
 /// OTLP `[{key, value: {stringValue|intValue|...}}]` into a JSON map.

@@ -2088,6 +2088,33 @@ fn otlp_spans_with_repeated_attributes_or_argument_keys_are_malformed() {
     }
 }
 
+/// A resource that gives an attribute twice costs its own spans (said, with their number),
+/// not the document's other resources.
+#[test]
+fn otlp_resource_with_a_repeated_attribute_costs_only_its_spans() {
+    let service = r#"{"key":"service.name","value":{"stringValue":"agent"}}"#;
+    let doubled = OTLP.replacen(service, &format!("{service},{service}"), 1);
+    assert_ne!(doubled, OTLP);
+    // A second resource, with one tool span of its own, after the bad one.
+    let other = OTLP_ONE_SPAN.strip_prefix(r#"{"resourceSpans":["#).and_then(|rest| rest.strip_suffix("]}")).unwrap();
+    let first = doubled.trim_end().strip_suffix("]}").unwrap();
+    let document = format!("{first},{other}]}}");
+    let got = read(&document, None);
+    let errors: Vec<&TraceError> = got.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].message.contains("`resourceSpans[0].resource`: attribute `service.name` is given twice; its"),
+        "{}",
+        errors[0].message
+    );
+    let names: Vec<String> = got
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .filter_map(|event| event.step_name.clone())
+        .collect();
+    assert_eq!(names, vec!["Read".to_owned(), "Read".to_owned()], "only the second resource's span is read");
+}
+
 /// A call id reused by another call never hides it: an end of another tool than the call in
 /// flight under its id is a call of its own (Claude Code hooks and tooltrace v2), and so is a
 /// second start or a late end under that id with another tool or input; only a record that

@@ -101,10 +101,18 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
             if errors == 0 && warnings == 0 && !unreadable {
                 say_err!("{files} file(s) checked: no problems");
             } else {
-                let unreadable_count = reports.iter().filter(|report| report.unreadable.is_some()).count();
-                let unreadable_text =
-                    if unreadable_count > 0 { format!(", {unreadable_count} unreadable") } else { String::new() };
-                say_err!("{files} file(s) checked: {errors} error(s), {warnings} warning(s){unreadable_text}");
+                // A previous spec that reads but is not a valid spec is not "unreadable".
+                let count = |code: &str| {
+                    reports.iter().filter(|report| report.unreadable.is_some() && report.code == code).count()
+                };
+                let mut unusable_text = String::new();
+                for (code, label) in [("unreadable", "unreadable"), ("previous-invalid", "invalid previous spec")] {
+                    let n = count(code);
+                    if n > 0 {
+                        unusable_text.push_str(&format!(", {n} {label}"));
+                    }
+                }
+                say_err!("{files} file(s) checked: {errors} error(s), {warnings} warning(s){unusable_text}");
             }
         }
         Format::Json => {

@@ -137,6 +137,12 @@ fn a_previous_spec_reads_like_any_spec() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is not a valid checkpoint spec: "), "{stderr}");
     assert!(stderr.contains(&format!("{}: error[previous-invalid]: previous spec", broken.display())), "{stderr}");
+    assert!(stderr.contains("2 file(s) checked: 0 error(s), 0 warning(s), 1 invalid previous spec"), "{stderr}");
+    assert!(!stderr.contains("unreadable"), "{stderr}");
+    let missing = dir.path().join("missing.yaml");
+    let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("2 file(s) checked: 0 error(s), 0 warning(s), 1 unreadable"), "{stderr}");
     // Nor can one that uses an id twice: versions are compared by id.
     let twice = dir.path().join("twice.yaml");
     std::fs::write(&twice, example.replacen("id: P1-02", "id: P1-01", 1)).unwrap();
