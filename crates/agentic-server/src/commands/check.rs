@@ -932,8 +932,15 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
     // the checkpoints NOT_APPLICABLE without a word.
     let mut read: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
     for checkpoint in &spec.checkpoints {
-        for source in &checkpoint.checkpoint.verification.evidence_sources {
-            read.entry(source.as_str()).or_default().push(checkpoint.checkpoint.id.as_str());
+        let id = checkpoint.checkpoint.id.as_str();
+        let condition_sources =
+            checkpoint.applies_when.iter().flat_map(|condition| condition.paths().into_iter().map(|path| path.source()));
+        for source in checkpoint.checkpoint.verification.evidence_sources.iter().map(String::as_str).chain(condition_sources)
+        {
+            let ids = read.entry(source).or_default();
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
         }
     }
     let constraint_sources: Vec<&str> = spec
@@ -954,25 +961,35 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
             }
             let like = agentic_core::diagnostic::did_you_mean(source, unread.iter().copied())
                 .map_or(String::new(), |key| format!(" (did you mean `{key}`?)"));
+            // A checkpoint that reads the source only in its `applies_when` is scored when
+            // that condition holds without it (`not`, `exists: false`, `not_equals`).
+            let (applying, not_applicable): (Vec<&str>, Vec<&str>) = ids.iter().partition(|id| {
+                spec.checkpoints.iter().find(|c| c.checkpoint.id == **id).is_some_and(|checkpoint| {
+                    !checkpoint.checkpoint.verification.evidence_sources.iter().any(|s| s == source)
+                        && checkpoint.applies_when.as_ref().is_some_and(|condition| condition.evaluate(evidence).holds)
+                })
+            });
+            let mut effects = Vec::new();
+            if !not_applicable.is_empty() {
+                effects.push(format!("the checkpoint(s) that read it ({}) are NOT_APPLICABLE", listed(&not_applicable)));
+            }
+            if !applying.is_empty() {
+                effects.push(format!(
+                    "the checkpoint(s) whose `applies_when` reads it ({}) apply only because it is absent",
+                    listed(&applying)
+                ));
+            }
             say_err!(
-                "warning: evidence source `{source}` is not in the evidence{like}, so the checkpoint(s) that read it \
-                 ({}) are NOT_APPLICABLE, while the evidence has {}, which no checkpoint or constraint reads; check \
-                 the source names",
-                listed(ids),
+                "warning: evidence source `{source}` is not in the evidence{like}, so {}, while the evidence has {}, \
+                 which no checkpoint or constraint reads; check the source names",
+                effects.join(", and "),
                 unread.iter().map(|key| format!("`{key}`")).collect::<Vec<_>>().join(", ")
             );
         }
     }
     for constraint in &spec.constraints {
         let Some(condition) = &constraint.active_when else { continue };
-        let mut absent: Vec<&str> = condition
-            .paths()
-            .into_iter()
-            .map(|path| path.source())
-            .filter(|source| evidence.get(*source).is_none_or(Value::is_null))
-            .collect();
-        absent.sort_unstable();
-        absent.dedup();
+        let absent = absent_sources(condition, evidence);
         if !absent.is_empty() && condition.evaluate(evidence).holds {
             say_err!(
                 "warning: constraint `{}` is active while evidence source(s) {} that its `active_when` reads are \
@@ -984,6 +1001,22 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
             );
         }
     }
+}
+
+/// The sources `condition` reads that the evidence lacks (or holds as `null`), sorted.
+fn absent_sources<'a>(
+    condition: &'a agentic_eval::compliance::CompiledCondition,
+    evidence: &serde_json::Map<String, Value>,
+) -> Vec<&'a str> {
+    let mut absent: Vec<&str> = condition
+        .paths()
+        .into_iter()
+        .map(|path| path.source())
+        .filter(|source| evidence.get(*source).is_none_or(Value::is_null))
+        .collect();
+    absent.sort_unstable();
+    absent.dedup();
+    absent
 }
 
 /// Warns when `--trace-format` names another format than the trace's first record looks

@@ -2877,6 +2877,20 @@ fn check_warns_about_missing_trace_and_absent_constraint_sources() {
         stderr.contains("warning: evidence source `pr` is not in the evidence (did you mean `PR`?), so the checkpoint(s) that read it (P1-01) are NOT_APPLICABLE"),
         "{stderr}"
     );
+    // Sources read by `applies_when` count as read: one that holds only because its source
+    // is absent (`not`) is said apart from those that become NOT_APPLICABLE.
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - {id: P2-01, tier: 2, instruction: a, severity: low, applies_when: {path: pr.draft, equals: false}, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash}}}}\n  - {id: P2-02, tier: 2, instruction: b, severity: low, applies_when: {not: {path: pr.draft, equals: true}}, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash}}}}\n",
+    )
+    .unwrap();
+    std::fs::write(&evidence, r#"{"prr": {"draft": true}}"#).unwrap();
+    let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("warning: evidence source `pr` is not in the evidence (did you mean `prr`?), so the checkpoint(s) that read it (P2-01) are NOT_APPLICABLE, and the checkpoint(s) whose `applies_when` reads it (P2-02) apply only because it is absent"),
+        "{stderr}"
+    );
 }
 
 /// A `tool_use_id` started again after its call ended is a new call with a span of its own
