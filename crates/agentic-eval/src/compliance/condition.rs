@@ -225,10 +225,41 @@ fn resolve_from(value: &Value, segments: &[PathSegment]) -> Option<Value> {
         PathSegment::Index(index) => resolve_from(value.as_array()?.get(*index)?, rest),
         PathSegment::Each => {
             let items = value.as_array()?;
-            // An element where the rest is missing or null has nothing there: left out.
-            Some(Value::Array(
-                items.iter().filter_map(|item| resolve_from(item, rest)).filter(|value| !value.is_null()).collect(),
-            ))
+            let mut found = Vec::new();
+            for item in items {
+                collect_each(item, rest, &mut found);
+            }
+            Some(Value::Array(found))
+        }
+    }
+}
+
+/// What one element of a `[*]` has at `segments`, added to `found`. An element where the
+/// rest is missing or null has nothing there: left out. A further `[*]` adds each of its
+/// elements' values, so `a[*].b[*].c` is one flat list, as in JSONPath (a list value at the
+/// end of the path stays one value).
+fn collect_each(value: &Value, segments: &[PathSegment], found: &mut Vec<Value>) {
+    let Some((first, rest)) = segments.split_first() else {
+        if !value.is_null() {
+            found.push(value.clone());
+        }
+        return;
+    };
+    match first {
+        PathSegment::Key(key) => {
+            if let Some(next) = value.as_object().and_then(|object| object.get(key)) {
+                collect_each(next, rest, found);
+            }
+        }
+        PathSegment::Index(index) => {
+            if let Some(next) = value.as_array().and_then(|items| items.get(*index)) {
+                collect_each(next, rest, found);
+            }
+        }
+        PathSegment::Each => {
+            for item in value.as_array().into_iter().flatten() {
+                collect_each(item, rest, found);
+            }
         }
     }
 }
@@ -1208,6 +1239,17 @@ mod tests {
         assert_eq!(path.resolve(labels.as_object().unwrap()), Some(json!(["bug"])));
         let every = EvidencePath::parse("pr.labels[*]").unwrap();
         assert_eq!(every.resolve(json!({"pr": {"labels": [1, null, 2]}}).as_object().unwrap()), Some(json!([1, 2])));
+        // A `[*]` after a `[*]` gives one flat list; a list at the end of the path stays one
+        // value.
+        let nested = json!({"x": {"n": [{"b": [{"c": 1}, {"c": 2}]}, {"b": [{"c": 3}, {"d": 4}]}, {"b": 5}, {}]}});
+        let nested = nested.as_object().unwrap();
+        let flat = EvidencePath::parse("x.n[*].b[*].c").unwrap();
+        assert_eq!(flat.resolve(nested), Some(json!([1, 2, 3])));
+        let lists = EvidencePath::parse("x.n[*].b").unwrap();
+        assert_eq!(lists.resolve(nested), Some(json!([[{"c": 1}, {"c": 2}], [{"c": 3}, {"d": 4}], 5])));
+        let grid = json!({"g": [[1, 2], [3], 4, [null]]});
+        assert_eq!(EvidencePath::parse("g[*][*]").unwrap().resolve(grid.as_object().unwrap()), Some(json!([1, 2, 3])));
+        assert_eq!(EvidencePath::parse("g[*][0]").unwrap().resolve(grid.as_object().unwrap()), Some(json!([1, 3])));
         // Missing and null values: only `exists: false` holds.
         assert!(holds(json!({"path": "pr.nothing", "exists": false})));
         assert!(holds(json!({"path": "pr.empty", "exists": false})));
