@@ -542,6 +542,22 @@ fn path_pointer(path: &serde_path_to_error::Path) -> String {
     pointer
 }
 
+/// Rewrites every float with no fraction in `value` as an integer (`1.0` as `1`), as JSON
+/// Schema counts them: for typed reading of a document a schema validates, whose integer
+/// fields `serde` would otherwise refuse (float fields take integers as they are).
+pub fn whole_floats_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(_) => {
+            if let Some(whole) = whole_number(value) {
+                *value = whole;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_floats_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_floats_as_integers),
+        _ => {}
+    }
+}
+
 /// `value` as an integer when it is a float with no fraction that fits one.
 fn whole_number(value: &Value) -> Option<Value> {
     let float = value.as_f64().filter(|_| value.is_f64())?;

@@ -269,6 +269,8 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
+            // `"tier": 1.0` is the integer 1 to the schema, so it is to the reader too.
+            agentic_core::document::whole_floats_as_integers(&mut value);
             let baseline: ComplianceReport = serde_json::from_value(value).with_context(not_a_report)?;
             let mut seen = std::collections::HashSet::new();
             if let Some(twice) = baseline.checkpoints.iter().find(|c| !seen.insert(c.id.as_str())) {
