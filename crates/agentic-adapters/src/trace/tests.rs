@@ -2107,11 +2107,8 @@ fn otlp_resource_with_a_repeated_attribute_costs_only_its_spans() {
         "{}",
         errors[0].message
     );
-    let names: Vec<String> = got
-        .iter()
-        .filter_map(|r| r.as_ref().ok())
-        .filter_map(|event| event.step_name.clone())
-        .collect();
+    let names: Vec<String> =
+        got.iter().filter_map(|r| r.as_ref().ok()).filter_map(|event| event.step_name.clone()).collect();
     assert_eq!(names, vec!["Read".to_owned(), "Read".to_owned()], "only the second resource's span is read");
 }
 

@@ -284,7 +284,19 @@ pub fn validate_verdict(checkpoint: &Checkpoint, verdict: Tier3Verdict) -> Resul
 /// One recorded verdict; what is wrong with it in the file's terms (not serde's type names).
 fn verdict_from(value: Value) -> Result<Tier3Verdict, String> {
     let kind = match &value {
-        Value::Object(_) => return serde_json::from_value(value).map_err(|error| error.to_string()),
+        // The field at fault is named (`notes`: invalid type ...).
+        Value::Object(_) => {
+            return serde_path_to_error::deserialize(value).map_err(|error| {
+                let place = error.path().to_string();
+                let inner = error.into_inner().to_string();
+                // An unknown field names itself.
+                if place == "." || inner.contains(&format!("`{place}`")) {
+                    inner
+                } else {
+                    format!("`{place}`: {inner}")
+                }
+            });
+        }
         Value::Null => "null".to_owned(),
         Value::Bool(flag) => format!("the boolean {flag}"),
         Value::Number(number) => format!("the number {number}"),
@@ -507,5 +519,10 @@ mod tests {
         assert!(!string.contains("Tier3Verdict"), "{string}");
         let number = message(r#"{"P3-01": [{"result":"PASS"}, 5]}"#);
         assert!(number.contains("`P3-01` (run 2): it is the number 5, not a verdict object"), "{number}");
+        // A field of the wrong type is named.
+        let notes = message(r#"{"P3-01": {"result":"PASS","notes":5}}"#);
+        assert!(notes.contains("`P3-01`: `notes`: invalid type: integer `5`, expected a string"), "{notes}");
+        let result = message(r#"{"P3-01": [{"result":"PASS"}, {"result":1}]}"#);
+        assert!(result.contains("`P3-01` (run 2): `result`: invalid type"), "{result}");
     }
 }

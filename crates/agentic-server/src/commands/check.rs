@@ -317,19 +317,12 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let mut evaluator: Box<dyn Tier3Evaluator> = match &args.tier3_verdicts {
         Some(path) => {
-            let text = read_text(path, "the --tier3-verdicts file")?;
-            let replay = ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?;
-            // Every verdict is checked now, also those this trace and evidence will not use.
-            replay
-                .validate_against(spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| &c.checkpoint))
-                .with_context(|| format!("reading `{path}`"))?;
-            // A verdict nobody asks for is most likely a typo in an id: say so.
-            for id in replay.ids() {
-                if !spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == id) {
-                    say_err!(
-                        "warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`; fix the id or remove the verdict"
-                    );
-                } else if replay.recorded_runs(id).is_none() && args.eval_runs > 1 {
+            let replay = read_verdicts(&spec, path, "the --tier3-verdicts file")?;
+            // (`read_verdicts` said which ids are no tier-3 checkpoint.)
+            let judged =
+                |id: &&str| spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == *id);
+            for id in replay.ids().filter(judged) {
+                if replay.recorded_runs(id).is_none() && args.eval_runs > 1 {
                     say_err!(
                         "warning: {path}: `{id}` has one verdict for all {} runs, so it adds nothing to their spread; \
                          record a list of {} verdicts (one per run) to measure it",
@@ -495,9 +488,7 @@ fn run_golden(
                 match (judge.as_deref_mut(), &entry.tier3_verdicts) {
                     (Some(judge), _) => (judge, None),
                     (None, Some(file)) => {
-                        let verdicts = read_text(file, "the tier-3 verdicts file of a golden case")?;
-                        recorded =
-                            ReplayEvaluator::from_json(&verdicts).with_context(|| format!("reading `{file}`"))?;
+                        recorded = read_verdicts(spec, file, "the tier-3 verdicts file of a golden case")?;
                         (&mut recorded, Some(file))
                     }
                     (None, None) => {
@@ -515,6 +506,26 @@ fn run_golden(
         cases.push(run_case().with_context(|| format!("golden set `{path}`, case `{name}`"))?);
     }
     Ok(calibrate(&cases))
+}
+
+/// Reads a file of recorded tier-3 verdicts (`what` names it in errors) and checks every
+/// verdict in it against the spec now, also those this trace and evidence will not use
+/// (every run of a list, checkpoints that turn out not applicable); a verdict for an id
+/// that is not a tier-3 checkpoint is most likely a typo: said, and ignored.
+fn read_verdicts(spec: &CompiledSpec, path: &str, what: &str) -> anyhow::Result<ReplayEvaluator> {
+    let text = read_text(path, what)?;
+    let replay = ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?;
+    replay
+        .validate_against(spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| &c.checkpoint))
+        .with_context(|| format!("reading `{path}`"))?;
+    for id in replay.ids() {
+        if !spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == id) {
+            say_err!(
+                "warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`; fix the id or remove the verdict"
+            );
+        }
+    }
+    Ok(replay)
 }
 
 /// Tier 3 without `--tier3-verdicts`: every tier-3 checkpoint is an input error.
@@ -700,8 +711,24 @@ fn prune_in(value: &mut Value, schema: &Value, root: &Value, at: &str, ignored: 
     }
 }
 
+/// Strict JSON (a key given twice is refused) read into `T`; a value of the wrong shape is
+/// named by its place (`cases[0].human.P3-01: unknown variant ...`).
 fn from_strict_json<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
-    Ok(serde_json::from_value(agentic_core::json_strict::from_str(text)?)?)
+    let value: Value = agentic_core::json_strict::from_str(text)?;
+    if !value.is_object() {
+        let kind = match value {
+            Value::Array(_) => "a list",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        bail!("expected a JSON object, found {kind}");
+    }
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let place = error.path().to_string();
+        anyhow::anyhow!("at `{place}`: {}", error.into_inner())
+    })
 }
 
 /// An evaluation error, naming the recorded verdicts file when there is one (a verdict it
@@ -935,9 +962,12 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
     let mut read: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
     for checkpoint in &spec.checkpoints {
         let id = checkpoint.checkpoint.id.as_str();
-        let condition_sources =
-            checkpoint.applies_when.iter().flat_map(|condition| condition.paths().into_iter().map(|path| path.source()));
-        for source in checkpoint.checkpoint.verification.evidence_sources.iter().map(String::as_str).chain(condition_sources)
+        let condition_sources = checkpoint
+            .applies_when
+            .iter()
+            .flat_map(|condition| condition.paths().into_iter().map(|path| path.source()));
+        for source in
+            checkpoint.checkpoint.verification.evidence_sources.iter().map(String::as_str).chain(condition_sources)
         {
             let ids = read.entry(source).or_default();
             if !ids.contains(&id) {
@@ -973,7 +1003,8 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
             });
             let mut effects = Vec::new();
             if !not_applicable.is_empty() {
-                effects.push(format!("the checkpoint(s) that read it ({}) are NOT_APPLICABLE", listed(&not_applicable)));
+                effects
+                    .push(format!("the checkpoint(s) that read it ({}) are NOT_APPLICABLE", listed(&not_applicable)));
             }
             if !applying.is_empty() {
                 effects.push(format!(

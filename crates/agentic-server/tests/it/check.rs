@@ -789,6 +789,39 @@ fn golden_set_agreement_below_ninety_percent_warns() {
     );
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("two cases named `a`"), "{}", run.stderr());
+    // A label of the wrong kind is named by its place; a file that is not an object says so.
+    let run =
+        with_golden("label.golden.json", r#"{"cases": [{"name": "a", "evidence": [], "human": {"P3-01": "pass"}}]}"#);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("at `cases[0].human.P3-01`: unknown variant `pass`"), "{}", run.stderr());
+    let run = with_golden("list.golden.json", "[]");
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("expected a JSON object, found a list"), "{}", run.stderr());
+    assert!(!run.stderr().contains("GoldenFile"), "{}", run.stderr());
+    // A case's recorded verdicts are checked like `--tier3-verdicts`: every run of a list,
+    // checkpoints that turn out not applicable, and ids the spec lacks are said.
+    let verdicts = dir.path().join("case.verdicts.json");
+    let case = |name: &str| {
+        format!(
+            r#"{{"cases": [{{"name": "{name}", "evidence": [], "tier3_verdicts": "{}", "human": {{}}}}]}}"#,
+            verdicts.display()
+        )
+    };
+    let example_verdicts: Value = serde_json::from_str(
+        &std::fs::read_to_string(project_root().join("examples/checkpoints/feature-workflow.tier3.json")).unwrap(),
+    )
+    .unwrap();
+    let mut second_run_bad = example_verdicts.clone();
+    second_run_bad["P3-01"][1] = json!({"result": "PARTIAL"});
+    std::fs::write(&verdicts, second_run_bad.to_string()).unwrap();
+    let run = with_golden("runs.golden.json", &case("runs"));
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("case `runs`") && run.stderr().contains("run 2:"), "{}", run.stderr());
+    let mut unknown = example_verdicts.clone();
+    unknown["P9-99"] = json!({"result": "PASS", "notes": "n", "evidence_citation": "c"});
+    std::fs::write(&verdicts, unknown.to_string()).unwrap();
+    let run = with_golden("unknown.golden.json", &case("unknown"));
+    assert!(run.stderr().contains("verdict for `P9-99` ignored"), "{}", run.stderr());
 
     // A case name that holds a fence and a heading stays inside the report's code block.
     let golden_dir = project_root().join("examples/checkpoints/golden");
