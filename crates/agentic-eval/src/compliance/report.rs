@@ -544,6 +544,18 @@ impl ComplianceReport {
             }
             _ => {}
         }
+        // Runs with figures are INSUFFICIENT_DATA only when they are one run repeated (no
+        // tier-3 checkpoint judged apart): then they all have one score.
+        if confidence.status == ConfidenceStatus::InsufficientData
+            && confidence.runs > 1
+            && let (Some([low, high]), Some(variance)) = (confidence.score_range, confidence.variance)
+            && (low != high || variance != 0.0)
+        {
+            return Some(format!(
+                "{at} has `status` INSUFFICIENT_DATA with `score_range` [{low}, {high}] and `variance` {variance}; \
+                 runs with figures are INSUFFICIENT_DATA only when they are one run repeated, with one score"
+            ));
+        }
         let expected = match (confidence.runs, confidence.score_range, confidence.variance) {
             (1, ..) => Some(ConfidenceStatus::SingleRun),
             (_, Some([low, high]), Some(variance)) => {

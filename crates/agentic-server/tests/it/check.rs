@@ -2371,6 +2371,11 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
         ("/tier_3_confidence/runs", json!(0), "has `runs` 0"),
         ("/tier_3_confidence/status", json!("HIGH_CONFIDENCE"), "`status` HIGH_CONFIDENCE where its figures give"),
         ("/tier_3_confidence/protocol_enabled", json!(true), "`protocol_enabled` true with 1 run(s)"),
+        (
+            "/tier_3_confidence",
+            json!({"protocol_enabled": true, "runs": 2, "score_range": [61.67, 64.02], "mean": 62.845, "variance": 2.7613, "status": "INSUFFICIENT_DATA"}),
+            "runs with figures are INSUFFICIENT_DATA only when they are one run repeated",
+        ),
         ("/tier_3_confidence/variance", json!(null), "some of `score_range`, `mean` and `variance`"),
         ("/evaluator_audit/tier_3_checkpoints_count", json!(99), "`evaluator_audit.tier_3_checkpoints_count` is 99"),
         ("/evaluator_audit/undocumented_passes", json!(5), "`evaluator_audit.undocumented_passes` is 5, more than"),
