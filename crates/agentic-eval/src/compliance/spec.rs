@@ -165,8 +165,10 @@ pub struct Checkpoint {
     pub severity: CheckpointSeverity,
     /// How it is checked.
     pub verification: Verification,
-    /// Tier 3 only: graded partial credit (Mode A). Without it a PARTIAL earns 0.5 (Mode B).
+    /// Tier 3 only: graded partial credit (Mode A). Without it a PARTIAL earns 0.5 (Mode B);
+    /// an empty list is refused (it would be neither: leave the key out for Mode B).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1))]
     pub partial_criteria: Vec<PartialCriterion>,
     /// When the checkpoint applies at all; if this does not hold it is NOT_APPLICABLE.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -747,9 +749,16 @@ fn check_checkpoint(
                 .with_hint("a full pass earns 1 and a fail 0; partial credit lies between"),
             );
         }
-        // As a verdict's `matched_condition` names a criterion: whitespace around the text
-        // does not count, case does.
-        if !conditions.insert(criterion.condition.trim().to_owned()) {
+        // The judge is shown the condition, and a verdict names its criterion by it.
+        if criterion.condition.trim().is_empty() {
+            diagnostics.push(
+                Diagnostic::error("criterion-blank", format!("a partial criterion of `{id}` has a blank `condition`"))
+                    .at_pointer(format!("{criterion_pointer}/condition"))
+                    .with_hint("say in words when the checkpoint is partly met, as in \"WHAT and WHY, no HOW\""),
+            );
+        } else if !conditions.insert(criterion.condition.trim().to_owned()) {
+            // As a verdict's `matched_condition` names a criterion: whitespace around the text
+            // does not count, case does.
             diagnostics.push(
                 Diagnostic::error(
                     "duplicate-criterion",
@@ -1679,6 +1688,16 @@ checkpoints:
         assert!(found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "{found:?}");
         let found = codes(&SPEC.replace("weight: 0.3", "weight: 1.5"));
         assert!(found.iter().any(|(c, _)| c == "invalid-weight"), "{found:?}");
+        // A criterion the judge and a verdict could only name as blank text; a list of none
+        // (neither Mode A nor Mode B: the key left out is Mode B).
+        let found =
+            codes(&SPEC.replace("{condition: \"Has WHAT only\", weight: 0.3}", "{condition: \"  \", weight: 0.3}"));
+        assert!(found.iter().any(|(c, _)| c == "criterion-blank"), "{found:?}");
+        let criteria = "      - {condition: \"Has WHAT and WHY, but missing HOW\", weight: 0.7}\n      - {condition: \"Has WHAT only\", weight: 0.3}\n";
+        assert!(SPEC.contains(criteria));
+        let found = codes(&SPEC.replace(&format!("    partial_criteria:\n{criteria}"), "    partial_criteria: []\n"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, "invalid-value", "{found:?}");
         // `b` covers `a`: `before` can never hold; `only_after` only without any `b`.
         let rule = |relation: &str| {
             format!(
