@@ -763,7 +763,7 @@ impl Judge {
         };
         let mut usage = JudgeUsage::default();
         let check = |text: &str| -> Result<serde_json::Value, Vec<String>> {
-            let value = agentic_core::json_strict::from_str(crate::reply::json_text(text))
+            let value = agentic_core::json_strict::from_str_lenient_surrogates(crate::reply::json_text(text))
                 .map_err(|error| vec![format!("the reply is not valid JSON ({error})")])?;
             let problems: Vec<String> = validator
                 .iter_errors(&value)

@@ -202,7 +202,7 @@ pub fn check_reply_with(
     let mut checked = CheckedReply::default();
     // A repeated key (`"score": 1, "score": 5`) is refused, not resolved by the last one
     // winning: a judge that answers twice has not answered.
-    let value: Value = match agentic_core::json_strict::from_str(json_text(reply)) {
+    let value: Value = match agentic_core::json_strict::from_str_lenient_surrogates(json_text(reply)) {
         Ok(value) => value,
         Err(error) => {
             checked.problems.push(format!("the reply is not valid JSON ({error})"));
@@ -291,6 +291,12 @@ mod tests {
         let checked = check_reply(ReplyKind::Pointwise, reply, &schema, &criteria());
         assert!(checked.is_complete(&criteria()), "{:?}", checked.problems);
         assert_eq!(checked.answers["clarity"], CriterionAnswer::Score { score: 4, evidence: "e".into() });
+        // A lone surrogate escape in the evidence (a quote cut inside an emoji) reads as
+        // U+FFFD instead of costing the answer.
+        let cut = reply.replace(r#""evidence": "e""#, r#""evidence": "e \ud83d""#);
+        let checked = check_reply(ReplyKind::Pointwise, &cut, &schema, &criteria());
+        assert!(checked.is_complete(&criteria()), "{:?}", checked.problems);
+        assert_eq!(checked.answers["clarity"], CriterionAnswer::Score { score: 4, evidence: "e \u{fffd}".into() });
     }
 
     #[test]

@@ -321,7 +321,7 @@ pub struct ReplayEvaluator {
 impl ReplayEvaluator {
     /// Parses a verdicts file (see the module docs).
     pub fn from_json(text: &str) -> Result<ReplayEvaluator, Tier3Error> {
-        let value: Value = agentic_core::json_strict::from_str(text)
+        let value: Value = agentic_core::json_strict::from_str_lenient_surrogates(text)
             .map_err(|error| Tier3Error::InvalidFile { reason: error.to_string() })?;
         let Value::Object(map) = value else {
             return Err(Tier3Error::InvalidFile { reason: "the top level is not an object".to_owned() });
@@ -519,6 +519,11 @@ mod tests {
         assert!(!string.contains("Tier3Verdict"), "{string}");
         let number = message(r#"{"P3-01": [{"result":"PASS"}, 5]}"#);
         assert!(number.contains("`P3-01` (run 2): it is the number 5, not a verdict object"), "{number}");
+        // A lone surrogate escape (a string cut inside an emoji) reads as U+FFFD, as in traces.
+        let mut cut = ReplayEvaluator::from_json(r#"{"P3-01": {"result":"PASS","notes":"ok \ud83d"}}"#).unwrap();
+        request.checkpoint = &cp;
+        request.run = 0;
+        assert_eq!(cut.evaluate(&request).unwrap().notes.as_deref(), Some("ok \u{fffd}"));
         // A field of the wrong type is named.
         let notes = message(r#"{"P3-01": {"result":"PASS","notes":5}}"#);
         assert!(notes.contains("`P3-01`: `notes`: invalid type: integer `5`, expected a string"), "{notes}");

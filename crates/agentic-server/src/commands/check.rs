@@ -744,7 +744,8 @@ fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Map::new();
     for path in paths {
         let text = read_text(path, "evidence file")?;
-        let value: Value = agentic_core::json_strict::from_str(&text)
+        // A lone surrogate escape (a string cut inside an emoji) reads as U+FFFD, as in traces.
+        let value: Value = agentic_core::json_strict::from_str_lenient_surrogates(&text)
             .with_context(|| format!("evidence file `{path}` is not valid JSON"))?;
         let Value::Object(object) = value else {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
