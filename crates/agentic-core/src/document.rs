@@ -113,6 +113,9 @@ impl DocumentLoader {
                     remove_pointer(&mut pruned, pointer);
                 }
             }
+            // `tier: 1.0` is an integer to the schema (and to `deserialize_located`): so it is
+            // here, or one such number beside a real error would hide every other finding.
+            whole_floats_as_integers(&mut pruned);
             repaired = serde_json::from_value::<T>(pruned).ok();
             if repaired.is_none() && !substitutes.is_empty() {
                 let mut fixed = document.value.clone();
@@ -124,6 +127,7 @@ impl DocumentLoader {
                         remove_pointer(&mut fixed, pointer);
                     }
                 }
+                whole_floats_as_integers(&mut fixed);
                 repaired = serde_json::from_value::<T>(fixed).ok();
             }
             None

@@ -38,7 +38,7 @@ pub use sequence::{
 };
 pub use spec::{
     Checkpoint, CheckpointSpec, CompiledCheckpoint, CompiledSpec, EnvironmentConstraint, Method, SpecLoad,
-    TRACE_SOURCE, Tier, lint_against_previous, load_spec, parse_spec,
+    TRACE_SOURCE, Tier, lint_against_previous, load_spec, parse_spec, parse_spec_for_comparison,
 };
 pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3Verdict, VerdictResult};
 

@@ -277,6 +277,26 @@ pub fn parse_spec(text: &str) -> Result<(CheckpointSpec, SourceMap), Vec<Diagnos
     }
 }
 
+/// [`parse_spec`] for the spec being linted against its previous version: when the spec has
+/// schema errors, the spec with those values set aside, provided that every checkpoint's
+/// id, tier and instruction (what versions are compared by) and the workflow are still as
+/// written; `None` otherwise. So an unrelated error (`severity: urgent`) does not hide that
+/// an id was removed or reused.
+pub fn parse_spec_for_comparison(text: &str) -> Option<(CheckpointSpec, SourceMap)> {
+    let loaded = loader().load::<CheckpointSpec>(text);
+    let document = loaded.document?;
+    let spec = loaded.value.or(loaded.repaired)?;
+    let raw = document.value.get("checkpoints")?.as_array()?;
+    let as_written = raw.len() == spec.checkpoints.len()
+        && document.value.get("workflow").and_then(serde_json::Value::as_str) == Some(spec.workflow.as_str())
+        && raw.iter().zip(&spec.checkpoints).all(|(raw, checkpoint)| {
+            raw.get("id").and_then(serde_json::Value::as_str) == Some(checkpoint.id.as_str())
+                && raw.get("instruction").and_then(serde_json::Value::as_str) == Some(checkpoint.instruction.as_str())
+                && raw.get("tier").and_then(serde_json::Value::as_f64) == Some(f64::from(checkpoint.tier))
+        });
+    as_written.then_some((spec, document.source_map))
+}
+
 /// Parses, checks and compiles a checkpoint spec. `file` only labels diagnostics.
 pub fn load_spec(text: &str, file: &str) -> SpecLoad {
     let loaded = loader().load::<CheckpointSpec>(text);
@@ -329,7 +349,15 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
                     })
             })
         };
-        let more: Vec<Diagnostic> = more.into_iter().filter(|d| d.code != "spec-empty" && !restates(d)).collect();
+        // The repair may have set aside every checkpoint; a list written empty is empty.
+        let written_empty = loaded
+            .document
+            .as_ref()
+            .and_then(|document| document.value.get("checkpoints"))
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(Vec::is_empty);
+        let more: Vec<Diagnostic> =
+            more.into_iter().filter(|d| (d.code != "spec-empty" || written_empty) && !restates(d)).collect();
         diagnostics.extend(more);
     }
     place(&mut diagnostics, &source_map, file);
@@ -1659,6 +1687,20 @@ checkpoints:
         let found = codes(&SPEC.replacen("checkpoints:", "checkponts:", 1));
         assert!(!found.iter().any(|(c, _)| c == "orphaned-id"), "{found:?}");
         assert!(found.iter().any(|(c, _)| c == "missing-field"), "{found:?}");
+    }
+
+    /// A whole number written with a fraction (`tier: 1.0`) beside a real schema error does
+    /// not hide the other findings, and neither does an unrelated error hide an empty list
+    /// of checkpoints.
+    #[test]
+    fn a_fractional_whole_number_or_an_unknown_key_hides_no_finding() {
+        let spec = "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - {id: P1-01, tier: 1.0, instruction: x, severity: low, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash}}}}\n  - {id: P1-02, tier: 2, instruction: y, severity: urgent, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Write}}}}\n";
+        let found = codes(spec);
+        assert!(found.iter().any(|(c, _)| c == "invalid-value"), "{found:?}");
+        assert!(found.iter().any(|(c, line)| c == "tier-method-mismatch" && *line == 4), "{found:?}");
+        let found = codes("workflow: w\nspec_version: \"1\"\nx: 1\ncheckpoints: []\n");
+        assert!(found.iter().any(|(c, _)| c == "unknown-key"), "{found:?}");
+        assert!(found.iter().any(|(c, _)| c == "spec-empty"), "{found:?}");
     }
 
     /// A value the schema rejects is reported once: the semantic check of the repaired spec

@@ -635,7 +635,9 @@ fn same_file(a: &str, b: &str) -> bool {
 /// option gave it.
 pub(crate) fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {what} `{path}`"))?;
-    let mut text = String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{what} `{path}` is not UTF-8 text"))?;
+    let mut text = String::from_utf8(bytes).map_err(|error| {
+        anyhow::anyhow!("{what} `{path}` {}", super::not_utf8(error.as_bytes(), &error.utf8_error()))
+    })?;
     if text.starts_with('\u{feff}') {
         text.drain(..'\u{feff}'.len_utf8());
     }
@@ -1327,8 +1329,17 @@ fn compare_with_previous(
             ),
         });
     }
-    if let Ok((current, source_map)) = parse_spec(text) {
-        diagnostics.extend(lint_against_previous(&old, &current, file, &source_map));
+    match agentic_eval::compliance::parse_spec_for_comparison(text) {
+        Some((current, source_map)) => diagnostics.extend(lint_against_previous(&old, &current, file, &source_map)),
+        // The errors above are at an id, tier or instruction (or leave no checkpoints to
+        // read): comparing now would report ids that only look changed.
+        None => diagnostics.push(
+            Diagnostic::warning(
+                "previous-not-compared",
+                format!("the checkpoint ids are not compared with the previous spec `{previous_path}` yet"),
+            )
+            .with_hint("fix the errors above at checkpoint ids, tiers and instructions, then lint again"),
+        ),
     }
     Ok(())
 }

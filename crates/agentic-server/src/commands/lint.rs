@@ -149,7 +149,10 @@ fn lint_file(file: &str, previous: Option<&str>) -> Vec<FileReport> {
     let text = match std::fs::read(file) {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
-            Err(_) => return vec![FileReport::unreadable(file, "file is not UTF-8 text".to_owned())],
+            Err(error) => {
+                let why = super::not_utf8(error.as_bytes(), &error.utf8_error());
+                return vec![FileReport::unreadable(file, format!("the file {why}"))];
+            }
         },
         Err(error) => return vec![FileReport::unreadable(file, format!("cannot read file: {error}"))],
     };

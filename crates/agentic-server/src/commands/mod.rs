@@ -13,6 +13,28 @@ pub(crate) mod score;
 
 use std::path::{Path, PathBuf};
 
+/// Why `bytes` (a file that should be UTF-8 text) is not: UTF-16 with how to convert it, or
+/// the line and column of the first byte that is not UTF-8, with how to fix it.
+pub(crate) fn not_utf8(bytes: &[u8], error: &std::str::Utf8Error) -> String {
+    let utf16 = bytes.starts_with(&[0xFF, 0xFE])
+        || bytes.starts_with(&[0xFE, 0xFF])
+        || (bytes.len() >= 2 && (bytes[0] == 0 || bytes[1] == 0));
+    if utf16 {
+        return "is UTF-16 text, and it must be UTF-8; convert it (`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`)"
+            .to_owned();
+    }
+    let at = error.valid_up_to();
+    let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |nl| nl + 1);
+    // Columns count characters, as editors show them.
+    let column = String::from_utf8_lossy(&bytes[line_start..at]).chars().count() + 1;
+    format!(
+        "is not UTF-8 text: line {line}, column {column} has the byte 0x{:02X}; save the file as UTF-8 (for Latin-1 \
+         text: `iconv -f LATIN1 -t UTF-8 FILE > FILE.utf8`)",
+        bytes[at]
+    )
+}
+
 /// Writes `bytes` to the file at `path` so that a failed write (a full disk, a closed
 /// device) never leaves it half-written: a regular file (or a new one) is replaced whole by
 /// renaming a complete copy written beside it, keeping the old file's permissions; a symbolic
@@ -69,6 +91,22 @@ pub(crate) fn where_written(path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;
+
+    /// A file that is not UTF-8 is described by where it goes wrong, or as UTF-16.
+    #[test]
+    fn not_utf8_names_the_line_and_column_or_utf16() {
+        let describe = |bytes: &[u8]| {
+            let error = std::str::from_utf8(bytes).unwrap_err();
+            super::not_utf8(bytes, &error)
+        };
+        let latin1 = describe(b"a: 1\nname: caf\xe9\n");
+        assert!(latin1.contains("line 2, column 10 has the byte 0xE9"), "{latin1}");
+        // Columns count characters, not bytes.
+        let after_unicode =
+            describe("\u{e9}\u{e9}".as_bytes().iter().copied().chain([0xff]).collect::<Vec<u8>>().as_slice());
+        assert!(after_unicode.contains("line 1, column 3 "), "{after_unicode}");
+        assert!(describe(b"\xff\xfea\x00").contains("UTF-16"));
+    }
 
     use super::write_file_whole;
 

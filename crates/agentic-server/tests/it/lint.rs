@@ -118,6 +118,36 @@ fn an_empty_file_is_not_assumed_to_be_a_workflow() {
     assert!(stdout.contains("the checkpoint spec file is empty"), "{stdout}");
 }
 
+/// A schema error elsewhere in the new spec does not hide a removed id; an error at an id
+/// holds the comparison back, and says so.
+#[test]
+fn a_schema_error_does_not_hide_a_removed_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let example =
+        std::fs::read_to_string(crate::project_root().join("examples/checkpoints/feature-workflow.yaml")).unwrap();
+    let old = dir.path().join("old.yaml");
+    std::fs::write(&old, &example).unwrap();
+    // P1-02 removed (its block runs to the next checkpoint), and a severity misspelt.
+    let start = example.find("  - id: P1-02").unwrap();
+    let end = start + example[start + 1..].find("  - id: ").unwrap() + 1;
+    let new_text =
+        format!("{}{}", &example[..start], &example[end..]).replacen("severity: high", "severity: urgent", 1);
+    assert!(new_text.contains("severity: urgent") && !new_text.contains("id: P1-02"));
+    let new = dir.path().join("new.yaml");
+    std::fs::write(&new, &new_text).unwrap();
+    let (code, stdout, stderr) = run(&[new.to_str().unwrap(), "--previous", old.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("error[invalid-value]") && stdout.contains("\"urgent\""), "{stdout}");
+    assert!(stdout.contains("error[id-removed]: checkpoint `P1-02` was removed"), "{stdout}");
+    // An id of the wrong type cannot be compared: said, not guessed.
+    let bad_id = example.replacen("id: P1-02", "id: [P1-02]", 1);
+    std::fs::write(&new, bad_id).unwrap();
+    let (code, stdout, stderr) = run(&[new.to_str().unwrap(), "--previous", old.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("warning[previous-not-compared]"), "{stdout}");
+    assert!(!stdout.contains("id-removed"), "{stdout}");
+}
+
 /// `--previous` reads the previous spec as `check` and `lint` read any spec: `x-` keys (a
 /// home for anchors) and whole numbers written with a fraction are fine there too.
 #[test]
