@@ -126,10 +126,28 @@ impl fmt::Display for Diagnostic {
             position.column,
             self.severity,
             self.code,
-            self.message
+            Printable(&self.message)
         )?;
         if let Some(hint) = &self.hint {
-            write!(f, "\n  hint: {hint}")?;
+            write!(f, "\n  hint: {}", Printable(hint))?;
+        }
+        Ok(())
+    }
+}
+
+/// Text from a user's file as a terminal shows it safely: control characters (an id
+/// holding ESC or a carriage return would move the cursor or hide the line) are written as
+/// escapes (`\u{1b}`); line feeds and tabs stay.
+struct Printable<'a>(&'a str);
+
+impl fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() && c != '\n' && c != '\t' {
+                write!(f, "{}", c.escape_unicode())?;
+            } else {
+                write!(f, "{c}")?;
+            }
         }
         Ok(())
     }
@@ -175,6 +193,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Control characters from a file (an id holding ESC or CR) are printed as escapes.
+    #[test]
+    fn control_characters_are_printed_as_escapes() {
+        let diagnostic = Diagnostic::error("id-lookalike", "id `P1-01\u{1b}[2K\rP1-01` is odd\nsecond line")
+            .with_hint("rename `a\u{7}b`");
+        let text = diagnostic.to_string();
+        assert!(text.contains("id `P1-01\\u{1b}[2K\\u{d}P1-01` is odd\nsecond line"), "{text}");
+        assert!(text.ends_with("hint: rename `a\\u{7}b`"), "{text}");
+    }
 
     #[test]
     fn renders_like_a_compiler() {
