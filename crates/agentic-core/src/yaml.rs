@@ -298,7 +298,7 @@ impl Builder {
             }
             Event::MappingStart(anchor, _) => {
                 let mut map = Map::new();
-                let mut merges: Vec<Value> = Vec::new();
+                let mut merges: Vec<(Value, Position)> = Vec::new();
                 loop {
                     let (key_event, key_span) = self.required(parser)?;
                     if matches!(key_event, Event::MappingEnd) {
@@ -322,8 +322,9 @@ impl Builder {
                     let child = format!("{pointer}/{}", pointer_segment(&key));
                     let (value_event, value_span) = self.required(parser)?;
                     if merge {
+                        let at = position(&value_span);
                         let merged = self.node(parser, value_event, value_span, child, depth + 1)?;
-                        merges.push(merged);
+                        merges.push((merged, at));
                         continue;
                     }
                     if map.contains_key(&key) {
@@ -340,15 +341,29 @@ impl Builder {
                     let value = self.node(parser, value_event, value_span, child, depth + 1)?;
                     map.insert(key, value);
                 }
-                for merged in merges {
+                for (merged, at) in merges {
                     let sources = match merged {
                         Value::Array(items) => items,
                         other => vec![other],
                     };
                     for source in sources {
-                        if let Value::Object(source) = source {
-                            for (key, value) in source {
-                                map.entry(key).or_insert(value);
+                        match source {
+                            Value::Object(source) => {
+                                for (key, value) in source {
+                                    map.entry(key).or_insert(value);
+                                }
+                            }
+                            // Merging anything else would drop it without a word.
+                            _ => {
+                                self.deferred.push(
+                                    Diagnostic::error(
+                                        "yaml-merge-invalid",
+                                        "a merge key `<<` takes a mapping or a list of mappings",
+                                    )
+                                    .at(at)
+                                    .with_hint("merge an anchored mapping (`<<: *defaults`), or quote `\"<<\"` to mean the key"),
+                                );
+                                break;
                             }
                         }
                     }
@@ -567,6 +582,17 @@ mod tests {
         // A few repeats of a modest value are fine.
         let doc = parse_yaml("a: &a \"some text\"\nb: [*a, *a, *a]\n").unwrap();
         assert_eq!(doc.value["b"][2], "some text");
+    }
+
+    /// A merge of anything but a mapping (or a list of them) would drop it without a word.
+    #[test]
+    fn a_merge_of_a_scalar_is_an_error() {
+        for text in ["a:\n  <<: 5\n  b: 1\n", "a:\n  <<: [severity, 3]\n", "m: &m {x: 1}\na:\n  <<: [*m, 3]\n"] {
+            let errors = parse_yaml(text).unwrap_err();
+            assert_eq!(errors[0].code, "yaml-merge-invalid", "{text}");
+            assert_eq!(errors[0].position.unwrap().line, if text.starts_with('m') { 3 } else { 2 }, "{text}");
+        }
+        assert!(parse_yaml("a:\n  \"<<\": 5\n").is_ok(), "a quoted `<<` is a key");
     }
 
     #[test]
