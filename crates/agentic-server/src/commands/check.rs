@@ -646,6 +646,15 @@ pub(crate) fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
 
 fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {
     let text = read_text(path, "the checkpoint spec")?;
+    // Another kind of document would only give a page of unknown keys.
+    if !looks_like_checkpoint_spec(&text)
+        && let Some(kind) = other_document_kind(&text)
+    {
+        bail!(
+            "`{path}` is {kind}, not a checkpoint spec (which has `workflow`, `spec_version` and `checkpoints`); \
+             pass the checkpoint spec, see docs/checkpoints.md"
+        );
+    }
     let load = load_spec(&text, path);
     let errors = load.diagnostics.iter().filter(|d| d.is_error()).count();
     for diagnostic in &load.diagnostics {
@@ -1263,12 +1272,30 @@ fn view_ref<'a>(view: &'a TooltraceView<'_>) -> EventRef<'a> {
 /// is still known by its `workflow`, `spec_version` or `environment_constraints` (keys a
 /// workflow does not have; a workflow has `steps`), so lint reports what is wrong with it as
 /// a spec instead of as a workflow.
+/// What `text` is when it is a document agentic reads other than a checkpoint spec: "a
+/// rubric" or "a workflow" (it has `steps`).
+pub(crate) fn other_document_kind(text: &str) -> Option<&'static str> {
+    if agentic_eval::looks_like_rubric(text) {
+        Some("a rubric")
+    } else if parse_yaml(text)
+        .is_ok_and(|document| document.value.as_object().is_some_and(|map| map.contains_key("steps")))
+    {
+        Some("a workflow")
+    } else {
+        None
+    }
+}
+
 pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
     parse_yaml(text).is_ok_and(|document| {
         let Some(map) = document.value.as_object() else { return false };
-        map.contains_key("checkpoints")
-            || (!map.contains_key("steps")
-                && ["workflow", "spec_version", "environment_constraints"].iter().any(|key| map.contains_key(*key)))
+        // Keys as a person may misspell them (`Checkpoints:`, `checkpoint:`, `spec-version:`):
+        // such a spec is still linted as a spec, whose errors then suggest the right key.
+        let keys: Vec<String> = map.keys().map(|key| key.trim().to_ascii_lowercase().replace('-', "_")).collect();
+        let has = |name: &str| keys.iter().any(|key| key == name);
+        has("checkpoints")
+            || has("checkpoint")
+            || (!has("steps") && ["workflow", "spec_version", "environment_constraints"].iter().any(|key| has(key)))
     })
 }
 

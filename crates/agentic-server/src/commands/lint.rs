@@ -63,16 +63,7 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
         && let Ok(text) = std::fs::read_to_string(file)
         && !super::check::looks_like_checkpoint_spec(&text)
     {
-        let kind = if agentic_eval::looks_like_rubric(&text) {
-            Some("a rubric")
-        } else if agentic_core::yaml::parse_yaml(&text)
-            .is_ok_and(|document| document.value.as_object().is_some_and(|map| map.contains_key("steps")))
-        {
-            Some("a workflow")
-        } else {
-            None
-        };
-        if let Some(kind) = kind {
+        if let Some(kind) = super::check::other_document_kind(&text) {
             anyhow::bail!(
                 "`--previous` compares the ids of a checkpoint spec with its previous version, and `{file}` is {kind}; \
                  lint it without `--previous`"

@@ -365,6 +365,18 @@ fn baseline_comparison_shows_regressions() {
     assert!(run.markdown.contains("The baseline was checked against spec 0.9.0"), "{}", run.markdown);
 }
 
+/// A workflow or a rubric given as the spec is named as what it is, not as a page of
+/// unknown keys.
+#[test]
+fn a_workflow_given_as_the_spec_is_named() {
+    let output =
+        agentic().arg("check").arg(project_root().join("examples/workflows/code_review.yaml")).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("code_review.yaml` is a workflow, not a checkpoint spec"), "{stderr}");
+    assert!(!stderr.contains("unknown-key"), "{stderr}");
+}
+
 #[test]
 fn a_missing_tier_three_verdict_is_a_loud_input_error() {
     let run = feature_workflow_with_verdicts("{}");

@@ -120,6 +120,24 @@ fn an_empty_file_is_not_assumed_to_be_a_workflow() {
 
 /// A schema error elsewhere in the new spec does not hide a removed id; an error at an id
 /// holds the comparison back, and says so.
+/// A spec whose top-level keys are misspelt (`Checkpoints:`, `checkpoint:`) is still linted
+/// as a spec, so the errors suggest the right keys instead of a workflow's.
+#[test]
+fn a_spec_with_misspelt_top_level_keys_is_linted_as_a_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, expected) in [
+        ("capital.yaml", "Workflow: w\nSpec_version: \"1\"\nCheckpoints: []\n", "did you mean `checkpoints`?"),
+        ("singular.yaml", "workflow: w\nspec_version: \"1\"\ncheckpoint: []\n", "did you mean `checkpoints`?"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let (code, stdout, stderr) = run(&[path.to_str().unwrap()]);
+        assert_eq!(code, 1, "{stdout}{stderr}");
+        assert!(stdout.contains(expected), "{name}: {stdout}");
+        assert!(stdout.contains("in the checkpoint spec") && !stdout.contains("in the workflow"), "{name}: {stdout}");
+    }
+}
+
 #[test]
 fn a_schema_error_does_not_hide_a_removed_id() {
     let dir = tempfile::tempdir().unwrap();
