@@ -62,13 +62,12 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
         && let Some(file) = args.files.first()
         && let Ok(text) = std::fs::read_to_string(file)
         && !super::check::looks_like_checkpoint_spec(&text)
+        && let Some(kind) = super::check::other_document_kind(&text)
     {
-        if let Some(kind) = super::check::other_document_kind(&text) {
-            anyhow::bail!(
-                "`--previous` compares the ids of a checkpoint spec with its previous version, and `{file}` is {kind}; \
-                 lint it without `--previous`"
-            );
-        }
+        anyhow::bail!(
+            "`--previous` compares the ids of a checkpoint spec with its previous version, and `{file}` is {kind}; \
+             lint it without `--previous`"
+        );
     }
     let mut reports = Vec::new();
     for file in &args.files {
