@@ -208,6 +208,9 @@ pub struct TraceReader<R> {
     /// The line in `buffer` was read (and counted) but belongs to the next record: a
     /// document that did not close stopped before it (see [`TraceReader::read_document`]).
     held: bool,
+    /// Lines of a document that did not parse, read again as records of their own (see
+    /// [`TraceReader::read_document`]), with their line numbers; taken before new input.
+    replay: VecDeque<(Vec<u8>, u64)>,
     done: bool,
 }
 
@@ -289,6 +292,7 @@ impl<R: BufRead> TraceReader<R> {
             document: None,
             bad_elements: Vec::new(),
             held: false,
+            replay: VecDeque::new(),
             done: false,
         }
     }
@@ -302,6 +306,11 @@ impl<R: BufRead> TraceReader<R> {
     fn read_line(&mut self) -> Result<bool, TraceError> {
         if self.held {
             self.held = false;
+            return Ok(true);
+        }
+        if let Some((line, number)) = self.replay.pop_front() {
+            self.buffer = line;
+            self.line = number;
             return Ok(true);
         }
         self.buffer.clear();
@@ -517,28 +526,45 @@ impl<R: BufRead> TraceReader<R> {
     /// malformed and the line is read again as the next record, so one cut record never
     /// swallows the records after it. (A document that is a list may hold its elements in
     /// the first column, so it reads on.)
+    ///
+    /// A document that then does not parse (it never closes, or it goes wrong part way)
+    /// gives back what it took of the next records: from its first later line that starts
+    /// in the first column with `{` or `[` and is a whole JSON value on its own (a record,
+    /// perhaps with the `,` of a list after it), its lines are read again as lines of their
+    /// own. So a batch cut after one of its elements (`[{...}, {...},`) costs only itself,
+    /// while a pretty-printed document that goes wrong stays one malformed record.
     fn read_document(&mut self, first: String, start: u64) -> Result<(Value, u64), TraceError> {
         let mut nesting = Nesting::default();
         nesting.feed(first.as_bytes());
         let object = first.starts_with('{');
         let mut document = first;
+        // The first line that is a record on its own: its number and where it starts in
+        // `document`.
+        let mut first_record: Option<(u64, usize)> = None;
         loop {
             match self.read_line()? {
                 false => {
+                    let given_back = self.give_back(&document, first_record);
                     return Err(TraceError::malformed(
                         start,
-                        "the JSON document starting here is not closed before the end of the file",
+                        format!("the JSON document starting here is not closed before the end of the file{given_back}"),
                     ));
                 }
                 true => {
                     if object && matches!(self.buffer.first(), Some(b'{' | b'[')) && !nesting.wants_value() {
-                        self.held = true;
+                        let next = self.line;
+                        let given_back = self.give_back(&document, first_record);
+                        if given_back.is_empty() {
+                            self.held = true;
+                        } else {
+                            // After the lines given back, in file order.
+                            self.replay.push_back((std::mem::take(&mut self.buffer), next));
+                        }
                         return Err(TraceError::malformed(
                             start,
                             format!(
-                                "the JSON document starting here is not closed before line {}, which starts \
-                                 the next record (is this line cut short?)",
-                                self.line
+                                "the JSON document starting here is not closed before line {next}, which starts \
+                                 the next record (is this line cut short?){given_back}"
                             ),
                         ));
                     }
@@ -564,6 +590,9 @@ impl<R: BufRead> TraceReader<R> {
                         ));
                     }
                     document.push('\n');
+                    if first_record.is_none() && is_record_line(text) {
+                        first_record = Some((self.line, document.len()));
+                    }
                     document.push_str(text);
                     if !nesting.may_be_complete() {
                         continue;
@@ -580,10 +609,11 @@ impl<R: BufRead> TraceReader<R> {
                             let position = format!(" at line {} column {}", error.line(), error.column());
                             let what = text.strip_suffix(&position).unwrap_or(&text);
                             let line = start + error.line() as u64 - 1;
+                            let given_back = self.give_back(&document, first_record);
                             return Err(TraceError::malformed(
                                 start,
                                 format!(
-                                    "invalid JSON in the document starting here: {what} at line {line} column {}",
+                                    "invalid JSON in the document starting here: {what} at line {line} column {}{given_back}",
                                     error.column()
                                 ),
                             ));
@@ -592,6 +622,21 @@ impl<R: BufRead> TraceReader<R> {
                 }
             }
         }
+    }
+
+    /// Queues the lines of a failed `document` from `first_record` on to be read again as
+    /// lines of their own; what to add to the error (`""` when there are none).
+    fn give_back(&mut self, document: &str, first_record: Option<(u64, usize)>) -> String {
+        let Some((line, at)) = first_record else { return String::new() };
+        for (number, text) in (line..).zip(document[at..].split('\n')) {
+            // An element of the cut list is read as the record it is, without the list's `,`.
+            let text = match text.trim_end().strip_suffix(',') {
+                Some(element) if is_record_line(text) => element,
+                _ => text,
+            };
+            self.replay.push_back((text.as_bytes().to_vec(), number));
+        }
+        format!("; the records from line {line} on, which it took in, are read on their own")
     }
 
     /// Reads on to the end of a document that went wrong part way (a line that is not UTF-8,
@@ -716,7 +761,7 @@ impl<R: BufRead + std::io::Seek> TraceReader<R> {
     /// Whether a line was read for the next record and waits in the buffer (see
     /// [`TraceReader::read_document`]).
     pub(super) fn holds_line(&self) -> bool {
-        self.held
+        self.held || !self.replay.is_empty()
     }
 
     /// Goes on reading at `offset` of the underlying input (a line start), keeping the line
@@ -726,6 +771,7 @@ impl<R: BufRead + std::io::Seek> TraceReader<R> {
         self.consumed = offset;
         self.done = false;
         self.held = false;
+        self.replay.clear();
         Ok(())
     }
 }
@@ -857,6 +903,17 @@ fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> Trac
              document is skipped: write the trace as UTF-8 (`iconv -f LATIN1 -t UTF-8` converts Latin-1)"
         ),
     )
+}
+
+/// A line that is a whole record on its own: it starts in the first column with `{` or `[`
+/// and is one complete JSON value (a list element may carry the `,` after it).
+fn is_record_line(text: &str) -> bool {
+    if !text.starts_with(['{', '[']) {
+        return false;
+    }
+    let value = text.trim_end();
+    let value = value.strip_suffix(',').unwrap_or(value);
+    serde_json::from_str::<serde::de::IgnoredAny>(value).is_ok()
 }
 
 /// The bracket depth of JSON text fed line by line (outside strings), to tell when a

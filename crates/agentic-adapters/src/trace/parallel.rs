@@ -377,6 +377,16 @@ pub(super) fn run_batches<F, W, M, V>(
     if let Queued::Stop = reader.drain_queued(&mut visit_item) {
         return;
     }
+    // Lines a first document that did not parse gave back (see `read_document`) are read
+    // before the blocks, which start after everything the reader took.
+    while reader.holds_line() {
+        if reader.step_line(&mut |view: &TooltraceView<'_>| work.item(view), &mut visit_item).is_break() {
+            return;
+        }
+        if let Queued::Stop = reader.drain_queued(&mut visit_item) {
+            return;
+        }
+    }
     if workers == 0 {
         reader.for_each_prepared(&mut |view: &TooltraceView<'_>| work.item(view), &mut visit_item);
         return;

@@ -1512,6 +1512,71 @@ fn multi_line_documents_close_by_their_brackets() {
     assert!(got.iter().any(|r| r.as_ref().is_ok_and(|e| e.step_name.as_deref() == Some("Read"))), "{got:?}");
 }
 
+/// A list (an exporter's batch) cut after one of its elements, or an object document cut
+/// inside a list, reads on where a list can take a value, so it takes in the records after
+/// it; when it then never closes, it gives them back: from its first later line that is a
+/// whole record in the first column, its lines are read as records of their own (in file
+/// order, with their line numbers), by the iterator and by the parallel reader alike.
+#[test]
+fn a_cut_list_gives_back_the_records_it_took_in() {
+    let record = |tool: &str, id: &str| format!(r#"{{"tool_name":"{tool}","trace_id":"{id}"}}"#);
+    let names = |text: &str| -> Vec<Result<(u64, String), u64>> {
+        read(text, None)
+            .iter()
+            .map(|r| match r {
+                Ok(e) => Ok((e.source.as_ref().unwrap().line.unwrap(), e.step_name.clone().unwrap())),
+                Err(e) => Err(e.line),
+            })
+            .collect()
+    };
+    // A compact batch cut after an element; a lone `[`; an unindented list whose elements
+    // carry the list's `,` (read without it).
+    let cut_batch = format!(
+        "{}\n[{}, {},\n{}\n{}\n",
+        record("Read", "a"),
+        record("Read", "b"),
+        record("Bash", "c"),
+        record("Bash", "d"),
+        record("Bash", "e")
+    );
+    assert_eq!(
+        names(&cut_batch),
+        vec![Ok((1, "Read".to_owned())), Err(2), Ok((3, "Bash".to_owned())), Ok((4, "Bash".to_owned()))]
+    );
+    let error = read(&cut_batch, None).into_iter().find_map(Result::err).unwrap().message;
+    assert!(error.contains("the records from line 3 on, which it took in, are read on their own"), "{error}");
+    let lone = format!("[\n{}\n{}\n", record("Bash", "d"), record("Write", "e"));
+    assert_eq!(names(&lone), vec![Err(1), Ok((2, "Bash".to_owned())), Ok((3, "Write".to_owned()))]);
+    let elements = format!("[\n{},\n{},\n", record("Bash", "d"), record("Write", "e"));
+    assert_eq!(names(&elements), vec![Err(1), Ok((2, "Bash".to_owned())), Ok((3, "Write".to_owned()))]);
+    // A pretty-printed batch cut after its first element: its indented lines are part of
+    // it, the record after it is given back.
+    let pretty =
+        format!("[\n  {{\n    \"tool_name\": \"Read\",\n    \"trace_id\": \"p\"\n  }},\n{}\n", record("Bash", "q"));
+    assert_eq!(names(&pretty), vec![Err(1), Ok((6, "Bash".to_owned()))]);
+    // An object cut inside a list takes in one line, then ends at the next record's line:
+    // both are read, in order.
+    let in_list = format!("{{\"resourceSpans\": [\n{}\n{}\n", record("Bash", "r"), record("Edit", "s"));
+    assert_eq!(names(&in_list), vec![Err(1), Ok((2, "Bash".to_owned())), Ok((3, "Edit".to_owned()))]);
+    // A pretty document that goes wrong without taking in a record stays one bad record.
+    let broken = "{\n  \"resourceSpans\": [\n    {\"x\": nope}\n  ]\n}\n";
+    assert_eq!(read(broken, None).len(), 1);
+    for text in [&cut_batch, &lone, &elements, &pretty, &in_list] {
+        assert_parallel_agrees(text.as_bytes(), None);
+    }
+    // The first record of the trace may be such a list: what it gives back is read before
+    // the parallel blocks start.
+    let first = format!(
+        "[{},\n{}\n{}\n{}\n",
+        record("Read", "a"),
+        record("Bash", "b"),
+        record("Bash", "c"),
+        record("Bash", "d")
+    );
+    assert_eq!(names(&first).len(), 4);
+    assert_parallel_agrees(first.as_bytes(), None);
+}
+
 /// A record cut short after a `{`, `,`, `[` or `:` (an interrupted writer) would open a
 /// multi-line document that swallows every record after it: a line that starts with `{` or
 /// `[` in the first column ends such a document instead, which is reported as malformed at
