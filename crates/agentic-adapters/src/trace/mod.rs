@@ -721,9 +721,7 @@ impl<R: BufRead> TraceReader<R> {
         if self.held_spans >= otlp::ORDER_WINDOW_SPANS
             || self.consumed.saturating_sub(self.held_since) >= otlp::ORDER_WINDOW_BYTES
         {
-            let latest = self.held_events.iter().map(|event| otlp::nanos_of(&event.timestamp)).max();
-            self.given_out_until = self.given_out_until.max(latest);
-            self.give_out_held();
+            self.give_out_older();
         }
         let mut errors = problems.into_iter().map(|message| {
             // A bad span of a document spread over lines is cited at its `spanId`'s line.
@@ -754,6 +752,56 @@ impl<R> TraceReader<R> {
             self.pending.push_back(event);
         }
         true
+    }
+}
+
+impl<R> TraceReader<R> {
+    /// With the window full: orders what is held and gives out the older half of it (at a
+    /// point where no span is open, so spans stay whole), keeping the later half held to be
+    /// ordered with the next exports. So whether a span is ordered with the spans that came
+    /// just before it never depends on where a window happened to end: a span is misplaced
+    /// only when more than half a window of records came between it and spans that started
+    /// later than it.
+    fn give_out_older(&mut self) {
+        let ordered = otlp::order_events(std::mem::take(&mut self.held_events));
+        let total: usize = ordered.iter().filter(|event| otlp::starts_span(event.event_type)).count();
+        // The first point at or past half the spans where no span is open.
+        let mut open: std::collections::HashSet<(Option<&str>, &str)> = std::collections::HashSet::new();
+        let (mut starts, mut cut) = (0, None);
+        for (idx, event) in ordered.iter().enumerate() {
+            if open.is_empty() && starts * 2 >= total && starts > 0 {
+                cut = Some(idx);
+                break;
+            }
+            let key = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)));
+            if otlp::starts_span(event.event_type) {
+                starts += 1;
+                if let Some(key) = key {
+                    open.insert(key);
+                }
+            } else if otlp::ends_span(event.event_type)
+                && let Some(key) = key
+            {
+                open.remove(&key);
+            }
+        }
+        drop(open);
+        let mut ordered = ordered;
+        let kept = cut.map_or_else(Vec::new, |cut| ordered.split_off(cut));
+        let latest = ordered.iter().map(|event| otlp::nanos_of(&event.timestamp)).max();
+        self.given_out_until = self.given_out_until.max(latest);
+        for mut event in ordered {
+            self.seq += 1;
+            event.seq = self.seq;
+            self.pending.push_back(event);
+        }
+        // The kept spans stand for their share of the window's bytes.
+        let kept_spans = kept.iter().filter(|event| otlp::starts_span(event.event_type)).count();
+        let window = self.consumed.saturating_sub(self.held_since);
+        let share = if total == 0 { 0 } else { window * kept_spans as u64 / total as u64 };
+        self.held_since = self.consumed - share;
+        self.held_spans = kept_spans;
+        self.held_events = kept;
     }
 }
 

@@ -223,7 +223,8 @@ impl OtlpJsonAdapter {
 /// (one export per span, or batches of a long run) with each other: a span is exported when
 /// it ends, so an agent comes after the calls inside it; held together, they are ordered by
 /// time as one export's are. Past this many, or past [`ORDER_WINDOW_BYTES`] of records,
-/// what is held is given out and ordering starts afresh.
+/// the older half of what is held (in time order, where no span is open) is given out and
+/// the later half stays held, to be ordered with the exports that follow.
 pub const ORDER_WINDOW_SPANS: usize = 8_192;
 
 /// The most record text whose spans [`TraceReader`](super::TraceReader) holds to order them
@@ -294,7 +295,7 @@ pub(super) fn starts_span(kind: EventType) -> bool {
 }
 
 /// Whether an event of this adapter's is the end of a span.
-fn ends_span(kind: EventType) -> bool {
+pub(super) fn ends_span(kind: EventType) -> bool {
     matches!(kind, EventType::ToolCallEnd | EventType::AgentInvokeEnd | EventType::LlmResponse | EventType::StepEnd)
 }
 

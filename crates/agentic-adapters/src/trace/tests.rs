@@ -1728,8 +1728,9 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     let lines: Vec<Option<u64>> = events(&per_span).iter().map(|e| e.source.as_ref().unwrap().line).collect();
     assert_eq!(lines, [Some(4), Some(2), Some(1), Some(1), Some(2), Some(3), Some(3), Some(4)]);
     assert_parallel_agrees(per_span.as_bytes(), None);
-    // Memory is bounded: past the window, what is held is given out, so a span that comes
-    // after that many others is ordered only among those after it.
+    // Memory is bounded: when the window fills, its older half is given out (the later half
+    // stays held), so a span that comes after that many others is ordered only among the
+    // later half and those after it.
     let window = super::otlp::ORDER_WINDOW_SPANS;
     let mut text = String::new();
     for idx in 0..window {
@@ -1743,7 +1744,24 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     let got = events(&text);
     assert_eq!(got.len(), 2 * (window + 1));
     assert_eq!(got[0].step_name.as_deref(), Some("Bash"));
-    assert_eq!(got[2 * window].step_name.as_deref(), Some("Early"));
+    assert_eq!(got[window].step_name.as_deref(), Some("Early"), "after the older half: {window} events");
+    // Where the window ends does not decide: a child that fills the window is still ordered
+    // after its agent, exported right after it.
+    let mut text = String::new();
+    for idx in 0..window - 1 {
+        // Calls of another run, before this one (ids apart from the rows').
+        let id = format!("{:016x}", idx + 0x1000);
+        text.push_str(&otlp_doc(&[(&id, None, "chat m", Some("1"), Some("2"))]));
+        text.push('\n');
+    }
+    text.push_str(&otlp_doc(&[rows[2]]));
+    text.push('\n');
+    text.push_str(&otlp_doc(&[rows[1]]));
+    text.push('\n');
+    let got = events(&text);
+    let at = |name: &str| got.iter().position(|e| e.step_name.as_deref() == Some(name)).unwrap();
+    assert!(at("helper") < at("Write"), "the agent starts before the call inside it");
+    assert!(!got.iter().any(|e| e.attributes.contains_key(agentic_core::event::OUT_OF_ORDER)));
     // Memory is bounded by the text held too: a few large spans fill the window.
     let big = "x".repeat(300_000);
     let large = |id: &str, name: &str, start: &str| {
@@ -1758,6 +1776,8 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     text.push_str(&large("0000000000000001", "execute_tool Early", "1"));
     let got = events(&text);
     assert_eq!(got[0].step_name.as_deref(), Some("Bash"));
+    // These spans share one time, so their starts come before all their ends: with no
+    // point where none is open, the whole window was given out before it.
     assert_eq!(got[2 * per_window].step_name.as_deref(), Some("Early"));
     // A span placed after events that started later is marked, so rules can warn; the spans
     // ordered in time are not.
