@@ -1114,6 +1114,16 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             confidence.variance.map_or_else(|| "n/a".to_owned(), |v| format!("{v}")),
             status_text(confidence.status)
         );
+        if confidence.status == ConfidenceStatus::InsufficientData {
+            // Figures are given exactly when every run scored something.
+            let why = if confidence.variance.is_some() {
+                "no tier-3 checkpoint was judged apart in each run (none applies, or each has one recorded verdict \
+                 for all runs), so the runs are one run repeated and say nothing about the evaluator's noise"
+            } else {
+                "some run had nothing to score (every checkpoint not applicable or blocked), so there are no figures"
+            };
+            let _ = writeln!(out, "\nINSUFFICIENT_DATA: {why}.");
+        }
     } else {
         let _ = writeln!(out, "One run (use `--eval-runs N` to measure evaluator noise).");
     }

@@ -2295,6 +2295,8 @@ fn verdicts_and_eval_runs_that_do_not_fit_are_said() {
     let run = check_rules_with(rules, trace, &["--eval-runs", "3"]);
     assert_eq!(run.report["tier_3_confidence"]["status"], json!("INSUFFICIENT_DATA"));
     assert!(run.stderr().contains("--eval-runs 3: no tier-3 checkpoint was judged"), "{}", run.stderr());
+    // The Markdown report says why, for the people who read it instead of stderr.
+    assert!(run.markdown.contains("INSUFFICIENT_DATA: no tier-3 checkpoint was judged apart"), "{}", run.markdown);
 
     // One recorded verdict for every run is one judgement repeated: no spread to report.
     let dir = tempfile::tempdir().unwrap();
