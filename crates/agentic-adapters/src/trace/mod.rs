@@ -787,7 +787,14 @@ impl<R> TraceReader<R> {
         }
         drop(open);
         let mut ordered = ordered;
-        let kept = cut.map_or_else(Vec::new, |cut| ordered.split_off(cut));
+        let later = cut.map_or_else(Vec::new, |cut| ordered.split_off(cut));
+        // Only spans are held on; the events that follow the window's spans (spans exported
+        // again, events without their pair) go out with the older half, as they came, so
+        // they never pile up.
+        let (kept, others): (Vec<CanonicalEvent>, Vec<CanonicalEvent>) = later
+            .into_iter()
+            .partition(|event| otlp::starts_span(event.event_type) || otlp::ends_span(event.event_type));
+        ordered.extend(others);
         let latest = ordered.iter().map(|event| otlp::nanos_of(&event.timestamp)).max();
         self.given_out_until = self.given_out_until.max(latest);
         for mut event in ordered {
