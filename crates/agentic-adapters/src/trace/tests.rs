@@ -1786,6 +1786,27 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     assert_eq!((marked[0].event_type, marked[0].step_name.as_deref()), (EventType::ToolCallStart, Some("Early")));
 }
 
+/// A full window keeps only spans held: the repeats of spans exported again go out with the
+/// older half, near where they came, instead of piling up to the end of the input.
+#[test]
+fn otlp_repeats_go_out_with_the_older_half_of_a_full_window() {
+    let window = super::otlp::ORDER_WINDOW_SPANS;
+    let mut text = String::new();
+    for idx in 0..window + window / 2 {
+        let id = format!("{:016x}", idx + 0x1000);
+        let start = (10_000 + idx).to_string();
+        let doc = otlp_doc(&[(&id, None, "execute_tool Bash", Some(&start), Some(&start))]);
+        // Every span exported twice (a retried export).
+        text.push_str(&format!("{doc}\n{doc}\n"));
+    }
+    let got = events(&text);
+    let repeats: Vec<usize> =
+        got.iter().enumerate().filter(|(_, e)| e.data["repeated"] == json!(true)).map(|(at, _)| at).collect();
+    assert_eq!(repeats.len(), window + window / 2);
+    // The first repeats came out with the first half window, long before the end.
+    assert!(repeats[0] < got.len() / 2, "first repeat at {} of {}", repeats[0], got.len());
+}
+
 /// A span exported again (a retried batch, or listed twice in one document) is one
 /// `custom` event with `data.repeated: true`, so its call counts once; the same span id in
 /// another trace is another span. The spans of the exports are ordered together; the
