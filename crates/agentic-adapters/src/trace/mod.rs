@@ -210,8 +210,19 @@ pub struct TraceReader<R> {
     held: bool,
     /// Lines of a document that did not parse, read again as records of their own (see
     /// [`TraceReader::read_document`]), with their line numbers; taken before new input.
-    replay: VecDeque<(Vec<u8>, u64)>,
+    replay: VecDeque<Replayed>,
+    /// Where the line read last ends in the input (for a line read again, where it ended
+    /// then): the position the OTLP window measures its bytes by.
+    at: u64,
     done: bool,
+}
+
+/// A line given back to be read again: its text, line number and where it ends in the input.
+#[derive(Debug)]
+struct Replayed {
+    text: Vec<u8>,
+    line: u64,
+    end: u64,
 }
 
 impl<R> fmt::Debug for TraceReader<R> {
@@ -293,6 +304,7 @@ impl<R: BufRead> TraceReader<R> {
             bad_elements: Vec::new(),
             held: false,
             replay: VecDeque::new(),
+            at: 0,
             done: false,
         }
     }
@@ -308,9 +320,10 @@ impl<R: BufRead> TraceReader<R> {
             self.held = false;
             return Ok(true);
         }
-        if let Some((line, number)) = self.replay.pop_front() {
-            self.buffer = line;
-            self.line = number;
+        if let Some(replayed) = self.replay.pop_front() {
+            self.buffer = replayed.text;
+            self.line = replayed.line;
+            self.at = replayed.end;
             return Ok(true);
         }
         self.buffer.clear();
@@ -324,6 +337,7 @@ impl<R: BufRead> TraceReader<R> {
             return Ok(false);
         }
         self.consumed += read as u64;
+        self.at = self.consumed;
         self.line += 1;
         // A byte-order mark (editors on Windows write one) is not part of a record: at the
         // start of the file, or of a line (files that each had one, concatenated).
@@ -336,6 +350,7 @@ impl<R: BufRead> TraceReader<R> {
                 self.buffer.clear();
                 let more = (&mut self.reader).take(limit).read_until(b'\n', &mut self.buffer).unwrap_or(0);
                 self.consumed += more as u64;
+                self.at = self.consumed;
                 if more == 0 || self.buffer.ends_with(b"\n") {
                     break;
                 }
@@ -539,12 +554,14 @@ impl<R: BufRead> TraceReader<R> {
         let object = first.starts_with('{');
         let mut document = first;
         // The first line that is a record on its own: its number and where it starts in
-        // `document`.
+        // `document`; with the end in the input of each line from there, while every such
+        // line is a record on its own (or blank): only such a tail is given back.
         let mut first_record: Option<(u64, usize)> = None;
+        let mut tail_ends: Option<Vec<u64>> = None;
         loop {
             match self.read_line()? {
                 false => {
-                    let given_back = self.give_back(&document, first_record);
+                    let given_back = self.give_back(&document, first_record, tail_ends.as_deref());
                     return Err(TraceError::malformed(
                         start,
                         format!("the JSON document starting here is not closed before the end of the file{given_back}"),
@@ -553,12 +570,13 @@ impl<R: BufRead> TraceReader<R> {
                 true => {
                     if object && matches!(self.buffer.first(), Some(b'{' | b'[')) && !nesting.wants_value() {
                         let next = self.line;
-                        let given_back = self.give_back(&document, first_record);
+                        let given_back = self.give_back(&document, first_record, tail_ends.as_deref());
                         if given_back.is_empty() {
                             self.held = true;
                         } else {
                             // After the lines given back, in file order.
-                            self.replay.push_back((std::mem::take(&mut self.buffer), next));
+                            let end = self.at;
+                            self.replay.push_back(Replayed { text: std::mem::take(&mut self.buffer), line: next, end });
                         }
                         return Err(TraceError::malformed(
                             start,
@@ -592,6 +610,18 @@ impl<R: BufRead> TraceReader<R> {
                     document.push('\n');
                     if first_record.is_none() && is_record_line(text) {
                         first_record = Some((self.line, document.len()));
+                        tail_ends = Some(Vec::new());
+                    }
+                    if let Some(ends) = &mut tail_ends {
+                        if is_record_line(text) || text.trim().is_empty() {
+                            ends.push(self.at);
+                        } else {
+                            // Not a run of whole records: nothing is given back (reading its
+                            // lines one by one would report every line of a document).
+                            first_record = None;
+                            tail_ends = None;
+                            // A later run of records may still follow.
+                        }
                     }
                     document.push_str(text);
                     if !nesting.may_be_complete() {
@@ -609,7 +639,7 @@ impl<R: BufRead> TraceReader<R> {
                             let position = format!(" at line {} column {}", error.line(), error.column());
                             let what = text.strip_suffix(&position).unwrap_or(&text);
                             let line = start + error.line() as u64 - 1;
-                            let given_back = self.give_back(&document, first_record);
+                            let given_back = self.give_back(&document, first_record, tail_ends.as_deref());
                             return Err(TraceError::malformed(
                                 start,
                                 format!(
@@ -624,19 +654,18 @@ impl<R: BufRead> TraceReader<R> {
         }
     }
 
-    /// Queues the lines of a failed `document` from `first_record` on to be read again as
-    /// lines of their own; what to add to the error (`""` when there are none).
-    fn give_back(&mut self, document: &str, first_record: Option<(u64, usize)>) -> String {
-        let Some((line, at)) = first_record else { return String::new() };
-        for (number, text) in (line..).zip(document[at..].split('\n')) {
+    /// Queues the lines of a failed `document` from `first_record` on (each a record on its
+    /// own, or blank; `ends` says where each ends in the input) to be read again as lines of
+    /// their own; what to add to the error (`""` when there are none).
+    fn give_back(&mut self, document: &str, first_record: Option<(u64, usize)>, ends: Option<&[u64]>) -> String {
+        let (Some((line, at)), Some(ends)) = (first_record, ends) else { return String::new() };
+        for ((number, text), &end) in (line..).zip(document[at..].split('\n')).zip(ends) {
             // An element of the cut list is read as the record it is, without the list's `,`.
-            let text = match text.trim_end().strip_suffix(',') {
-                Some(element) if is_record_line(text) => element,
-                _ => text,
-            };
-            self.replay.push_back((text.as_bytes().to_vec(), number));
+            let text = text.trim_end();
+            let text = text.strip_suffix(',').unwrap_or(text);
+            self.replay.push_back(Replayed { text: text.as_bytes().to_vec(), line: number, end });
         }
-        format!("; the records from line {line} on, which it took in, are read on their own")
+        format!("; the records it took in from line {line} on are given back to be read on their own")
     }
 
     /// Reads on to the end of a document that went wrong part way (a line that is not UTF-8,
@@ -719,7 +748,7 @@ impl<R: BufRead> TraceReader<R> {
             }
         }
         if self.held_spans >= otlp::ORDER_WINDOW_SPANS
-            || self.consumed.saturating_sub(self.held_since) >= otlp::ORDER_WINDOW_BYTES
+            || self.at.saturating_sub(self.held_since) >= otlp::ORDER_WINDOW_BYTES
         {
             self.give_out_older();
         }
@@ -741,7 +770,7 @@ impl<R: BufRead> TraceReader<R> {
 impl<R> TraceReader<R> {
     /// Orders the held OTLP events and queues them, numbered; false when none were held.
     fn give_out_held(&mut self) -> bool {
-        self.held_since = self.consumed;
+        self.held_since = self.at;
         if self.held_events.is_empty() {
             return false;
         }
@@ -804,9 +833,9 @@ impl<R> TraceReader<R> {
         }
         // The kept spans stand for their share of the window's bytes.
         let kept_spans = kept.iter().filter(|event| otlp::starts_span(event.event_type)).count();
-        let window = self.consumed.saturating_sub(self.held_since);
+        let window = self.at.saturating_sub(self.held_since);
         let share = if total == 0 { 0 } else { window * kept_spans as u64 / total as u64 };
-        self.held_since = self.consumed - share;
+        self.held_since = self.at - share;
         self.held_spans = kept_spans;
         self.held_events = kept;
     }
@@ -824,6 +853,7 @@ impl<R: BufRead + std::io::Seek> TraceReader<R> {
     pub(super) fn reposition(&mut self, offset: u64) -> std::io::Result<()> {
         self.reader.seek(std::io::SeekFrom::Start(offset))?;
         self.consumed = offset;
+        self.at = offset;
         self.done = false;
         self.held = false;
         self.replay.clear();
@@ -961,14 +991,21 @@ fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> Trac
 }
 
 /// A line that is a whole record on its own: it starts in the first column with `{` or `[`
-/// and is one complete JSON value (a list element may carry the `,` after it).
+/// and is one JSON object with a member, or a list of such objects (a batch); a list
+/// element may carry the `,` after it. (`{}`, `[]` or `[[], []]` on a line of their own are
+/// pieces of a document printed without indentation, not records.)
 fn is_record_line(text: &str) -> bool {
     if !text.starts_with(['{', '[']) {
         return false;
     }
     let value = text.trim_end();
     let value = value.strip_suffix(',').unwrap_or(value);
-    serde_json::from_str::<serde::de::IgnoredAny>(value).is_ok()
+    let record = |value: &Value| value.as_object().is_some_and(|object| !object.is_empty());
+    match serde_json::from_str::<Value>(value) {
+        Ok(Value::Array(items)) => !items.is_empty() && items.iter().all(record),
+        Ok(value) => record(&value),
+        Err(_) => false,
+    }
 }
 
 /// The bracket depth of JSON text fed line by line (outside strings), to tell when a

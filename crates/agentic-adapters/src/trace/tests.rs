@@ -1544,7 +1544,7 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
         vec![Ok((1, "Read".to_owned())), Err(2), Ok((3, "Bash".to_owned())), Ok((4, "Bash".to_owned()))]
     );
     let error = read(&cut_batch, None).into_iter().find_map(Result::err).unwrap().message;
-    assert!(error.contains("the records from line 3 on, which it took in, are read on their own"), "{error}");
+    assert!(error.contains("the records it took in from line 3 on are given back to be read on their own"), "{error}");
     let lone = format!("[\n{}\n{}\n", record("Bash", "d"), record("Write", "e"));
     assert_eq!(names(&lone), vec![Err(1), Ok((2, "Bash".to_owned())), Ok((3, "Write".to_owned()))]);
     let elements = format!("[\n{},\n{},\n", record("Bash", "d"), record("Write", "e"));
@@ -1558,10 +1558,27 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
     // both are read, in order.
     let in_list = format!("{{\"resourceSpans\": [\n{}\n{}\n", record("Bash", "r"), record("Edit", "s"));
     assert_eq!(names(&in_list), vec![Err(1), Ok((2, "Bash".to_owned())), Ok((3, "Edit".to_owned()))]);
-    // A pretty document that goes wrong without taking in a record stays one bad record.
+    // A pretty document that goes wrong without taking in a record stays one bad record,
+    // also one printed without indentation, whose pieces (`{},`, `[]`) stand in the first
+    // column.
     let broken = "{\n  \"resourceSpans\": [\n    {\"x\": nope}\n  ]\n}\n";
     assert_eq!(read(broken, None).len(), 1);
-    for text in [&cut_batch, &lone, &elements, &pretty, &in_list] {
+    let unindented =
+        "{\n\"tool_name\": \"Read\",\n\"args\": {\n\"a\": [\n{},\n{}\n],\n\"b\": [\n[],\n[]\n]\n},\noops\n}\n";
+    assert_eq!(read(unindented, None).len(), 1, "{:?}", read(unindented, None));
+    // Only a tail of whole records is given back: one that holds a document of its own
+    // (a whole batch printed over lines) is not read line by line (which would report
+    // each of its lines and put its records out of order); what follows it still is.
+    let nested = format!(
+        "[\n{},\n[\n{},\n{}\n]\n{}\n{}\n",
+        record("Read", "a"),
+        record("Read", "b"),
+        record("Read", "c"),
+        record("Bash", "d"),
+        record("Write", "e")
+    );
+    assert_eq!(names(&nested), vec![Err(1), Ok((7, "Bash".to_owned())), Ok((8, "Write".to_owned()))]);
+    for text in [&cut_batch, &lone, &elements, &pretty, &in_list, &nested] {
         assert_parallel_agrees(text.as_bytes(), None);
     }
     // The first record of the trace may be such a list: what it gives back is read before
@@ -1758,10 +1775,14 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     text.push('\n');
     text.push_str(&otlp_doc(&[rows[1]]));
     text.push('\n');
-    let got = events(&text);
-    let at = |name: &str| got.iter().position(|e| e.step_name.as_deref() == Some(name)).unwrap();
-    assert!(at("helper") < at("Write"), "the agent starts before the call inside it");
-    assert!(!got.iter().any(|e| e.attributes.contains_key(agentic_core::event::OUT_OF_ORDER)));
+    for text in [text.clone(), format!("[\n{text}")] {
+        // The second: a batch cut right at the start takes in every export after it and
+        // gives them back; the window measures them by where they are in the file.
+        let got: Vec<CanonicalEvent> = read(&text, None).into_iter().filter_map(Result::ok).collect();
+        let at = |name: &str| got.iter().position(|e| e.step_name.as_deref() == Some(name)).unwrap();
+        assert!(at("helper") < at("Write"), "the agent starts before the call inside it");
+        assert!(!got.iter().any(|e| e.attributes.contains_key(agentic_core::event::OUT_OF_ORDER)));
+    }
     // Memory is bounded by the text held too: a few large spans fill the window.
     let big = "x".repeat(300_000);
     let large = |id: &str, name: &str, start: &str| {
