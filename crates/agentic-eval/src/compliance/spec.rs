@@ -387,14 +387,16 @@ fn lookalike<'a>(id: &str, earlier: impl Iterator<Item = &'a str> + Clone) -> Op
 }
 
 /// The next `ENV-NN` id that no constraint or checkpoint of `spec` uses.
-fn free_constraint_id(spec: &CheckpointSpec) -> String {
+/// The free `ENV-NN` ids of `spec`, in order from the next after the highest in use: each
+/// hint takes the next, so two hints never suggest the same id.
+fn free_constraint_ids(spec: &CheckpointSpec) -> impl Iterator<Item = String> + use<> {
     let used = spec
         .environment_constraints
         .iter()
         .map(|c| c.id.as_str())
         .chain(spec.checkpoints.iter().map(|c| c.id.as_str()));
     let highest = used.filter_map(|id| id.strip_prefix("ENV-")?.parse::<u32>().ok()).max().unwrap_or(0);
-    format!("ENV-{:02}", highest.saturating_add(1))
+    (highest.saturating_add(1)..).map(|n| format!("ENV-{n:02}"))
 }
 
 /// Checks the meaning of a structurally valid spec and compiles it.
@@ -486,6 +488,7 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
         }
     }
     let checkpoint_ids: Vec<&str> = spec.checkpoints.iter().map(|c| c.id.as_str()).collect();
+    let mut free_ids = free_constraint_ids(&spec);
     let mut constraint_ids: HashSet<&str> = HashSet::new();
     let mut constraints = Vec::new();
     for (idx, constraint) in spec.environment_constraints.iter().enumerate() {
@@ -501,7 +504,7 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                 .at_pointer(format!("{pointer}/id"))
                 .with_hint(format!(
                     "reports and BLOCKED notes tell the two apart but readers will not; for example `{}`",
-                    free_constraint_id(&spec)
+                    free_ids.next().unwrap_or_default()
                 )),
             );
         }
@@ -519,7 +522,7 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                     .with_hint(format!(
                         "checkpoint ids are immutable: give the constraint a free id of its own prefix, for example \
                          `{}`",
-                        free_constraint_id(&spec)
+                        free_ids.next().unwrap_or_default()
                     )),
             );
         }
@@ -1539,6 +1542,15 @@ checkpoints:
             .collect();
         assert!(alike.contains(&"constraint id `ENV-03` differs from `env-03` only in case or spaces"), "{alike:?}");
         assert!(alike.contains(&"constraint id `p1-01` differs from `P1-01` only in case or spaces"), "{alike:?}");
+        // Each hint suggests an id of its own: following them all makes no new clash.
+        let suggested: Vec<&str> = load_constraints
+            .diagnostics
+            .iter()
+            .filter_map(|d| d.hint.as_deref())
+            .filter_map(|hint| hint.split('`').find(|part| part.starts_with("ENV-")))
+            .collect();
+        assert!(suggested.len() >= 2, "{suggested:?}");
+        assert_eq!(suggested.iter().collect::<HashSet<_>>().len(), suggested.len(), "{suggested:?}");
         assert!(lookalike[0].message.contains("`p1-01 ` differs from `P1-01`"), "{:?}", lookalike[0]);
         let clash = find("duplicate-id");
         assert!(
