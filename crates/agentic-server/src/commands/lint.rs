@@ -113,6 +113,9 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
                         "file": report.file,
                         "readable": report.unreadable.is_none(),
                         "read_error": report.unreadable,
+                        // Why it could not be used: `unreadable`, or `previous-invalid` for a
+                        // previous spec that reads but is not a valid spec.
+                        "read_error_code": report.unreadable.as_ref().map(|_| report.code),
                         "diagnostics": report.diagnostics,
                     })
                 })

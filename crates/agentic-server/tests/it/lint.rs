@@ -186,6 +186,10 @@ fn a_previous_spec_reads_like_any_spec() {
     assert!(stderr.contains("is not a valid checkpoint spec: "), "{stderr}");
     assert!(stderr.contains(&format!("{}: error[previous-invalid]: previous spec", broken.display())), "{stderr}");
     assert!(stderr.contains("2 file(s) checked: 0 error(s), 0 warning(s), 1 invalid previous spec"), "{stderr}");
+    let (_, stdout, _) = run(&[path.to_str().unwrap(), "--previous", broken.to_str().unwrap(), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["files"][1]["read_error_code"], "previous-invalid", "{stdout}");
+    assert_eq!(json["files"][0]["read_error_code"], serde_json::Value::Null, "{stdout}");
     assert!(!stderr.contains("unreadable"), "{stderr}");
     let missing = dir.path().join("missing.yaml");
     let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", missing.to_str().unwrap()]);
