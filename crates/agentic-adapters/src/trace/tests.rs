@@ -1263,6 +1263,38 @@ proptest! {
         prop_assert_eq!(reference, parallel);
     }
 
+    /// Whole lines of records, cut batches and pieces of documents printed over lines: what
+    /// failed documents give back reads the same on every path, in file order.
+    #[test]
+    fn the_parallel_reader_agrees_on_cut_documents(
+        lines in proptest::collection::vec(prop_oneof![
+            Just("{\"tool_name\":\"Bash\",\"trace_id\":\"b\"}"),
+            Just("{\"tool_name\":\"Read\",\"trace_id\":\"r\"},"),
+            Just("[{\"tool_name\":\"Edit\",\"trace_id\":\"e\"},"),
+            Just("["),
+            Just("]"),
+            Just("{"),
+            Just("\"tool_name\": \"Write\","),
+            Just("\"trace_id\": \"w\""),
+            Just("}"),
+            Just("},"),
+            Just("{},"),
+            Just("[]"),
+            Just(""),
+            Just("oops"),
+        ], 0..30),
+        workers in 0usize..4,
+        block in 1usize..64,
+    ) {
+        let text = format!("{{\"tool_name\":\"Read\"}}\n{}\n", lines.join("\n"));
+        let reference = reference_path(text.as_bytes(), None);
+        // Every record comes once, in file order.
+        let lines_of: Vec<u64> = reference.iter().filter_map(|item| item.as_ref().ok()).filter_map(|shape| shape.7).collect();
+        prop_assert!(lines_of.windows(2).all(|pair| pair[0] <= pair[1]), "{:?}", lines_of);
+        let (parallel, _) = parallel_path(text.as_bytes(), None, workers, block);
+        prop_assert_eq!(reference, parallel);
+    }
+
     #[test]
     fn the_parallel_reader_agrees_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512), workers in 0usize..3, block in 1usize..64) {
         let reference = reference_path(&bytes, None);
