@@ -335,9 +335,8 @@ impl DocumentLoader {
             // allowed values come from the schema.
             ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. }
                 if !lookup(root, &pointer).is_some_and(Value::is_string)
-                    && self.const_options(error.schema_path().as_str()).is_some() =>
+                    && let Some(options) = self.const_options(error.schema_path().as_str()) =>
             {
-                let options = self.const_options(error.schema_path().as_str()).unwrap_or_default();
                 if let Some(first) = options.first() {
                     out.substitutes.push((pointer.clone(), first.clone()));
                 }
@@ -546,6 +545,19 @@ fn path_pointer(path: &serde_path_to_error::Path) -> String {
     pointer
 }
 
+/// Whether a file starting with `head` is UTF-16 text (as PowerShell's `>` writes it): a
+/// byte order mark of either byte order, or a printable ASCII character beside a zero byte
+/// (how ASCII looks in UTF-16 without a mark). Such a file reads as nothing useful as UTF-8,
+/// so the reader says how to convert it instead.
+pub fn looks_utf16(head: &[u8]) -> bool {
+    let ascii = |byte: u8| byte.is_ascii_graphic() || byte.is_ascii_whitespace();
+    match head {
+        [0xff, 0xfe, ..] | [0xfe, 0xff, ..] => true,
+        [first, 0x00, ..] | [0x00, first, ..] => ascii(*first),
+        _ => false,
+    }
+}
+
 /// Rewrites every float with no fraction in `value` as an integer (`1.0` as `1`), as JSON
 /// Schema counts them: for typed reading of a document a schema validates, whose integer
 /// fields `serde` would otherwise refuse (float fields take integers as they are).
@@ -736,6 +748,18 @@ fn type_hint(expected: &str, found: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// UTF-16 is told by its byte order mark or by ASCII beside a zero byte; other bytes
+    /// (a binary file, UTF-8 text) are not taken for it.
+    #[test]
+    fn utf16_is_told_from_other_bytes() {
+        for utf16 in [&b"\xff\xfe{\x00"[..], b"\xfe\xff\x00{", b"{\x00\"\x00", b"\x00[", b"w\x00o\x00"] {
+            assert!(looks_utf16(utf16), "{utf16:?}");
+        }
+        for other in [&b"{\"a\": 1}"[..], b"\x00\x01\x02", b"\x1f\x8b", "é".as_bytes(), b"", b"{"] {
+            assert!(!looks_utf16(other), "{other:?}");
+        }
+    }
 
     #[derive(serde::Deserialize, JsonSchema)]
     #[serde(deny_unknown_fields)]

@@ -137,15 +137,12 @@ fn gzip(magic: &[u8]) -> std::io::Result<bool> {
         [0x28, 0xb5, 0x2f, 0xfd, ..] => refuse("zstd", "zstd -d FILE"),
         [0xfd, b'7', b'z', b'X', b'Z', 0x00, ..] => refuse("xz", "xz -d FILE"),
         [b'B', b'Z', b'h', ..] => refuse("bzip2", "bzip2 -d FILE"),
-        // A byte order mark, or a `{` or `[` with a zero byte beside it.
-        [0xff, 0xfe, ..] | [b'{' | b'[', 0x00, ..] | [0xfe, 0xff, ..] | [0x00, b'{' | b'[', ..] => {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "the trace is UTF-16 text (as PowerShell's `>` writes it), and traces are UTF-8; convert it first \
+        _ if agentic_core::document::looks_utf16(magic) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the trace is UTF-16 text (as PowerShell's `>` writes it), and traces are UTF-8; convert it first \
                  (`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`, or in PowerShell `Get-Content FILE | Out-File -Encoding \
                  utf8 OUT`)",
-            ))
-        }
+        )),
         _ => Ok(false),
     }
 }

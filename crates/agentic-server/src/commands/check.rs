@@ -635,9 +635,8 @@ fn same_file(a: &str, b: &str) -> bool {
 /// option gave it.
 pub(crate) fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {what} `{path}`"))?;
-    let mut text = String::from_utf8(bytes).map_err(|error| {
-        anyhow::anyhow!("{what} `{path}` {}", super::not_utf8(error.as_bytes(), &error.utf8_error()))
-    })?;
+    let mut text =
+        String::from_utf8(bytes).map_err(|error| anyhow::anyhow!("{what} `{path}` {}", super::not_utf8(&error)))?;
     if text.starts_with('\u{feff}') {
         text.drain(..'\u{feff}'.len_utf8());
     }
@@ -647,9 +646,7 @@ pub(crate) fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
 fn read_spec(path: &str) -> anyhow::Result<CompiledSpec> {
     let text = read_text(path, "the checkpoint spec")?;
     // Another kind of document would only give a page of unknown keys.
-    if !looks_like_checkpoint_spec(&text)
-        && let Some(kind) = other_document_kind(&text)
-    {
+    if let Some(kind) = other_document_kind(&text) {
         bail!(
             "`{path}` is {kind}, not a checkpoint spec (which has `workflow`, `spec_version` and `checkpoints`); \
              pass the checkpoint spec, see docs/checkpoints.md"
@@ -1034,7 +1031,14 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
     }
     for constraint in &spec.constraints {
         let Some(condition) = &constraint.active_when else { continue };
-        let absent = absent_sources(condition, evidence);
+        let mut absent: Vec<&str> = condition
+            .paths()
+            .into_iter()
+            .map(|path| path.source())
+            .filter(|source| evidence.get(*source).is_none_or(Value::is_null))
+            .collect();
+        absent.sort_unstable();
+        absent.dedup();
         if !absent.is_empty() && condition.evaluate(evidence).holds {
             say_err!(
                 "warning: constraint `{}` is active while evidence source(s) {} that its `active_when` reads are \
@@ -1046,22 +1050,6 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
             );
         }
     }
-}
-
-/// The sources `condition` reads that the evidence lacks (or holds as `null`), sorted.
-fn absent_sources<'a>(
-    condition: &'a agentic_eval::compliance::CompiledCondition,
-    evidence: &serde_json::Map<String, Value>,
-) -> Vec<&'a str> {
-    let mut absent: Vec<&str> = condition
-        .paths()
-        .into_iter()
-        .map(|path| path.source())
-        .filter(|source| evidence.get(*source).is_none_or(Value::is_null))
-        .collect();
-    absent.sort_unstable();
-    absent.dedup();
-    absent
 }
 
 /// Warns when `--trace-format` names another format than the trace's first record looks
@@ -1267,15 +1255,13 @@ fn view_ref<'a>(view: &'a TooltraceView<'_>) -> EventRef<'a> {
     }
 }
 
-/// True when YAML text is a checkpoint spec (its top level has `checkpoints`).
-/// A checkpoint spec has `checkpoints`; one whose `checkpoints` key is missing or misspelled
-/// is still known by its `workflow`, `spec_version` or `environment_constraints` (keys a
-/// workflow does not have; a workflow has `steps`), so lint reports what is wrong with it as
-/// a spec instead of as a workflow.
-/// What `text` is when it is a document agentic reads other than a checkpoint spec: "a
-/// rubric" or "a workflow" (it has `steps`).
+/// What `text` is when it is another document agentic reads than a checkpoint spec: "a
+/// rubric", or "a workflow" (it has `steps`); `None` for a spec (see
+/// [`looks_like_checkpoint_spec`]) or anything else.
 pub(crate) fn other_document_kind(text: &str) -> Option<&'static str> {
-    if agentic_eval::looks_like_rubric(text) {
+    if looks_like_checkpoint_spec(text) {
+        None
+    } else if agentic_eval::looks_like_rubric(text) {
         Some("a rubric")
     } else if parse_yaml(text)
         .is_ok_and(|document| document.value.as_object().is_some_and(|map| map.contains_key("steps")))
@@ -1286,6 +1272,11 @@ pub(crate) fn other_document_kind(text: &str) -> Option<&'static str> {
     }
 }
 
+/// True when YAML text is a checkpoint spec (its top level has `checkpoints`).
+/// A checkpoint spec has `checkpoints`; one whose `checkpoints` key is missing or misspelled
+/// is still known by its `workflow`, `spec_version` or `environment_constraints` (keys a
+/// workflow does not have; a workflow has `steps`), so lint reports what is wrong with it as
+/// a spec instead of as a workflow.
 pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
     parse_yaml(text).is_ok_and(|document| {
         let Some(map) = document.value.as_object() else { return false };

@@ -61,7 +61,6 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
     if args.previous.is_some()
         && let Some(file) = args.files.first()
         && let Ok(text) = std::fs::read_to_string(file)
-        && !super::check::looks_like_checkpoint_spec(&text)
         && let Some(kind) = super::check::other_document_kind(&text)
     {
         anyhow::bail!(
@@ -143,7 +142,7 @@ fn lint_file(file: &str, previous: Option<&str>) -> Vec<FileReport> {
         Ok(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(error) => {
-                let why = super::not_utf8(error.as_bytes(), &error.utf8_error());
+                let why = super::not_utf8(&error);
                 return vec![FileReport::unreadable(file, format!("the file {why}"))];
             }
         },

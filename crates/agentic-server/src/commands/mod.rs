@@ -13,17 +13,15 @@ pub(crate) mod score;
 
 use std::path::{Path, PathBuf};
 
-/// Why `bytes` (a file that should be UTF-8 text) is not: UTF-16 with how to convert it, or
-/// the line and column of the first byte that is not UTF-8, with how to fix it.
-pub(crate) fn not_utf8(bytes: &[u8], error: &std::str::Utf8Error) -> String {
-    let utf16 = bytes.starts_with(&[0xFF, 0xFE])
-        || bytes.starts_with(&[0xFE, 0xFF])
-        || (bytes.len() >= 2 && (bytes[0] == 0 || bytes[1] == 0));
-    if utf16 {
+/// Why a file that should be UTF-8 text is not: UTF-16, with how to convert it, or the line
+/// and column of the first byte that is not UTF-8, with how to fix it.
+pub(crate) fn not_utf8(error: &std::string::FromUtf8Error) -> String {
+    let bytes = error.as_bytes();
+    if agentic_core::document::looks_utf16(bytes) {
         return "is UTF-16 text, and it must be UTF-8; convert it (`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`)"
             .to_owned();
     }
-    let at = error.valid_up_to();
+    let at = error.utf8_error().valid_up_to();
     let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
     let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |nl| nl + 1);
     // Columns count characters, as editors show them.
@@ -92,13 +90,12 @@ pub(crate) fn where_written(path: &Path) -> Option<PathBuf> {
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;
 
+    use super::write_file_whole;
+
     /// A file that is not UTF-8 is described by where it goes wrong, or as UTF-16.
     #[test]
     fn not_utf8_names_the_line_and_column_or_utf16() {
-        let describe = |bytes: &[u8]| {
-            let error = std::str::from_utf8(bytes).unwrap_err();
-            super::not_utf8(bytes, &error)
-        };
+        let describe = |bytes: &[u8]| super::not_utf8(&String::from_utf8(bytes.to_vec()).unwrap_err());
         let latin1 = describe(b"a: 1\nname: caf\xe9\n");
         assert!(latin1.contains("line 2, column 10 has the byte 0xE9"), "{latin1}");
         // Columns count characters, not bytes.
@@ -107,8 +104,6 @@ mod tests {
         assert!(after_unicode.contains("line 1, column 3 "), "{after_unicode}");
         assert!(describe(b"\xff\xfea\x00").contains("UTF-16"));
     }
-
-    use super::write_file_whole;
 
     #[test]
     fn files_are_replaced_whole_links_followed_and_devices_written_in_place() {
