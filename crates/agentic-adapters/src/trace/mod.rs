@@ -205,16 +205,47 @@ pub struct TraceReader<R> {
     /// For the list record just read: its elements that are not strict JSON (a key repeated
     /// in one), by index, with why; they stand as `null` in the list.
     bad_elements: Vec<(usize, String)>,
-    /// The line in `buffer` was read (and counted) but belongs to the next record: a
-    /// document that did not close stopped before it (see [`TraceReader::read_document`]).
-    held: bool,
-    /// Lines of a document that did not parse, read again as records of their own (see
-    /// [`TraceReader::read_document`]), with their line numbers; taken before new input.
+    /// Lines read (and counted) that are to be read again, taken before new input: the line
+    /// that starts the next record, where a document that did not close stopped, and the
+    /// records a document that did not parse took in (see [`TraceReader::read_document`]).
     replay: VecDeque<Replayed>,
     /// Where the line read last ends in the input (for a line read again, where it ended
     /// then): the position the OTLP window measures its bytes by.
     at: u64,
     done: bool,
+}
+
+/// The first position in `ordered` (OTLP events in order, `total` spans) at or past half its
+/// spans where no span is open; `None` when there is none (spans that all share one time
+/// start before any ends).
+fn first_cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<usize> {
+    let mut open: std::collections::HashSet<(Option<&str>, &str)> = std::collections::HashSet::new();
+    let mut starts = 0;
+    for (idx, event) in ordered.iter().enumerate() {
+        if open.is_empty() && starts > 0 && starts * 2 >= total {
+            return Some(idx);
+        }
+        let key = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)));
+        if otlp::starts_span(event.event_type) {
+            starts += 1;
+            open.extend(key);
+        } else if otlp::ends_span(event.event_type)
+            && let Some(key) = key
+        {
+            open.remove(&key);
+        }
+    }
+    None
+}
+
+/// The lines that end a document spread over lines, while each is a record on its own (or
+/// blank): the first one's number and where it starts in the document's text, and where
+/// each ends in the input.
+#[derive(Debug)]
+struct Tail {
+    line: u64,
+    at: usize,
+    ends: Vec<u64>,
 }
 
 /// A line given back to be read again: its text, line number and where it ends in the input.
@@ -302,7 +333,6 @@ impl<R: BufRead> TraceReader<R> {
             buffer: Vec::new(),
             document: None,
             bad_elements: Vec::new(),
-            held: false,
             replay: VecDeque::new(),
             at: 0,
             done: false,
@@ -316,10 +346,6 @@ impl<R: BufRead> TraceReader<R> {
 
     /// Reads one physical line into `buffer` (without the newline); false at end of input.
     fn read_line(&mut self) -> Result<bool, TraceError> {
-        if self.held {
-            self.held = false;
-            return Ok(true);
-        }
         if let Some(replayed) = self.replay.pop_front() {
             self.buffer = replayed.text;
             self.line = replayed.line;
@@ -553,15 +579,13 @@ impl<R: BufRead> TraceReader<R> {
         nesting.feed(first.as_bytes());
         let object = first.starts_with('{');
         let mut document = first;
-        // The first line that is a record on its own: its number and where it starts in
-        // `document`; with the end in the input of each line from there, while every such
-        // line is a record on its own (or blank): only such a tail is given back.
-        let mut first_record: Option<(u64, usize)> = None;
-        let mut tail_ends: Option<Vec<u64>> = None;
+        // The run of lines that ends the document so far while each is a record on its own
+        // (or blank): only such a tail is given back.
+        let mut tail: Option<Tail> = None;
         loop {
             match self.read_line()? {
                 false => {
-                    let given_back = self.give_back(&document, first_record, tail_ends.as_deref());
+                    let given_back = self.give_back(&document, tail.as_ref());
                     return Err(TraceError::malformed(
                         start,
                         format!("the JSON document starting here is not closed before the end of the file{given_back}"),
@@ -570,14 +594,9 @@ impl<R: BufRead> TraceReader<R> {
                 true => {
                     if object && matches!(self.buffer.first(), Some(b'{' | b'[')) && !nesting.wants_value() {
                         let next = self.line;
-                        let given_back = self.give_back(&document, first_record, tail_ends.as_deref());
-                        if given_back.is_empty() {
-                            self.held = true;
-                        } else {
-                            // After the lines given back, in file order.
-                            let end = self.at;
-                            self.replay.push_back(Replayed { text: std::mem::take(&mut self.buffer), line: next, end });
-                        }
+                        let given_back = self.give_back(&document, tail.as_ref());
+                        // After the lines given back, in file order.
+                        self.hold_line();
                         return Err(TraceError::malformed(
                             start,
                             format!(
@@ -608,21 +627,17 @@ impl<R: BufRead> TraceReader<R> {
                         ));
                     }
                     document.push('\n');
-                    if first_record.is_none() && is_record_line(text) {
-                        first_record = Some((self.line, document.len()));
-                        tail_ends = Some(Vec::new());
-                    }
-                    if let Some(ends) = &mut tail_ends {
-                        if is_record_line(text) || text.trim().is_empty() {
-                            ends.push(self.at);
-                        } else {
-                            // Not a run of whole records: nothing is given back (reading its
-                            // lines one by one would report every line of a document).
-                            first_record = None;
-                            tail_ends = None;
-                            // A later run of records may still follow.
+                    // A line of another kind ends the run (reading a document's lines one by
+                    // one would report each of them); a later record starts a new one.
+                    let record = is_record_line(text);
+                    tail = match tail {
+                        Some(mut run) if record || text.trim().is_empty() => {
+                            run.ends.push(self.at);
+                            Some(run)
                         }
-                    }
+                        _ if record => Some(Tail { line: self.line, at: document.len(), ends: vec![self.at] }),
+                        _ => None,
+                    };
                     document.push_str(text);
                     if !nesting.may_be_complete() {
                         continue;
@@ -639,7 +654,7 @@ impl<R: BufRead> TraceReader<R> {
                             let position = format!(" at line {} column {}", error.line(), error.column());
                             let what = text.strip_suffix(&position).unwrap_or(&text);
                             let line = start + error.line() as u64 - 1;
-                            let given_back = self.give_back(&document, first_record, tail_ends.as_deref());
+                            let given_back = self.give_back(&document, tail.as_ref());
                             return Err(TraceError::malformed(
                                 start,
                                 format!(
@@ -654,18 +669,23 @@ impl<R: BufRead> TraceReader<R> {
         }
     }
 
-    /// Queues the lines of a failed `document` from `first_record` on (each a record on its
-    /// own, or blank; `ends` says where each ends in the input) to be read again as lines of
+    /// Queues the line just read (it starts the next record) to be read again.
+    fn hold_line(&mut self) {
+        let text = std::mem::take(&mut self.buffer);
+        self.replay.push_back(Replayed { text, line: self.line, end: self.at });
+    }
+
+    /// Queues the lines of a failed `document` that `tail` covers to be read again as lines of
     /// their own; what to add to the error (`""` when there are none).
-    fn give_back(&mut self, document: &str, first_record: Option<(u64, usize)>, ends: Option<&[u64]>) -> String {
-        let (Some((line, at)), Some(ends)) = (first_record, ends) else { return String::new() };
-        for ((number, text), &end) in (line..).zip(document[at..].split('\n')).zip(ends) {
+    fn give_back(&mut self, document: &str, tail: Option<&Tail>) -> String {
+        let Some(tail) = tail else { return String::new() };
+        for ((number, text), &end) in (tail.line..).zip(document[tail.at..].split('\n')).zip(&tail.ends) {
             // An element of the cut list is read as the record it is, without the list's `,`.
             let text = text.trim_end();
             let text = text.strip_suffix(',').unwrap_or(text);
             self.replay.push_back(Replayed { text: text.as_bytes().to_vec(), line: number, end });
         }
-        format!("; the records it took in from line {line} on are given back to be read on their own")
+        format!("; the records it took in from line {} on are given back to be read on their own", tail.line)
     }
 
     /// Reads on to the end of a document that went wrong part way (a line that is not UTF-8,
@@ -681,7 +701,7 @@ impl<R: BufRead> TraceReader<R> {
                 return Ok(());
             }
             if object && matches!(self.buffer.first(), Some(b'{' | b'[')) && !nesting.wants_value() {
-                self.held = true;
+                self.hold_line();
                 return Ok(());
             }
             nesting.feed(&self.buffer);
@@ -775,16 +795,20 @@ impl<R> TraceReader<R> {
             return false;
         }
         self.held_spans = 0;
-        for mut event in otlp::order_events(std::mem::take(&mut self.held_events)) {
+        let ordered = otlp::order_events(std::mem::take(&mut self.held_events));
+        self.queue_numbered(ordered);
+        true
+    }
+
+    /// Queues `events`, numbered in the order they come.
+    fn queue_numbered(&mut self, events: Vec<CanonicalEvent>) {
+        for mut event in events {
             self.seq += 1;
             event.seq = self.seq;
             self.pending.push_back(event);
         }
-        true
     }
-}
 
-impl<R> TraceReader<R> {
     /// With the window full: orders what is held and gives out the older half of it (at a
     /// point where no span is open, so spans stay whole), keeping the later half held to be
     /// ordered with the next exports. So whether a span is ordered with the spans that came
@@ -792,30 +816,9 @@ impl<R> TraceReader<R> {
     /// only when more than half a window of records came between it and spans that started
     /// later than it.
     fn give_out_older(&mut self) {
-        let ordered = otlp::order_events(std::mem::take(&mut self.held_events));
-        let total: usize = ordered.iter().filter(|event| otlp::starts_span(event.event_type)).count();
-        // The first point at or past half the spans where no span is open.
-        let mut open: std::collections::HashSet<(Option<&str>, &str)> = std::collections::HashSet::new();
-        let (mut starts, mut cut) = (0, None);
-        for (idx, event) in ordered.iter().enumerate() {
-            if open.is_empty() && starts * 2 >= total && starts > 0 {
-                cut = Some(idx);
-                break;
-            }
-            let key = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)));
-            if otlp::starts_span(event.event_type) {
-                starts += 1;
-                if let Some(key) = key {
-                    open.insert(key);
-                }
-            } else if otlp::ends_span(event.event_type)
-                && let Some(key) = key
-            {
-                open.remove(&key);
-            }
-        }
-        drop(open);
-        let mut ordered = ordered;
+        let mut ordered = otlp::order_events(std::mem::take(&mut self.held_events));
+        let total = ordered.iter().filter(|event| otlp::starts_span(event.event_type)).count();
+        let cut = first_cut_past_half(&ordered, total);
         let later = cut.map_or_else(Vec::new, |cut| ordered.split_off(cut));
         // Only spans are held on; the events that follow the window's spans (spans exported
         // again, events without their pair) go out with the older half, as they came, so
@@ -826,11 +829,7 @@ impl<R> TraceReader<R> {
         ordered.extend(others);
         let latest = ordered.iter().map(|event| otlp::nanos_of(&event.timestamp)).max();
         self.given_out_until = self.given_out_until.max(latest);
-        for mut event in ordered {
-            self.seq += 1;
-            event.seq = self.seq;
-            self.pending.push_back(event);
-        }
+        self.queue_numbered(ordered);
         // The kept spans stand for their share of the window's bytes.
         let kept_spans = kept.iter().filter(|event| otlp::starts_span(event.event_type)).count();
         let window = self.at.saturating_sub(self.held_since);
@@ -842,10 +841,9 @@ impl<R> TraceReader<R> {
 }
 
 impl<R: BufRead + std::io::Seek> TraceReader<R> {
-    /// Whether a line was read for the next record and waits in the buffer (see
-    /// [`TraceReader::read_document`]).
+    /// Whether lines read are waiting to be read again (see [`TraceReader::read_document`]).
     pub(super) fn holds_line(&self) -> bool {
-        self.held || !self.replay.is_empty()
+        !self.replay.is_empty()
     }
 
     /// Goes on reading at `offset` of the underlying input (a line start), keeping the line
@@ -855,7 +853,6 @@ impl<R: BufRead + std::io::Seek> TraceReader<R> {
         self.consumed = offset;
         self.at = offset;
         self.done = false;
-        self.held = false;
         self.replay.clear();
         Ok(())
     }
