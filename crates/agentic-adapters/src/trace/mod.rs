@@ -438,6 +438,10 @@ impl<R: BufRead> TraceReader<R> {
                 let first = text.to_owned();
                 Some(self.read_document(first, start))
             }
+            Err(error) if error.is_eof() => {
+                let first = text.to_owned();
+                Some(self.read_closers(first, start, &error))
+            }
             Err(error) => {
                 // A list (an exporter's batch) whose only fault is inside some elements: the
                 // others are read, as for any bad element.
@@ -666,6 +670,35 @@ impl<R: BufRead> TraceReader<R> {
                     }
                 }
             }
+        }
+    }
+
+    /// A record cut short by its end of line whose closing brackets are the next line (an
+    /// exporter that writes the last `}` on a line of its own): the two lines are one record.
+    /// When the next line is anything else, the record is malformed as it stands (`error`)
+    /// and the next line is read again as a line of its own.
+    fn read_closers(&mut self, first: String, start: u64, error: &serde_json::Error) -> Result<(Value, u64), TraceError> {
+        let cut = || TraceError::malformed(start, json_problem(error));
+        if !self.read_line()? {
+            return Err(cut());
+        }
+        let closers = std::str::from_utf8(&self.buffer).ok().map(str::trim).filter(|text| {
+            !text.is_empty() && text.bytes().all(|byte| matches!(byte, b'}' | b']' | b' ' | b'\t'))
+        });
+        let Some(closers) = closers else {
+            self.hold_line();
+            return Err(cut());
+        };
+        let document = format!("{first}\n{closers}");
+        match agentic_core::json_strict::from_str_lenient_surrogates(&document) {
+            Ok(value) => {
+                self.document = Some(document);
+                Ok((value, start))
+            }
+            Err(error) => Err(TraceError::malformed(
+                start,
+                format!("{} (with the closing brackets on line {})", json_problem(&error), self.line),
+            )),
         }
     }
 

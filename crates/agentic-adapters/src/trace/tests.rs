@@ -1279,6 +1279,7 @@ proptest! {
             Just("}"),
             Just("},"),
             Just("{},"),
+            Just("{\"tool_name\":\"Glob\",\"trace_id\":\"g\""),
             Just("[]"),
             Just(""),
             Just("oops"),
@@ -1687,6 +1688,45 @@ fn a_record_cut_short_does_not_swallow_the_records_after_it() {
     let errors: Vec<u64> = got.iter().filter_map(|r| r.as_ref().err()).map(|e| e.line).collect();
     assert_eq!(errors, vec![1], "{got:?}");
     assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 4, "two spans of two events each: {got:?}");
+}
+
+/// A record whose closing bracket was written on the next line is one record (of the line
+/// it starts on); a cut record whose next line is anything else stays malformed, and that
+/// line is read on its own.
+#[test]
+fn a_record_closed_on_the_next_line_is_one_record() {
+    let tooltrace = "{\"tool_name\":\"Read\",\"trace_id\":\"a\",\"args\":{\"file_path\":\"x\"}\n\
+                     }\n\
+                     {\"tool_name\":\"Bash\",\"args\":{\"command\":\"ls\"\n\
+                     \t}  }\n\
+                     {\"tool_name\":\"Edit\",\"trace_id\":\"e\"\n\
+                     {\"tool_name\":\"Write\",\"trace_id\":\"w\"}\n\
+                     {\"tool_name\":\"Grep\",\"trace_id\":\"g\"\n\
+                     ]\n\
+                     {\"tool_name\":\"Glob\"";
+    let got = read(tooltrace, None);
+    let shape: Vec<Result<(u64, String), u64>> = got
+        .iter()
+        .map(|r| match r {
+            Ok(e) => Ok((e.source.as_ref().unwrap().line.unwrap(), e.step_name.clone().unwrap())),
+            Err(e) => Err(e.line),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            Ok((1, "Read".to_owned())),
+            Ok((3, "Bash".to_owned())),
+            Err(5),
+            Ok((6, "Write".to_owned())),
+            Err(7),
+            Err(9)
+        ]
+    );
+    assert_eq!(got[0].as_ref().unwrap().data["input"]["file_path"], json!("x"));
+    let wrong = got[4].as_ref().unwrap_err().to_string();
+    assert!(wrong.contains("with the closing brackets on line 8"), "{wrong}");
+    assert_parallel_agrees(tooltrace.as_bytes(), None);
 }
 
 /// The line of the first `spanId` in `text` holding the id of `source`'s raw span.

@@ -408,7 +408,16 @@ impl Summarizer {
 
     /// The summary of the run so far; the next event starts a new run.
     pub fn finish(&mut self) -> Summary {
-        let fresh = Summary { events: 0, mergeable: true, partials: self.kinds.clone(), ..Summary::default() };
+        // The next run is likely as long as this one: its lists start at this run's sizes
+        // (grown one doubling at a time, they were copied over and over, for every block).
+        let fresh = Summary {
+            events: 0,
+            mergeable: true,
+            partials: self.kinds.clone(),
+            link_index: Vec::with_capacity(self.run.link_index.len()),
+            link_pairs: Vec::with_capacity(self.run.link_pairs.len()),
+            ..Summary::default()
+        };
         std::mem::replace(&mut self.run, fresh)
     }
 }
