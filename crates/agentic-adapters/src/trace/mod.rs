@@ -677,14 +677,20 @@ impl<R: BufRead> TraceReader<R> {
     /// exporter that writes the last `}` on a line of its own): the two lines are one record.
     /// When the next line is anything else, the record is malformed as it stands (`error`)
     /// and the next line is read again as a line of its own.
-    fn read_closers(&mut self, first: String, start: u64, error: &serde_json::Error) -> Result<(Value, u64), TraceError> {
+    fn read_closers(
+        &mut self,
+        first: String,
+        start: u64,
+        error: &serde_json::Error,
+    ) -> Result<(Value, u64), TraceError> {
         let cut = || TraceError::malformed(start, json_problem(error));
         if !self.read_line()? {
             return Err(cut());
         }
-        let closers = std::str::from_utf8(&self.buffer).ok().map(str::trim).filter(|text| {
-            !text.is_empty() && text.bytes().all(|byte| matches!(byte, b'}' | b']' | b' ' | b'\t'))
-        });
+        let closers = std::str::from_utf8(&self.buffer)
+            .ok()
+            .map(str::trim)
+            .filter(|text| !text.is_empty() && text.bytes().all(|byte| matches!(byte, b'}' | b']' | b' ' | b'\t')));
         let Some(closers) = closers else {
             self.hold_line();
             return Err(cut());
