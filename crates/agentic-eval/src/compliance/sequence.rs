@@ -1587,10 +1587,11 @@ const DROPPED_SCOPE_SPANS: usize = 4_096;
 
 #[derive(Debug, Default)]
 struct Scope {
+    /// The spans of the scope that started and have not ended.
     open: SpanSet,
-    /// The spans in `open` that ended or never end (post-only), oldest first: only the
-    /// latest [`POST_ONLY_SCOPE_WINDOW`] are kept.
-    lingering: VecDeque<SpanKey>,
+    /// The spans of the scope that ended or never end (post-only): the latest
+    /// [`POST_ONLY_SCOPE_WINDOW`].
+    ended: Window,
     overflowed: bool,
     /// Parents of occurrences that were outside the scope, the latest
     /// [`POST_ONLY_SCOPE_WINDOW`], oldest first: if one of them opens a scope later, its
@@ -1611,9 +1612,6 @@ struct Scope {
     /// Records that matched the scope's root but had no span id, so nothing could be under
     /// them (a Claude Code hook without `tool_use_id`, a tooltrace line without `trace_id`).
     idless_roots: u64,
-    /// Hashes of scope spans dropped from the window of ended spans (by hash modulo its size,
-    /// the latest drop wins), made when the first is dropped.
-    dropped: Option<Box<[u64]>>,
     /// Occurrences outside the scope whose parent was such a span.
     under_dropped: u64,
     /// Occurrences whose parent was forgotten (more than [`POST_ONLY_SCOPE_WINDOW`] parents
@@ -1684,8 +1682,9 @@ impl Scope {
     /// Opens a span; `post_only` spans never close, so only the latest few are kept.
     fn open(&mut self, span: SpanRef<'_>, post_only: bool) {
         if post_only {
-            if let Some(key) = self.open.insert(span) {
-                self.linger(key);
+            // A span that started and has not ended stays open.
+            if !self.open.contains(span) {
+                self.ended.push(span.hash);
             }
         } else if self.open.len() < MAX_OPEN_SPANS {
             self.open.insert(span);
@@ -1697,32 +1696,72 @@ impl Scope {
     /// A span ends: calls that name it as their parent later are still inside, so it stays
     /// among the latest ended spans.
     fn close(&mut self, span: SpanRef<'_>) {
-        if self.open.remove(span)
-            && let Some(key) = self.open.insert(span)
-        {
-            self.linger(key);
+        // An end of a span that ended before (written twice) puts it at the window's front.
+        if self.open.remove(span) || self.ended.forget(span.hash) {
+            self.ended.push(span.hash);
         }
     }
 
-    fn linger(&mut self, key: SpanKey) {
-        self.lingering.push_back(key);
-        if self.lingering.len() > POST_ONLY_SCOPE_WINDOW
-            && let Some(oldest) = self.lingering.pop_front()
-        {
-            if let Some(hash) = self.open.hash_of(oldest) {
-                let table = self.dropped.get_or_insert_with(|| vec![0; DROPPED_SCOPE_SPANS].into_boxed_slice());
-                table[(hash % DROPPED_SCOPE_SPANS as u64) as usize] = hash;
-            }
-            self.open.remove_key(oldest);
+    /// Whether `span` is in the scope (open, or among the latest ended).
+    fn contains(&mut self, span: SpanRef<'_>) -> bool {
+        self.open.contains(span) || self.ended.contains(span.hash)
+    }
+
+    /// Whether a span with this hash is in the scope (for ids known only by their hash).
+    fn contains_hash(&mut self, hash: u64) -> bool {
+        self.open.contains_hash(hash) || self.ended.contains(hash)
+    }
+
+    /// Takes `span` out of the scope (a span id that starts again outside it).
+    fn remove(&mut self, span: SpanRef<'_>) {
+        if !self.open.remove(span) {
+            self.ended.forget(span.hash);
         }
     }
 
     /// Whether `parent` is probably a scope span dropped from the window (one with the same
     /// hash was; a later drop may have taken its place, so `false` does not mean it was not).
     fn was_dropped(&self, parent: SpanRef<'_>) -> bool {
-        self.dropped.as_ref().is_some_and(|table| {
+        self.ended.dropped.as_ref().is_some_and(|table| {
             parent.hash != 0 && table[(parent.hash % DROPPED_SCOPE_SPANS as u64) as usize] == parent.hash
         })
+    }
+}
+
+/// The latest [`POST_ONLY_SCOPE_WINDOW`] spans of a scope that ended or never end, by hash.
+/// Appending one is a write to a ring ([`Links`], each span with `1`, or `0` once taken
+/// out); the ring is indexed only when a call asks whether its parent is in the scope, so a
+/// trace of thousands of `Task` lines whose calls sit elsewhere costs an append per line.
+#[derive(Debug)]
+struct Window {
+    spans: Links,
+    /// Hashes of spans pushed out of the window (by hash modulo its size, the latest wins),
+    /// made when the first goes.
+    dropped: Option<Box<[u64]>>,
+}
+
+impl Default for Window {
+    fn default() -> Window {
+        Window { spans: Links::with_capacity(POST_ONLY_SCOPE_WINDOW), dropped: None }
+    }
+}
+
+impl Window {
+    /// Adds a span (again: its latest time counts).
+    fn push(&mut self, hash: u64) {
+        if let Some((oldest, 1)) = self.spans.note(hash, 1) {
+            let table = self.dropped.get_or_insert_with(|| vec![0; DROPPED_SCOPE_SPANS].into_boxed_slice());
+            table[(oldest % DROPPED_SCOPE_SPANS as u64) as usize] = oldest;
+        }
+    }
+
+    fn contains(&mut self, hash: u64) -> bool {
+        self.spans.parent_of(hash) == Some(1)
+    }
+
+    /// Takes a span out; false when it was not in.
+    fn forget(&mut self, hash: u64) -> bool {
+        self.spans.replace(hash, 1, 0)
     }
 }
 
@@ -1878,11 +1917,13 @@ impl Links {
         Links { capacity: capacity.max(1), ring: Vec::new(), next: 0, table: HashTable::new(), unindexed: 0 }
     }
 
-    /// Records that the span whose id hashes to `span` is under `parent` (0: it has none).
-    fn note(&mut self, span: u64, parent: u64) {
+    /// Records that the span whose id hashes to `span` is under `parent` (0: it has none);
+    /// returns the entry that made room, once the ring is full.
+    fn note(&mut self, span: u64, parent: u64) -> Option<(u64, u64)> {
         if span == 0 {
-            return;
+            return None;
         }
+        let mut evicted = None;
         let at = self.next;
         if self.ring.len() < self.capacity {
             if self.ring.capacity() == 0 {
@@ -1899,11 +1940,29 @@ impl Links {
             {
                 entry.remove();
             }
-            self.ring[at] = (span, parent);
+            evicted = Some(std::mem::replace(&mut self.ring[at], (span, parent)));
         }
         // No `%`: a division per span measured in the profile.
         self.next = if at + 1 == self.capacity { 0 } else { at + 1 };
         self.unindexed = (self.unindexed + 1).min(self.capacity);
+        evicted
+    }
+
+    /// Sets the recorded parent of `span` from `from` to `to` (its latest entry); false when
+    /// its parent is not `from` or it has no entry.
+    fn replace(&mut self, span: u64, from: u64, to: u64) -> bool {
+        if span == 0 {
+            return false;
+        }
+        self.index();
+        let ring = &mut self.ring;
+        match self.table.find(span, |&at| ring[at as usize].0 == span) {
+            Some(&at) if ring[at as usize].1 == from => {
+                ring[at as usize].1 = to;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// [`Links::note`] for each `(span, parent)` of `pairs` in order, as one copy into the
@@ -1987,8 +2046,8 @@ enum Climb {
 /// Where a call under `parent` stands in `scope`: inside when `parent` is in it or one of
 /// its recorded ancestors is (a parent that is a post-only call is inside when its own
 /// recorded parents are), else outside for good or waiting for a span still to come.
-fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
-    if scope.open.contains(parent) {
+fn place(links: &mut Links, scope: &mut Scope, parent: SpanRef<'_>) -> Climb {
+    if scope.contains(parent) {
         return Climb::Inside;
     }
     // A loop of parent ids is found when the climb comes back to a marked id (Brent's
@@ -2000,7 +2059,7 @@ fn place(links: &mut Links, scope: &Scope, parent: SpanRef<'_>) -> Climb {
             Some(0) => return Climb::Outside(hash),
             Some(up) => up,
         };
-        if scope.open.contains_hash(up) {
+        if scope.contains_hash(up) {
             return Climb::Inside;
         }
         hash = up;
@@ -2417,12 +2476,12 @@ impl SequenceEngine {
                         let placed = placed.or_else(|| parent.map(|parent| place(links, scope, parent)));
                         hand_on_orphans(&rule.relation, state, scope, span, placed);
                         if !is_end {
-                            scope.open.remove(span);
+                            scope.remove(span);
                         }
                     } else if !is_end {
                         // A span id that starts again outside (a resumed subagent under another
                         // call) leaves the scope its earlier run was in.
-                        scope.open.remove(span);
+                        scope.remove(span);
                     }
                 } else if !scope.rooted && (!is_end || counts) && matches.check(root, ids.within) {
                     scope.idless_roots += 1;
@@ -2497,7 +2556,7 @@ impl SequenceEngine {
                 scope.open(span, false);
             } else {
                 // Started again outside: see `step`.
-                scope.open.remove(span);
+                scope.remove(span);
             }
             if scope.awaits(span) {
                 hand_on_orphans(&rule.relation, state, scope, span, placed);
@@ -3537,12 +3596,13 @@ mod tests {
     proptest::proptest! {
         /// The ring of recorded parents answers like a plain list of the latest entries
         /// (the newest entry of a span wins), whatever the mix of records (one at a time or
-        /// in batches of `batch` through `note_all`, which may wrap the ring) and lookups.
+        /// in batches of `batch` through `note_all`, which may wrap the ring), replacements
+        /// of a span's latest entry and lookups; a record returns the entry it pushed out.
         #[test]
         fn recorded_parents_are_the_latest_entries(
             capacity in 1usize..6,
             batch in 1usize..13,
-            steps in proptest::collection::vec((0u8..3, 1u64..6, 0u64..6), 0..60),
+            steps in proptest::collection::vec((0u8..4, 1u64..6, 0u64..6), 0..60),
         ) {
             let mut links = Links::with_capacity(capacity);
             let mut model: std::collections::VecDeque<(u64, u64)> = std::collections::VecDeque::new();
@@ -3552,23 +3612,76 @@ mod tests {
                     1 => (0..batch as u64).map(|k| ((span + k) % 5 + 1, (parent + k) % 6)).collect(),
                     _ => Vec::new(),
                 };
-                if action == 0 {
-                    links.note(span, parent);
-                } else if action == 1 {
+                let evicted = if action == 0 { links.note(span, parent) } else { None };
+                if action == 1 {
                     links.note_all(&pairs);
                 }
                 if action < 2 {
+                    let mut pushed_out = None;
                     for pair in pairs {
                         model.push_back(pair);
                         if model.len() > capacity {
-                            model.pop_front();
+                            pushed_out = model.pop_front();
                         }
                     }
-                } else {
+                    if action == 0 {
+                        proptest::prop_assert_eq!(evicted, pushed_out);
+                    }
+                } else if action == 2 {
                     let expected = model.iter().rev().find(|(s, _)| *s == span).map(|&(_, parent)| parent);
                     proptest::prop_assert_eq!(links.parent_of(span), expected);
                     // Overwritten entries leave the index: it never outgrows the ring.
                     proptest::prop_assert!(links.table.len() <= capacity);
+                } else {
+                    let to = (parent + 1) % 6;
+                    let latest = model.iter_mut().rev().find(|(s, _)| *s == span);
+                    let expected = match latest {
+                        Some(entry) if entry.1 == parent => {
+                            entry.1 = to;
+                            true
+                        }
+                        _ => false,
+                    };
+                    proptest::prop_assert_eq!(links.replace(span, parent, to), expected);
+                }
+            }
+        }
+
+        /// The window of ended scope spans holds the latest `POST_ONLY_SCOPE_WINDOW` pushes
+        /// not taken out since, and notes a span pushed out when it was still in.
+        #[test]
+        fn the_window_of_ended_spans_holds_the_latest(
+            steps in proptest::collection::vec((0u8..3, 1u64..12), 0..300),
+        ) {
+            let mut window = Window { spans: Links::with_capacity(8), dropped: None };
+            let mut model: std::collections::VecDeque<(u64, bool)> = std::collections::VecDeque::new();
+            for (action, span) in steps {
+                match action {
+                    0 => {
+                        window.push(span);
+                        model.push_back((span, true));
+                        if model.len() > 8
+                            && let Some((oldest, true)) = model.pop_front()
+                        {
+                            let slot = (oldest % DROPPED_SCOPE_SPANS as u64) as usize;
+                            proptest::prop_assert_eq!(window.dropped.as_ref().map(|table| table[slot]), Some(oldest));
+                        }
+                    }
+                    1 => {
+                        let latest = model.iter_mut().rev().find(|(s, _)| *s == span);
+                        let expected = match latest {
+                            Some(entry) if entry.1 => {
+                                entry.1 = false;
+                                true
+                            }
+                            _ => false,
+                        };
+                        proptest::prop_assert_eq!(window.forget(span), expected);
+                    }
+                    _ => {
+                        let expected = model.iter().rev().find(|(s, _)| *s == span).is_some_and(|&(_, live)| live);
+                        proptest::prop_assert_eq!(window.contains(span), expected);
+                    }
                 }
             }
         }
