@@ -1682,10 +1682,7 @@ impl Scope {
     /// Opens a span; `post_only` spans never close, so only the latest few are kept.
     fn open(&mut self, span: SpanRef<'_>, post_only: bool) {
         if post_only {
-            // A span that started and has not ended stays open.
-            if !self.open.contains(span) {
-                self.ended.push(span.hash);
-            }
+            self.open_ended(span.hash);
         } else if self.open.len() < MAX_OPEN_SPANS {
             self.open.insert(span);
         } else if !self.open.contains(span) {
@@ -1699,6 +1696,14 @@ impl Scope {
         // An end of a span that ended before (written twice) puts it at the window's front.
         if self.open.remove(span) || self.ended.forget(span.hash) {
             self.ended.push(span.hash);
+        }
+    }
+
+    /// Opens a post-only span (one that never ends) by its hash: it joins the latest ended,
+    /// unless it started and has not ended (then it stays open).
+    fn open_ended(&mut self, hash: u64) {
+        if !self.open.contains_hash(hash) {
+            self.ended.push(hash);
         }
     }
 
@@ -4076,14 +4081,15 @@ mod tests {
         let mut summarizer = summed.summarizer().expect("one rule");
         let prepared: Vec<Prepared> = events.iter().map(|e| plan.prepare(e)).collect();
         let needs = push_all(&mut summarizer, &prepared);
-        // The root, a container with a parent, and calls with a parent that may be in scope.
-        assert_eq!(needs, [true, true, true, true, false]);
-        assert!(summed.apply_summary(&summarizer.finish(), |k| (Some(u64::from(k) + 1), u64::from(k) + 1)));
-        for ((e, p), need) in events.iter().zip(&prepared).zip(needs) {
-            if need {
-                summed.feed_scoped(e, p);
-            }
-        }
+        // A container with a parent, and calls with a parent that may be in scope; the root
+        // has no parent, so it goes with the links and opens its scope there.
+        assert_eq!(needs, [false, true, true, true, false]);
+        let summary = summarizer.finish();
+        assert_eq!(summary.links().map(|link| link.roots).collect::<Vec<_>>(), [1, 0]);
+        assert!(summed.apply_summary(&summary, |k| (Some(u64::from(k) + 1), u64::from(k) + 1)));
+        let wanted = (0..events.len()).filter(|&k| needs[k]).map(|k| (k, k));
+        let feed = |engine: &mut SequenceEngine, k: usize| engine.feed_scoped(&events[k], &prepared[k]);
+        summed.feed_summary_calls(&summary, wanted, feed, feed);
         let (reference, summed) = (reference.finish(), summed.finish());
         assert_eq!(summed.summarized, 5);
         let summed = unsummarized(summed);

@@ -71,6 +71,11 @@ pub struct Summary {
     /// them their `(span, parent)` hashes, which the engine copies in bulk.
     link_index: Vec<u32>,
     link_pairs: Vec<(u64, u64)>,
+    /// The links that are scope roots without a parent, by their place among the links,
+    /// with the scoped rules whose root they match (bit `i`: rule `i`): such a call changes a
+    /// scope only by opening it, which [`SequenceEngine::feed_summary_calls`] does without
+    /// feeding it (see [`SequenceEngine::open_root`]).
+    link_roots: Vec<(u32, u64)>,
     /// Whether a tool call of the run had a parent (noted only for engines with a scope).
     parented: bool,
 }
@@ -83,10 +88,10 @@ impl Summary {
 
     /// The run's calls whose parents the engine records, in order.
     pub fn links(&self) -> impl ExactSizeIterator<Item = SummaryLink> + '_ {
-        self.link_index.iter().zip(&self.link_pairs).map(|(&index, &(span, parent))| SummaryLink {
-            index,
-            span,
-            parent,
+        let mut roots = self.link_roots.iter().peekable();
+        self.link_index.iter().zip(&self.link_pairs).enumerate().map(move |(at, (&index, &(span, parent)))| {
+            let roots = roots.next_if(|&&(root, _)| root as usize == at).map_or(0, |&(_, rules)| rules);
+            SummaryLink { index, span, parent, roots }
         })
     }
 }
@@ -102,6 +107,8 @@ pub struct SummaryLink {
     span: u64,
     /// 0 when it has no parent.
     parent: u64,
+    /// The rules whose scope it opens (bit `i`: rule `i`; it has no parent then).
+    pub(super) roots: u64,
 }
 
 /// Summarizes runs of prepared events for one engine's rules (one per thread).
@@ -303,6 +310,19 @@ fn concerns_scopes(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> b
     false
 }
 
+/// The rules with a scope whose root the event matches (bit `i`: rule `i`).
+fn root_rules(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> u64 {
+    let (mut scoped, mut roots) = (masks.scoped, 0);
+    while scoped != 0 {
+        let idx = scoped.trailing_zeros() as usize;
+        scoped &= scoped - 1;
+        if ids.get(idx).is_some_and(|ids| ids.within != usize::MAX && prepared.bits.get(ids.within)) {
+            roots |= 1 << idx;
+        }
+    }
+    roots
+}
+
 impl SequenceEngine {
     /// After [`SequenceEngine::apply_summary`] took `summary` in: gives the rules with a scope
     /// what they still need of the run, in trace order. `wanted` are the positions
@@ -318,6 +338,7 @@ impl SequenceEngine {
         mut feed: impl FnMut(&mut SequenceEngine, usize),
     ) {
         let (mut indexes, mut pairs) = (summary.link_index.as_slice(), summary.link_pairs.as_slice());
+        let (mut roots, mut taken) = (summary.link_roots.as_slice(), 0);
         let mut take_until =
             |engine: &mut SequenceEngine, feed: &mut dyn FnMut(&mut SequenceEngine, usize), before: usize| {
                 // A linear scan: every link is passed once over the whole run (a binary search
@@ -325,14 +346,25 @@ impl SequenceEngine {
                 let count = indexes.iter().take_while(|&&index| (index as usize) < before).count();
                 let ((run, rest), (run_pairs, rest_pairs)) = (indexes.split_at(count), pairs.split_at(count));
                 (indexes, pairs) = (rest, rest_pairs);
+                let first = taken;
+                taken += count;
+                let root_count = roots.iter().take_while(|&&(at, _)| (at as usize) < taken).count();
+                let (run_roots, rest_roots) = roots.split_at(root_count);
+                roots = rest_roots;
                 if !engine.awaits_spans() {
-                    // Nothing waits for a span, and noting links makes nothing wait: the
-                    // whole run is recorded in one copy, without asking each link.
+                    // Nothing waits for a span, and noting links or opening scopes makes
+                    // nothing wait: the whole run is recorded in one copy, without asking each
+                    // link, and its roots open their scopes.
                     engine.links.note_all(run_pairs);
+                    for &(at, rules) in run_roots {
+                        engine.open_root(run_pairs[at as usize - first].0, rules);
+                    }
                     return;
                 }
-                for (&index, &(span, parent)) in run.iter().zip(run_pairs) {
-                    if !engine.note_summary_link(&SummaryLink { index, span, parent }) {
+                let mut run_roots = run_roots.iter().peekable();
+                for (at, (&index, &(span, parent))) in (first..).zip(run.iter().zip(run_pairs)) {
+                    let roots = run_roots.next_if(|&&(root, _)| root as usize == at).map_or(0, |&(_, rules)| rules);
+                    if !engine.note_summary_link(&SummaryLink { index, span, parent, roots }) {
                         feed(engine, index as usize);
                     }
                 }
@@ -349,12 +381,28 @@ impl SequenceEngine {
     /// That is all [`SequenceEngine::feed_scoped`] would do with it unless calls
     /// under it came first and wait for it: then this answers false and the call must go
     /// through [`SequenceEngine::feed_scoped`] instead.
+    /// A link that is a scope root opens its scopes here too.
     pub fn note_summary_link(&mut self, link: &SummaryLink) -> bool {
         if self.scopes.iter().flatten().any(|scope| scope.awaits(by_hash(link.span))) {
             return false;
         }
         self.links.note(link.span, link.parent);
+        self.open_root(link.span, link.roots);
         true
+    }
+
+    /// What feeding a post-only call without a parent that matches the root of `rules` (bit
+    /// `i`: rule `i`) does to the scopes when nothing waits for it (see `step`): each opens at
+    /// it. It is inside no scope, so no rule steps.
+    fn open_root(&mut self, span: u64, mut rules: u64) {
+        while rules != 0 {
+            let idx = rules.trailing_zeros() as usize;
+            rules &= rules - 1;
+            if let Some(Some(scope)) = self.scopes.get_mut(idx) {
+                scope.rooted = true;
+                scope.open_ended(span);
+            }
+        }
     }
 }
 
@@ -390,20 +438,31 @@ impl Summarizer {
         }
         self.run.parented |= prepared.tool_with_parent();
         let need = concerns_scopes(&self.masks, &self.ids, prepared);
-        if prepared.has_span() && !need {
+        // Without a parent, a call concerns the scopes only as a root (see `step`: nothing
+        // without a parent is inside a scope): it goes with the links, marked as one.
+        let link = prepared.has_span() && (!need || !prepared.has_parent());
+        if link {
             let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
+            if need {
+                let roots = root_rules(&self.masks, &self.ids, prepared);
+                self.run.link_roots.push((self.run.link_index.len() as u32, roots));
+            }
             self.run.link_index.push(index);
             self.run.link_pairs.push((prepared.span_hash, parent));
         }
-        need
+        need && !link
     }
 
     /// Whether a rule with a scope can change on this event, so that it goes to
-    /// [`SequenceEngine::feed_scoped`] even when its run's summary is applied: it opens a
-    /// scope (matches the root), may open a nested one (a container with a parent), or may
-    /// step (a match of the relation, with a parent that may be in scope).
+    /// [`SequenceEngine::feed_scoped`] even when its run's summary is applied: it may open a
+    /// nested scope (a container with a parent), or may step (a match of the relation, with a
+    /// parent that may be in scope), or it opens a scope (matches the root) but has no span,
+    /// so it cannot go with the links. A root with a span and no parent goes with the links,
+    /// which open its scope ([`SequenceEngine::note_summary_link`]).
     pub fn scoped_need(&self, prepared: &Prepared) -> bool {
-        concerns_scopes(&self.masks, &self.ids, prepared)
+        self.masks.scoped != 0
+            && concerns_scopes(&self.masks, &self.ids, prepared)
+            && (!prepared.has_span() || prepared.has_parent())
     }
 
     /// The summary of the run so far; the next event starts a new run.
@@ -416,6 +475,7 @@ impl Summarizer {
             partials: self.kinds.clone(),
             link_index: Vec::with_capacity(self.run.link_index.len()),
             link_pairs: Vec::with_capacity(self.run.link_pairs.len()),
+            link_roots: Vec::with_capacity(self.run.link_roots.len()),
             ..Summary::default()
         };
         std::mem::replace(&mut self.run, fresh)
