@@ -1116,6 +1116,15 @@ struct RuleMasks {
     relations: u64,
     /// The rule of each relation matcher bit.
     rule_of: [u8; 64],
+    /// The root matchers of the rules with a scope, as match bits.
+    scoped_roots: u64,
+    /// Their relation matchers, as match bits.
+    scoped_relations: u64,
+    /// A rule with a scope is stepped on every event that counts.
+    scoped_always: bool,
+    /// A rule with a scope has its root matcher beyond [`MatchBits::low`]: the masks above
+    /// do not tell, each rule is asked.
+    scoped_wide: bool,
 }
 
 impl RuleMasks {
@@ -1133,10 +1142,26 @@ impl RuleMasks {
     }
 
     fn new(rules: &[CompiledRule], ids: &[RuleIds]) -> RuleMasks {
-        let mut masks = RuleMasks { scoped: 0, always: 0, relations: 0, rule_of: [0; 64] };
+        let mut masks = RuleMasks {
+            scoped: 0,
+            always: 0,
+            relations: 0,
+            rule_of: [0; 64],
+            scoped_roots: 0,
+            scoped_relations: 0,
+            scoped_always: false,
+            scoped_wide: false,
+        };
         for (idx, (rule, ids)) in rules.iter().zip(ids).enumerate().take(64) {
             if rule.within.is_some() {
                 masks.scoped |= 1 << idx;
+                masks.scoped_relations |= ids.relation_mask;
+                masks.scoped_always |= ids.always_step;
+                if ids.within < 64 {
+                    masks.scoped_roots |= 1 << ids.within;
+                } else {
+                    masks.scoped_wide = true;
+                }
             }
             if ids.always_step {
                 masks.always |= 1 << idx;

@@ -296,7 +296,20 @@ impl SequenceEngine {
 /// Whether a rule with a scope may change on the event: it opens a scope (matches the root),
 /// may open a nested one (a container with a parent), or may step (a match of the relation,
 /// with a parent that may be in scope).
+#[inline]
 fn concerns_scopes(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> bool {
+    if !masks.scoped_wide {
+        // `concerns_each_scope`, over all the rules at once.
+        let low = prepared.bits.low;
+        return low & masks.scoped_roots != 0
+            || (prepared.has_parent()
+                && (prepared.post_only_parent() || masks.scoped_always || low & masks.scoped_relations != 0));
+    }
+    concerns_each_scope(masks, ids, prepared)
+}
+
+/// [`concerns_scopes`], asking each rule with a scope.
+fn concerns_each_scope(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> bool {
     let mut scoped = masks.scoped;
     while scoped != 0 {
         let idx = scoped.trailing_zeros() as usize;
@@ -551,6 +564,35 @@ mod tests {
             serde_json::from_value(serde_json::json!({"count": {"of": {"tool": "Read"}, "at_least": 1}})).unwrap();
         let rules: Vec<CompiledRule> = compile_rule(&rule, "/r", &mut Vec::new()).into_iter().collect();
         SequenceEngine::new(rules, 0)
+    }
+
+    /// The masks answer like asking each rule with a scope, on any matches and flags.
+    #[test]
+    fn scoped_masks_answer_like_each_rule() {
+        let rules: Vec<CompiledRule> = [
+            serde_json::json!({"never": {"tool": "Write"}, "within": {"tool": "Task"}}),
+            serde_json::json!({"count": {"of": {"tool": "Read"}, "at_least": 1}}),
+            serde_json::json!({"before": {"a": {"tool": "Read"}, "b": {"tool": "Edit"}}, "within": {"agent": "r"}}),
+        ]
+        .into_iter()
+        .flat_map(|value| {
+            let rule: SequenceRule = serde_json::from_value(value).unwrap();
+            compile_rule(&rule, "/r", &mut Vec::new())
+        })
+        .collect();
+        let summarizer = SequenceEngine::new(rules, 0).summarizer().expect("three rules");
+        let masks = &summarizer.masks;
+        assert!(!masks.scoped_wide);
+        for low in 0..1u64 << 9 {
+            for flags in 0..32 {
+                let prepared = Prepared { bits: MatchBits { low, more: None }, span_hash: 1, parent_hash: 2, flags };
+                assert_eq!(
+                    concerns_scopes(masks, &summarizer.ids, &prepared),
+                    concerns_each_scope(masks, &summarizer.ids, &prepared),
+                    "matches {low:b}, flags {flags:b}"
+                );
+            }
+        }
     }
 
     /// A run longer than `u32` positions neither panics nor wraps: its summary is refused
