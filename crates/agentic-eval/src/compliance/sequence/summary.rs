@@ -67,9 +67,11 @@ pub struct Summary {
     mergeable: bool,
     partials: Vec<Partial>,
     /// The post-only calls of the run with a span that no rule with a scope concerns (see
-    /// [`SequenceEngine::note_summary_link`]): their positions in the run, and apart from
-    /// them their `(span, parent)` hashes, which the engine copies in bulk.
+    /// [`SequenceEngine::note_summary_link`]): their positions in the run (none listed while
+    /// the `k`-th link is the `k`-th event, `links_dense`), and apart from them their
+    /// `(span, parent)` hashes, which the engine copies in bulk.
     link_index: Vec<u32>,
+    links_dense: bool,
     link_pairs: Vec<(u64, u64)>,
     /// The links that are scope roots without a parent, by their place among the links,
     /// with the scoped rules whose root they match (bit `i`: rule `i`): such a call changes a
@@ -89,10 +91,39 @@ impl Summary {
     /// The run's calls whose parents the engine records, in order.
     pub fn links(&self) -> impl ExactSizeIterator<Item = SummaryLink> + '_ {
         let mut roots = self.link_roots.iter().peekable();
-        self.link_index.iter().zip(&self.link_pairs).enumerate().map(move |(at, (&index, &(span, parent)))| {
+        self.link_pairs.iter().enumerate().map(move |(at, &(span, parent))| {
             let roots = roots.next_if(|&&(root, _)| root as usize == at).map_or(0, |&(_, rules)| rules);
-            SummaryLink { index, span, parent, roots }
+            SummaryLink { index: self.link_position(at), span, parent, roots }
         })
+    }
+
+    /// The position in the run of its `k`-th link.
+    fn link_position(&self, k: usize) -> u32 {
+        if self.links_dense { k as u32 } else { self.link_index[k] }
+    }
+
+    /// How many of the links from the `from`-th on are events before `before`.
+    fn links_before(&self, from: usize, before: usize) -> usize {
+        if self.links_dense {
+            before.min(self.link_pairs.len()).saturating_sub(from)
+        } else {
+            // A linear scan: every link is passed once over the whole run (a binary search
+            // per wanted event read the same entries again, out of cache, in the profile).
+            self.link_index[from..].iter().take_while(|&&index| (index as usize) < before).count()
+        }
+    }
+
+    /// Adds a link at event `index` of the run (the list of positions is made when the
+    /// first link comes after an event that is none).
+    fn push_link(&mut self, index: u32, pair: (u64, u64)) {
+        if self.links_dense && index as usize != self.link_pairs.len() {
+            self.links_dense = false;
+            self.link_index.extend(0..self.link_pairs.len() as u32);
+        }
+        if !self.links_dense {
+            self.link_index.push(index);
+        }
+        self.link_pairs.push(pair);
     }
 }
 
@@ -148,7 +179,8 @@ impl SequenceEngine {
                 (None, Relation::Count(..)) => Partial::Count { count: 0 },
             })
             .collect();
-        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), ..Summary::default() };
+        let run =
+            Summary { events: 0, mergeable: true, links_dense: true, partials: kinds.clone(), ..Summary::default() };
         Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
     }
 
@@ -350,15 +382,13 @@ impl SequenceEngine {
         mut feed_wanted: impl FnMut(&mut SequenceEngine, W),
         mut feed: impl FnMut(&mut SequenceEngine, usize),
     ) {
-        let (mut indexes, mut pairs) = (summary.link_index.as_slice(), summary.link_pairs.as_slice());
+        let mut pairs = summary.link_pairs.as_slice();
         let (mut roots, mut taken) = (summary.link_roots.as_slice(), 0);
         let mut take_until =
             |engine: &mut SequenceEngine, feed: &mut dyn FnMut(&mut SequenceEngine, usize), before: usize| {
-                // A linear scan: every link is passed once over the whole run (a binary search
-                // per wanted event read the same entries again, out of cache, in the profile).
-                let count = indexes.iter().take_while(|&&index| (index as usize) < before).count();
-                let ((run, rest), (run_pairs, rest_pairs)) = (indexes.split_at(count), pairs.split_at(count));
-                (indexes, pairs) = (rest, rest_pairs);
+                let count = summary.links_before(taken, before);
+                let (run_pairs, rest_pairs) = pairs.split_at(count);
+                pairs = rest_pairs;
                 let first = taken;
                 taken += count;
                 let root_count = roots.iter().take_while(|&&(at, _)| (at as usize) < taken).count();
@@ -375,7 +405,8 @@ impl SequenceEngine {
                     return;
                 }
                 let mut run_roots = run_roots.iter().peekable();
-                for (at, (&index, &(span, parent))) in (first..).zip(run.iter().zip(run_pairs)) {
+                for (at, &(span, parent)) in (first..).zip(run_pairs) {
+                    let index = summary.link_position(at);
                     let roots = run_roots.next_if(|&&(root, _)| root as usize == at).map_or(0, |&(_, rules)| rules);
                     if !engine.note_summary_link(&SummaryLink { index, span, parent, roots }) {
                         feed(engine, index as usize);
@@ -458,10 +489,9 @@ impl Summarizer {
             let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
             if need {
                 let roots = root_rules(&self.masks, &self.ids, prepared);
-                self.run.link_roots.push((self.run.link_index.len() as u32, roots));
+                self.run.link_roots.push((self.run.link_pairs.len() as u32, roots));
             }
-            self.run.link_index.push(index);
-            self.run.link_pairs.push((prepared.span_hash, parent));
+            self.run.push_link(index, (prepared.span_hash, parent));
         }
         need && !link
     }
@@ -485,6 +515,7 @@ impl Summarizer {
         let fresh = Summary {
             events: 0,
             mergeable: true,
+            links_dense: true,
             partials: self.kinds.clone(),
             link_index: Vec::with_capacity(self.run.link_index.len()),
             link_pairs: Vec::with_capacity(self.run.link_pairs.len()),
@@ -564,6 +595,24 @@ mod tests {
             serde_json::from_value(serde_json::json!({"count": {"of": {"tool": "Read"}, "at_least": 1}})).unwrap();
         let rules: Vec<CompiledRule> = compile_rule(&rule, "/r", &mut Vec::new()).into_iter().collect();
         SequenceEngine::new(rules, 0)
+    }
+
+    /// Links are listed by position only from the first event that is not one on.
+    #[test]
+    fn link_positions_are_listed_from_the_first_gap() {
+        let mut summary = Summary { links_dense: true, ..Summary::default() };
+        for index in [0, 1, 2] {
+            summary.push_link(index, (u64::from(index) + 1, 0));
+        }
+        assert!(summary.links_dense && summary.link_index.is_empty());
+        assert_eq!(summary.links_before(1, 2), 1);
+        summary.push_link(4, (5, 0));
+        summary.push_link(5, (6, 0));
+        assert!(!summary.links_dense);
+        let positions: Vec<u32> = summary.links().map(|link| link.index).collect();
+        assert_eq!(positions, [0, 1, 2, 4, 5]);
+        assert_eq!(summary.links_before(0, 4), 3);
+        assert_eq!(summary.links_before(3, usize::MAX), 2);
     }
 
     /// The masks answer like asking each rule with a scope, on any matches and flags.
