@@ -201,6 +201,7 @@ pub struct PartialCriterion {
     /// The situation, in words.
     pub condition: String,
     /// The weight earned, strictly between 0 and 1.
+    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1))]
     pub weight: f64,
 }
 
@@ -1740,8 +1741,11 @@ checkpoints:
         );
         let found = codes(&extra);
         assert!(found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "{found:?}");
-        let found = codes(&SPEC.replace("weight: 0.3", "weight: 1.5"));
-        assert!(found.iter().any(|(c, _)| c == "invalid-weight"), "{found:?}");
+        // The published schema bounds a weight (exclusively), so the schema answers first.
+        for weight in ["1.5", "1", "0", "-0.2"] {
+            let found = codes(&SPEC.replace("weight: 0.3", &format!("weight: {weight}")));
+            assert!(found.iter().any(|(c, _)| c == "invalid-value"), "{weight}: {found:?}");
+        }
         // A criterion the judge and a verdict could only name as blank text; a list of none
         // (neither Mode A nor Mode B: the key left out is Mode B).
         let found =
