@@ -66,8 +66,8 @@ pub struct Summary {
     /// Every event of the run was a call end, and the run is short enough for `u32` positions.
     mergeable: bool,
     partials: Vec<Partial>,
-    /// The post-only calls of the run with a span that no rule with a scope concerns (see
-    /// [`SequenceEngine::note_summary_link`]): their positions in the run (none listed while
+    /// The post-only calls of the run with a span that no rule with a scope concerns, or
+    /// only as a root without a parent (see [`SequenceEngine::note_summary_link`]): their positions in the run (none listed while
     /// the `k`-th link is the `k`-th event, `links_dense`), and apart from them their
     /// `(span, parent)` hashes, which the engine copies in bulk.
     link_index: Vec<u32>,
@@ -424,8 +424,8 @@ impl SequenceEngine {
     /// calls of [`SequenceEngine::feed_scoped`]: records its parent (or that it has none).
     /// That is all [`SequenceEngine::feed_scoped`] would do with it unless calls
     /// under it came first and wait for it: then this answers false and the call must go
-    /// through [`SequenceEngine::feed_scoped`] instead.
-    /// A link that is a scope root opens its scopes here too.
+    /// through [`SequenceEngine::feed_scoped`] instead. A link that is a scope root opens its
+    /// scopes here, as feeding it would.
     pub fn note_summary_link(&mut self, link: &SummaryLink) -> bool {
         if self.scopes.iter().flatten().any(|scope| scope.awaits(by_hash(link.span))) {
             return false;
