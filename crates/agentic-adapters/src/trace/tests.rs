@@ -11,6 +11,17 @@ fn read(text: &str, format: Option<TraceFormat>) -> Vec<Result<CanonicalEvent, T
     TraceReader::new(text.as_bytes(), format).collect()
 }
 
+/// Each item's line and step name, or the line of its error.
+fn lines_and_names(items: &[Result<CanonicalEvent, TraceError>]) -> Vec<Result<(u64, String), u64>> {
+    items
+        .iter()
+        .map(|item| match item {
+            Ok(e) => Ok((e.source.as_ref().unwrap().line.unwrap(), e.step_name.clone().unwrap())),
+            Err(e) => Err(e.line),
+        })
+        .collect()
+}
+
 fn events(text: &str) -> Vec<CanonicalEvent> {
     read(text, None).into_iter().map(|r| r.expect("valid trace")).collect()
 }
@@ -1553,15 +1564,7 @@ fn multi_line_documents_close_by_their_brackets() {
 #[test]
 fn a_cut_list_gives_back_the_records_it_took_in() {
     let record = |tool: &str, id: &str| format!(r#"{{"tool_name":"{tool}","trace_id":"{id}"}}"#);
-    let names = |text: &str| -> Vec<Result<(u64, String), u64>> {
-        read(text, None)
-            .iter()
-            .map(|r| match r {
-                Ok(e) => Ok((e.source.as_ref().unwrap().line.unwrap(), e.step_name.clone().unwrap())),
-                Err(e) => Err(e.line),
-            })
-            .collect()
-    };
+    let names = |text: &str| lines_and_names(&read(text, None));
     // A compact batch cut after an element; a lone `[`; an unindented list whose elements
     // carry the list's `,` (read without it).
     let cut_batch = format!(
@@ -1642,13 +1645,7 @@ fn a_record_cut_short_does_not_swallow_the_records_after_it() {
                      [{\"tool_name\":\"Write\",\"trace_id\":\"c\"}]\n\
                      {\"tool_name\":\"Grep\",\"args\":\n";
     let got = read(tooltrace, None);
-    let shape: Vec<Result<(u64, String), u64>> = got
-        .iter()
-        .map(|r| match r {
-            Ok(e) => Ok((e.source.as_ref().unwrap().line.unwrap(), e.step_name.clone().unwrap())),
-            Err(e) => Err(e.line),
-        })
-        .collect();
+    let shape = lines_and_names(&got);
     assert_eq!(
         shape,
         vec![
@@ -1705,13 +1702,7 @@ fn a_record_closed_on_the_next_line_is_one_record() {
                      ]\n\
                      {\"tool_name\":\"Glob\"";
     let got = read(tooltrace, None);
-    let shape: Vec<Result<(u64, String), u64>> = got
-        .iter()
-        .map(|r| match r {
-            Ok(e) => Ok((e.source.as_ref().unwrap().line.unwrap(), e.step_name.clone().unwrap())),
-            Err(e) => Err(e.line),
-        })
-        .collect();
+    let shape = lines_and_names(&got);
     assert_eq!(
         shape,
         vec![
