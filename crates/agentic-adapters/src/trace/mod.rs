@@ -434,13 +434,12 @@ impl<R: BufRead> TraceReader<R> {
         // text: it reads as U+FFFD instead of costing the record (the raw line is kept).
         match agentic_core::json_strict::from_str_lenient_surrogates(text) {
             Ok(value) => Some(Ok((value, start))),
-            Err(error) if error.is_eof() && text.ends_with(['{', '[', ',', ':']) => {
-                let first = text.to_owned();
-                Some(self.read_document(first, start))
-            }
+            // A line that ends before its record does (a document printed over lines, a
+            // record whose last `}` went to the next line, or one cut short) is read on as a
+            // document: `read_document` ends it at the next record's line.
             Err(error) if error.is_eof() => {
                 let first = text.to_owned();
-                Some(self.read_closers(first, start, &error))
+                Some(self.read_document(first, start))
             }
             Err(error) => {
                 // A list (an exporter's batch) whose only fault is inside some elements: the
@@ -670,41 +669,6 @@ impl<R: BufRead> TraceReader<R> {
                     }
                 }
             }
-        }
-    }
-
-    /// A record cut short by its end of line whose closing brackets are the next line (an
-    /// exporter that writes the last `}` on a line of its own): the two lines are one record.
-    /// When the next line is anything else, the record is malformed as it stands (`error`)
-    /// and the next line is read again as a line of its own.
-    fn read_closers(
-        &mut self,
-        first: String,
-        start: u64,
-        error: &serde_json::Error,
-    ) -> Result<(Value, u64), TraceError> {
-        let cut = || TraceError::malformed(start, json_problem(error));
-        if !self.read_line()? {
-            return Err(cut());
-        }
-        let closers = std::str::from_utf8(&self.buffer)
-            .ok()
-            .map(str::trim)
-            .filter(|text| !text.is_empty() && text.bytes().all(|byte| matches!(byte, b'}' | b']' | b' ' | b'\t')));
-        let Some(closers) = closers else {
-            self.hold_line();
-            return Err(cut());
-        };
-        let document = format!("{first}\n{closers}");
-        match agentic_core::json_strict::from_str_lenient_surrogates(&document) {
-            Ok(value) => {
-                self.document = Some(document);
-                Ok((value, start))
-            }
-            Err(error) => Err(TraceError::malformed(
-                start,
-                format!("{} (with the closing brackets on line {})", json_problem(&error), self.line),
-            )),
         }
     }
 

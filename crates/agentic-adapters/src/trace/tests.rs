@@ -1687,9 +1687,9 @@ fn a_record_cut_short_does_not_swallow_the_records_after_it() {
     assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 4, "two spans of two events each: {got:?}");
 }
 
-/// A record whose closing bracket was written on the next line is one record (of the line
-/// it starts on); a cut record whose next line is anything else stays malformed, and that
-/// line is read on its own.
+/// A record whose closing brackets were written on the next line is one record (of the
+/// line it starts on); a cut record followed by the next record stays malformed, and that
+/// record is read on its own.
 #[test]
 fn a_record_closed_on_the_next_line_is_one_record() {
     let tooltrace = "{\"tool_name\":\"Read\",\"trace_id\":\"a\",\"args\":{\"file_path\":\"x\"}\n\
@@ -1716,7 +1716,9 @@ fn a_record_closed_on_the_next_line_is_one_record() {
     );
     assert_eq!(got[0].as_ref().unwrap().data["input"]["file_path"], json!("x"));
     let wrong = got[4].as_ref().unwrap_err().to_string();
-    assert!(wrong.contains("with the closing brackets on line 8"), "{wrong}");
+    assert!(wrong.contains("expected `,` or `}` at line 8 column 1"), "{wrong}");
+    let cut = got[2].as_ref().unwrap_err().to_string();
+    assert!(cut.contains("not closed before line 6, which starts the next record"), "{cut}");
     assert_parallel_agrees(tooltrace.as_bytes(), None);
 }
 

@@ -442,7 +442,11 @@ fn malformed_trace_lines_are_skipped_with_their_line_or_fatal() {
     std::fs::write(&broken, lines.join("\n")).unwrap();
     let skipped = check_with_trace("feature-workflow", &broken, &[]);
     assert_eq!(skipped.code(), 1);
-    assert!(skipped.stderr().contains("broken.jsonl:line 3: invalid JSON"), "{}", skipped.stderr());
+    assert!(
+        skipped.stderr().contains("broken.jsonl:line 3: the JSON document starting here is not closed before line 4"),
+        "{}",
+        skipped.stderr()
+    );
     assert_eq!(skipped.report["scores"]["compliance_percent"], json!(61.67));
     let fatal = check_with_trace("feature-workflow", &broken, &["--malformed", "fail"]);
     assert_eq!(fatal.code(), 2);
