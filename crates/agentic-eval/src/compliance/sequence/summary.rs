@@ -68,10 +68,9 @@ pub struct Summary {
     partials: Vec<Partial>,
     /// The post-only calls of the run with a span that no rule with a scope concerns, or
     /// only as a root without a parent (see [`SequenceEngine::note_summary_link`]): their positions in the run (none listed while
-    /// the `k`-th link is the `k`-th event, `links_dense`), and apart from them their
+    /// the `k`-th link is the `k`-th event), and apart from them their
     /// `(span, parent)` hashes, which the engine copies in bulk.
     link_index: Vec<u32>,
-    links_dense: bool,
     link_pairs: Vec<(u64, u64)>,
     /// The links that are scope roots without a parent, by their place among the links,
     /// with the scoped rules whose root they match (bit `i`: rule `i`): such a call changes a
@@ -99,12 +98,12 @@ impl Summary {
 
     /// The position in the run of its `k`-th link.
     fn link_position(&self, k: usize) -> u32 {
-        if self.links_dense { k as u32 } else { self.link_index[k] }
+        if self.link_index.is_empty() { k as u32 } else { self.link_index[k] }
     }
 
     /// How many of the links from the `from`-th on are events before `before`.
     fn links_before(&self, from: usize, before: usize) -> usize {
-        if self.links_dense {
+        if self.link_index.is_empty() {
             before.min(self.link_pairs.len()).saturating_sub(from)
         } else {
             // A linear scan: every link is passed once over the whole run (a binary search
@@ -116,11 +115,11 @@ impl Summary {
     /// Adds a link at event `index` of the run (the list of positions is made when the
     /// first link comes after an event that is none).
     fn push_link(&mut self, index: u32, pair: (u64, u64)) {
-        if self.links_dense && index as usize != self.link_pairs.len() {
-            self.links_dense = false;
-            self.link_index.extend(0..self.link_pairs.len() as u32);
-        }
-        if !self.links_dense {
+        let listed = !self.link_index.is_empty();
+        if listed || index as usize != self.link_pairs.len() {
+            if !listed {
+                self.link_index.extend(0..self.link_pairs.len() as u32);
+            }
             self.link_index.push(index);
         }
         self.link_pairs.push(pair);
@@ -179,8 +178,7 @@ impl SequenceEngine {
                 (None, Relation::Count(..)) => Partial::Count { count: 0 },
             })
             .collect();
-        let run =
-            Summary { events: 0, mergeable: true, links_dense: true, partials: kinds.clone(), ..Summary::default() };
+        let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), ..Summary::default() };
         Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
     }
 
@@ -355,6 +353,13 @@ fn concerns_each_scope(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) 
     false
 }
 
+/// Whether an event with a span goes with a summary's links: the rules with a scope do not
+/// concern it (`need` false), or only as a root, since it has no parent (see `step`: nothing
+/// without a parent is inside a scope), which the links mark.
+fn goes_with_links(need: bool, prepared: &Prepared) -> bool {
+    prepared.has_span() && (!need || !prepared.has_parent())
+}
+
 /// The rules with a scope whose root the event matches (bit `i`: rule `i`).
 fn root_rules(masks: &RuleMasks, ids: &[RuleIds], prepared: &Prepared) -> u64 {
     let (mut scoped, mut roots) = (masks.scoped, 0);
@@ -482,9 +487,7 @@ impl Summarizer {
         }
         self.run.parented |= prepared.tool_with_parent();
         let need = concerns_scopes(&self.masks, &self.ids, prepared);
-        // Without a parent, a call concerns the scopes only as a root (see `step`: nothing
-        // without a parent is inside a scope): it goes with the links, marked as one.
-        let link = prepared.has_span() && (!need || !prepared.has_parent());
+        let link = goes_with_links(need, prepared);
         if link {
             let parent = if prepared.has_parent() { prepared.parent_hash } else { 0 };
             if need {
@@ -503,9 +506,8 @@ impl Summarizer {
     /// so it cannot go with the links. A root with a span and no parent goes with the links,
     /// which open its scope ([`SequenceEngine::note_summary_link`]).
     pub fn scoped_need(&self, prepared: &Prepared) -> bool {
-        self.masks.scoped != 0
-            && concerns_scopes(&self.masks, &self.ids, prepared)
-            && (!prepared.has_span() || prepared.has_parent())
+        let need = self.masks.scoped != 0 && concerns_scopes(&self.masks, &self.ids, prepared);
+        need && !goes_with_links(need, prepared)
     }
 
     /// The summary of the run so far; the next event starts a new run.
@@ -515,7 +517,6 @@ impl Summarizer {
         let fresh = Summary {
             events: 0,
             mergeable: true,
-            links_dense: true,
             partials: self.kinds.clone(),
             link_index: Vec::with_capacity(self.run.link_index.len()),
             link_pairs: Vec::with_capacity(self.run.link_pairs.len()),
@@ -600,15 +601,15 @@ mod tests {
     /// Links are listed by position only from the first event that is not one on.
     #[test]
     fn link_positions_are_listed_from_the_first_gap() {
-        let mut summary = Summary { links_dense: true, ..Summary::default() };
+        let mut summary = Summary::default();
         for index in [0, 1, 2] {
             summary.push_link(index, (u64::from(index) + 1, 0));
         }
-        assert!(summary.links_dense && summary.link_index.is_empty());
+        assert!(summary.link_index.is_empty());
         assert_eq!(summary.links_before(1, 2), 1);
         summary.push_link(4, (5, 0));
         summary.push_link(5, (6, 0));
-        assert!(!summary.links_dense);
+        assert_eq!(summary.link_index, [0, 1, 2, 4, 5]);
         let positions: Vec<u32> = summary.links().map(|link| link.index).collect();
         assert_eq!(positions, [0, 1, 2, 4, 5]);
         assert_eq!(summary.links_before(0, 4), 3);
