@@ -732,10 +732,11 @@ enum Buffer {
 }
 
 /// The read buffer holds the input's bytes at the same address modulo `ALIGN` as their
-/// offset in the file. The kernel copies a page-cache page into a buffer of a different
-/// alignment about three times slower (measured here on AMD EPYC: reading the benchmark's
-/// 156 MB trace with 256 KiB `pread`s took 81-113 ms of CPU into a buffer off by 16 bytes,
-/// 28-30 ms into one of matching alignment; see docs/benchmarks.md).
+/// offset in the file. The kernel's copy out of the page cache runs about three times slower
+/// when the buffer's address is 1 to 31 bytes past the source's modulo the page size
+/// (measured on this AMD EPYC host: 256 KiB `pread`s of the benchmark's 156 MB trace took
+/// 81-113 ms of CPU at those offsets, 27-30 ms at 0, 32, 63 or 2048). Where a block starts
+/// depends on the trace's first line, so without this about one trace in 130 hit it.
 const ALIGN: usize = 64;
 
 impl Data {
