@@ -174,7 +174,7 @@ const MAX_AGENTS: usize = 65_536;
 const MAX_OPEN_TOOLS: usize = 65_536;
 
 /// How many of the latest ends of one reused id are remembered to tell a repeated end record.
-const ENDS_PER_ID: usize = 16;
+pub(super) const ENDS_PER_ID: usize = 16;
 
 /// How many ended tool calls are remembered to tell a repeated end record.
 pub(super) const ENDED_TOOLS_WINDOW: usize = 4_096;

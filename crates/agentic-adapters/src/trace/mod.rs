@@ -32,7 +32,7 @@ mod tooltrace;
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::{BufRead, Read};
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 
 use agentic_core::CanonicalEvent;
 use chrono::{DateTime, Utc};
@@ -212,6 +212,9 @@ pub struct TraceReader<R> {
     /// Where the line read last ends in the input (for a line read again, where it ended
     /// then): the position the OTLP window measures its bytes by.
     at: u64,
+    /// The line the text in `buffer` starts at: `line`, except for an element of a cut list
+    /// given back that spans lines (it ends at `line`).
+    first_line: u64,
     done: bool,
 }
 
@@ -248,11 +251,13 @@ struct Tail {
     ends: Vec<u64>,
 }
 
-/// A line given back to be read again: its text, line number and where it ends in the input.
+/// A line given back to be read again: its text, line number and where it ends in the input
+/// (an element of a cut list given back may span lines: `line` to `last`).
 #[derive(Debug)]
 struct Replayed {
     text: Vec<u8>,
     line: u64,
+    last: u64,
     end: u64,
 }
 
@@ -335,6 +340,7 @@ impl<R: BufRead> TraceReader<R> {
             bad_elements: Vec::new(),
             replay: VecDeque::new(),
             at: 0,
+            first_line: 0,
             done: false,
         }
     }
@@ -348,7 +354,8 @@ impl<R: BufRead> TraceReader<R> {
     fn read_line(&mut self) -> Result<bool, TraceError> {
         if let Some(replayed) = self.replay.pop_front() {
             self.buffer = replayed.text;
-            self.line = replayed.line;
+            self.first_line = replayed.line;
+            self.line = replayed.last;
             self.at = replayed.end;
             return Ok(true);
         }
@@ -365,6 +372,7 @@ impl<R: BufRead> TraceReader<R> {
         self.consumed += read as u64;
         self.at = self.consumed;
         self.line += 1;
+        self.first_line = self.line;
         // A byte-order mark (editors on Windows write one) is not part of a record: at the
         // start of the file, or of a line (files that each had one, concatenated).
         if self.buffer.starts_with(UTF8_BOM) {
@@ -409,7 +417,7 @@ impl<R: BufRead> TraceReader<R> {
     /// Parses the line in `buffer` (and, for a multi-line document, the lines after it);
     /// `None` for a blank line.
     fn parse_current(&mut self) -> Option<Result<(Value, u64), TraceError>> {
-        let start = self.line;
+        let start = self.first_line;
         let text = match std::str::from_utf8(&self.buffer) {
             Ok(text) => text.trim(),
             Err(error) => {
@@ -532,7 +540,7 @@ impl<R: BufRead> TraceReader<R> {
             }
             Ok(true) => {}
         }
-        let line = self.line;
+        let line = self.first_line;
         let view = std::str::from_utf8(&self.buffer)
             .ok()
             .map(str::trim)
@@ -582,13 +590,15 @@ impl<R: BufRead> TraceReader<R> {
         nesting.feed(first.as_bytes());
         let object = first.starts_with('{');
         let mut document = first;
+        // Where each of the document's lines ends in the input.
+        let mut ends = vec![self.at];
         // The run of lines that ends the document so far while each is a record on its own
         // (or blank): only such a tail is given back.
         let mut tail: Option<Tail> = None;
         loop {
             match self.read_line()? {
                 false => {
-                    let given_back = self.give_back(&document, tail.as_ref());
+                    let given_back = self.give_back(&document, tail.as_ref(), start, &ends);
                     return Err(TraceError::malformed(
                         start,
                         format!("the JSON document starting here is not closed before the end of the file{given_back}"),
@@ -597,7 +607,7 @@ impl<R: BufRead> TraceReader<R> {
                 true => {
                     if object && matches!(self.buffer.first(), Some(b'{' | b'[')) && !nesting.wants_value() {
                         let next = self.line;
-                        let given_back = self.give_back(&document, tail.as_ref());
+                        let given_back = self.give_back(&document, tail.as_ref(), start, &ends);
                         // After the lines given back, in file order.
                         self.hold_line();
                         return Err(TraceError::malformed(
@@ -630,6 +640,7 @@ impl<R: BufRead> TraceReader<R> {
                         ));
                     }
                     document.push('\n');
+                    ends.push(self.at);
                     // A line of another kind ends the run (reading a document's lines one by
                     // one would report each of them); a later record starts a new one.
                     let record = is_record_line(text);
@@ -657,7 +668,7 @@ impl<R: BufRead> TraceReader<R> {
                             let position = format!(" at line {} column {}", error.line(), error.column());
                             let what = text.strip_suffix(&position).unwrap_or(&text);
                             let line = start + error.line() as u64 - 1;
-                            let given_back = self.give_back(&document, tail.as_ref());
+                            let given_back = self.give_back(&document, tail.as_ref(), start, &ends);
                             return Err(TraceError::malformed(
                                 start,
                                 format!(
@@ -675,18 +686,43 @@ impl<R: BufRead> TraceReader<R> {
     /// Queues the line just read (it starts the next record) to be read again.
     fn hold_line(&mut self) {
         let text = std::mem::take(&mut self.buffer);
-        self.replay.push_back(Replayed { text, line: self.line, end: self.at });
+        self.replay.push_back(Replayed { text, line: self.line, last: self.line, end: self.at });
     }
 
-    /// Queues the lines of a failed `document` that `tail` covers to be read again as lines of
-    /// their own; what to add to the error (`""` when there are none).
-    fn give_back(&mut self, document: &str, tail: Option<&Tail>) -> String {
+    /// Queues what a failed `document` (its first line `start`, its lines ending at `ends` in
+    /// the input) took in to be read again on its own; what to add to the error (`""` when
+    /// nothing is given back). A list gives back its whole elements ([`list_elements`]);
+    /// another document the lines that `tail` covers.
+    fn give_back(&mut self, document: &str, tail: Option<&Tail>, start: u64, ends: &[u64]) -> String {
+        if document.starts_with('[') {
+            let elements = list_elements(document);
+            let newlines = |range: Range<usize>| document[range].bytes().filter(|&b| b == b'\n').count() as u64;
+            let (mut line, mut counted) = (start, 0);
+            let mut spans = Vec::with_capacity(elements.len());
+            for (index, element) in elements.iter().enumerate() {
+                line += newlines(counted..element.start);
+                let (first, last) = (line, line + newlines(element.clone()));
+                (line, counted) = (last, element.end);
+                spans.push((first, last));
+                // The last element reads to the document's end (the lines after it are the
+                // broken rest), so the line count goes on from there.
+                let through = if index + 1 == elements.len() { start + ends.len() as u64 - 1 } else { last };
+                let end = ends.get((through - start) as usize).copied().unwrap_or(self.at);
+                let text = document[element.clone()].as_bytes().to_vec();
+                self.replay.push_back(Replayed { text, line: first, last: through, end });
+            }
+            let (Some(&(first, _)), Some(&(_, last))) = (spans.first(), spans.last()) else { return String::new() };
+            let count = elements.len();
+            let (noun, verb) = if count == 1 { ("element", "is") } else { ("elements", "are") };
+            let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+            return format!("; its {count} whole {noun} ({lines}) {verb} read as records of their own");
+        }
         let Some(tail) = tail else { return String::new() };
         for ((number, text), &end) in (tail.line..).zip(document[tail.at..].split('\n')).zip(&tail.ends) {
             // An element of the cut list is read as the record it is, without the list's `,`.
             let text = text.trim_end();
             let text = text.strip_suffix(',').unwrap_or(text);
-            self.replay.push_back(Replayed { text: text.as_bytes().to_vec(), line: number, end });
+            self.replay.push_back(Replayed { text: text.as_bytes().to_vec(), line: number, last: number, end });
         }
         format!("; the records it took in from line {} on are given back to be read on their own", tail.line)
     }
@@ -988,6 +1024,53 @@ fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> Trac
              document is skipped: write the trace as UTF-8 (`iconv -f LATIN1 -t UTF-8` converts Latin-1)"
         ),
     )
+}
+
+/// The whole elements of a JSON list that does not parse as a whole (cut short, or broken
+/// part way), as byte ranges of `document` (which starts with its `[`): each value that
+/// parses on its own, in order. A broken element is skipped to the next line that starts
+/// (after the same indentation as the broken element's line, or in the first column) with
+/// `{` or `[`; a missing `,` between elements is passed over.
+fn list_elements(document: &str) -> Vec<Range<usize>> {
+    let mut elements = Vec::new();
+    let bytes = document.as_bytes();
+    let mut pos = 1;
+    loop {
+        while pos < bytes.len() && (bytes[pos].is_ascii_whitespace() || bytes[pos] == b',') {
+            pos += 1;
+        }
+        if pos >= bytes.len() || bytes[pos] == b']' {
+            return elements;
+        }
+        let mut values = serde_json::Deserializer::from_str(&document[pos..]).into_iter::<serde::de::IgnoredAny>();
+        match values.next() {
+            Some(Ok(_)) => {
+                let end = pos + values.byte_offset();
+                elements.push(pos..end);
+                pos = end;
+            }
+            _ => {
+                // Past the broken element: to the next line that may start another one.
+                let line_start = document[..pos].rfind('\n').map_or(0, |nl| nl + 1);
+                let indent = pos - line_start;
+                let mut next = None;
+                let mut at = pos;
+                while let Some(nl) = document[at..].find('\n') {
+                    let line = at + nl + 1;
+                    let text = &document[line..];
+                    let trimmed = text.trim_start_matches([' ', '\t']);
+                    let column = text.len() - trimmed.len();
+                    if trimmed.starts_with(['{', '[']) && (column == 0 || column == indent) {
+                        next = Some(line + column);
+                        break;
+                    }
+                    at = line;
+                }
+                let Some(next) = next else { return elements };
+                pos = next;
+            }
+        }
+    }
 }
 
 /// A line that is a whole record on its own: it starts in the first column with `{` or `[`

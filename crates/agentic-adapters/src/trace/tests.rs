@@ -1558,9 +1558,10 @@ fn multi_line_documents_close_by_their_brackets() {
 
 /// A list (an exporter's batch) cut after one of its elements, or an object document cut
 /// inside a list, reads on where a list can take a value, so it takes in the records after
-/// it; when it then never closes, it gives them back: from its first later line that is a
-/// whole record in the first column, its lines are read as records of their own (in file
-/// order, with their line numbers), by the iterator and by the parallel reader alike.
+/// it; when it then never closes, it gives them back. A list gives back every whole element
+/// (its own and those it took in, one line or many, in file order, each with the line it
+/// starts at); an object document, from its first later line that is a whole record in the
+/// first column, its lines. By the iterator and by the parallel reader alike.
 #[test]
 fn a_cut_list_gives_back_the_records_it_took_in() {
     let record = |tool: &str, id: &str| format!(r#"{{"tool_name":"{tool}","trace_id":"{id}"}}"#);
@@ -1577,19 +1578,26 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
     );
     assert_eq!(
         names(&cut_batch),
-        vec![Ok((1, "Read".to_owned())), Err(2), Ok((3, "Bash".to_owned())), Ok((4, "Bash".to_owned()))]
+        vec![
+            Ok((1, "Read".to_owned())),
+            Err(2),
+            Ok((2, "Read".to_owned())),
+            Ok((2, "Bash".to_owned())),
+            Ok((3, "Bash".to_owned())),
+            Ok((4, "Bash".to_owned()))
+        ]
     );
     let error = read(&cut_batch, None).into_iter().find_map(Result::err).unwrap().message;
-    assert!(error.contains("the records it took in from line 3 on are given back to be read on their own"), "{error}");
+    assert!(error.contains("its 4 whole elements (lines 2-4) are read as records of their own"), "{error}");
     let lone = format!("[\n{}\n{}\n", record("Bash", "d"), record("Write", "e"));
     assert_eq!(names(&lone), vec![Err(1), Ok((2, "Bash".to_owned())), Ok((3, "Write".to_owned()))]);
     let elements = format!("[\n{},\n{},\n", record("Bash", "d"), record("Write", "e"));
     assert_eq!(names(&elements), vec![Err(1), Ok((2, "Bash".to_owned())), Ok((3, "Write".to_owned()))]);
-    // A pretty-printed batch cut after its first element: its indented lines are part of
-    // it, the record after it is given back.
+    // A pretty-printed batch cut after its first element: that element (lines 2-5) and the
+    // record after it are given back.
     let pretty =
         format!("[\n  {{\n    \"tool_name\": \"Read\",\n    \"trace_id\": \"p\"\n  }},\n{}\n", record("Bash", "q"));
-    assert_eq!(names(&pretty), vec![Err(1), Ok((6, "Bash".to_owned()))]);
+    assert_eq!(names(&pretty), vec![Err(1), Ok((2, "Read".to_owned())), Ok((6, "Bash".to_owned()))]);
     // An object cut inside a list takes in one line, then ends at the next record's line:
     // both are read, in order.
     let in_list = format!("{{\"resourceSpans\": [\n{}\n{}\n", record("Bash", "r"), record("Edit", "s"));
@@ -1602,9 +1610,9 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
     let unindented =
         "{\n\"tool_name\": \"Read\",\n\"args\": {\n\"a\": [\n{},\n{}\n],\n\"b\": [\n[],\n[]\n]\n},\noops\n}\n";
     assert_eq!(read(unindented, None).len(), 1, "{:?}", read(unindented, None));
-    // Only a tail of whole records is given back: one that holds a document of its own
-    // (a whole batch printed over lines) is not read line by line (which would report
-    // each of its lines and put its records out of order); what follows it still is.
+    // An element that is a document of its own (a whole batch printed over lines) is given
+    // back whole, not line by line (which would report each of its lines); a missing `,`
+    // between elements is passed over.
     let nested = format!(
         "[\n{},\n[\n{},\n{}\n]\n{}\n{}\n",
         record("Read", "a"),
@@ -1613,7 +1621,17 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
         record("Bash", "d"),
         record("Write", "e")
     );
-    assert_eq!(names(&nested), vec![Err(1), Ok((7, "Bash".to_owned())), Ok((8, "Write".to_owned()))]);
+    assert_eq!(
+        names(&nested),
+        vec![
+            Err(1),
+            Ok((2, "Read".to_owned())),
+            Ok((3, "Read".to_owned())),
+            Ok((3, "Read".to_owned())),
+            Ok((7, "Bash".to_owned())),
+            Ok((8, "Write".to_owned()))
+        ]
+    );
     for text in [&cut_batch, &lone, &elements, &pretty, &in_list, &nested] {
         assert_parallel_agrees(text.as_bytes(), None);
     }
@@ -1626,7 +1644,7 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
         record("Bash", "c"),
         record("Bash", "d")
     );
-    assert_eq!(names(&first).len(), 4);
+    assert_eq!(names(&first).len(), 5);
     assert_parallel_agrees(first.as_bytes(), None);
 }
 
@@ -2598,4 +2616,94 @@ fn otlp_argument_text_with_a_lone_surrogate_is_read_and_repeats_are_not_counted_
     let got = events(&[once.as_str(), once.as_str()].join("\n"));
     let marked = got.iter().filter(|e| e.attributes.contains_key(agentic_core::event::ARGUMENTS_UNREAD)).count();
     assert_eq!(marked, 1, "{got:?}");
+}
+
+/// A pretty-printed list cut short by a crash, or broken part way, keeps its whole elements:
+/// each is read as the record it is, at the line it starts, and the line count goes on after
+/// the list; only the broken part is the malformed record. By the iterator and by the
+/// parallel reader alike.
+#[test]
+fn a_broken_pretty_list_keeps_its_whole_elements() {
+    let names = |text: &str| lines_and_names(&read(text, None));
+    // `json.dumps(records, indent=2)` cut inside its third element.
+    let cut = "[\n  {\n    \"tool_name\": \"Read\",\n    \"trace_id\": \"a\"\n  },\n  {\n    \"tool_name\": \"Bash\",\n    \"args\": {\"command\": \"ls\"}\n  },\n  {\n    \"tool_name\": \"Ed";
+    assert_eq!(names(cut), vec![Err(1), Ok((2, "Read".to_owned())), Ok((6, "Bash".to_owned()))]);
+    let error = read(cut, None).into_iter().find_map(Result::err).unwrap().message;
+    assert!(error.contains("not closed before the end of the file; its 2 whole elements (lines 2-9)"), "{error}");
+    // A list broken in its second element, closed, then more records: the third element
+    // and the record after the list keep their lines.
+    let broken = "[\n  {\"tool_name\": \"Read\",\n   \"trace_id\": \"a\"},\n  {\"tool_name\": oops},\n  {\"tool_name\": \"Edit\", \"trace_id\": \"c\"}\n]\n{\"tool_name\":\"Write\",\"trace_id\":\"d\"}\n";
+    assert_eq!(
+        names(broken),
+        vec![Err(1), Ok((2, "Read".to_owned())), Ok((5, "Edit".to_owned())), Ok((7, "Write".to_owned()))]
+    );
+    // A cut list whose elements are records of one line and of several, with a `,` missing.
+    let mixed = "[\n{\"tool_name\":\"Read\",\"trace_id\":\"a\"},\n{\n  \"tool_name\": \"Bash\",\n  \"trace_id\": \"c\"\n}\n{\"tool_name\":\"Write\",\"trace_id\":\"d\"}\n";
+    assert_eq!(
+        names(mixed),
+        vec![Err(1), Ok((2, "Read".to_owned())), Ok((3, "Bash".to_owned())), Ok((7, "Write".to_owned()))]
+    );
+    // Nothing whole: one malformed record, nothing given back.
+    assert_eq!(names("[\n  {\n    \"tool_name\": \"Re"), vec![Err(1)]);
+    for text in [cut, broken, mixed] {
+        assert_parallel_agrees(text.as_bytes(), None);
+    }
+}
+
+/// Tooltrace v2 written twice (a capture registered twice): a `pre` that repeats a call in
+/// flight under its `tool_use_id`, or a `post` that repeats one of the id's latest ends, is
+/// a `custom` event with `data.repeated: true`, so the call counts once; the same id with
+/// other arguments, another tool or another outcome is a call of its own.
+#[test]
+fn a_repeated_v2_record_counts_once() {
+    let pre = |tool: &str, command: &str| {
+        format!(
+            r#"{{"tool_name":"{tool}","phase":"pre","tool_use_id":"u1","session_id":"s","args":{{"command":"{command}"}}}}"#
+        )
+    };
+    let post = |tool: &str, phase: &str, command: &str| {
+        format!(
+            r#"{{"tool_name":"{tool}","phase":"{phase}","tool_use_id":"u1","session_id":"s","args":{{"command":"{command}"}}}}"#
+        )
+    };
+    let kinds = |lines: &[String]| {
+        events(&lines.join("\n"))
+            .iter()
+            .map(|event| (event.event_type, event.data.get("repeated") == Some(&json!(true))))
+            .collect::<Vec<_>>()
+    };
+    use EventType::{Custom, ToolCallEnd, ToolCallStart};
+    // Every record twice.
+    let twice = [pre("Bash", "ls"), pre("Bash", "ls"), post("Bash", "post", "ls"), post("Bash", "post", "ls")];
+    assert_eq!(kinds(&twice), vec![(ToolCallStart, false), (Custom, true), (ToolCallEnd, false), (Custom, true)]);
+    // An end written twice after the id's next call started: the copy does not end it.
+    let reused = [
+        pre("Bash", "ls"),
+        post("Bash", "post", "ls"),
+        pre("Bash", "pwd"),
+        post("Bash", "post", "ls"),
+        post("Bash", "post", "pwd"),
+    ];
+    assert_eq!(
+        kinds(&reused),
+        vec![
+            (ToolCallStart, false),
+            (ToolCallEnd, false),
+            (ToolCallStart, false),
+            (Custom, true),
+            (ToolCallEnd, false)
+        ]
+    );
+    // Not repeats: other arguments, another tool, another outcome.
+    let others = [
+        post("Bash", "post", "ls"),
+        post("Bash", "post", "pwd"),
+        post("Read", "post", "ls"),
+        post("Bash", "post_failure", "ls"),
+    ];
+    assert!(kinds(&others).iter().all(|&(kind, repeated)| kind == ToolCallEnd && !repeated), "{:?}", kinds(&others));
+    // Nothing is lost: every record is an event, with its line.
+    let got = events(&twice.join("\n"));
+    let raw_lines: Vec<u64> = got.iter().filter_map(|e| e.source.as_ref()?.line).collect();
+    assert_eq!(raw_lines, vec![1, 2, 3, 4], "every record is kept, with its line");
 }

@@ -26,7 +26,9 @@ use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc333
 /// v2 pairs a `phase: pre` record with its `post` or `post_failure` by `tool_use_id` (the
 /// hook pairs them that way): a writer that numbers every record's `trace_id` (as v1 does)
 /// gives the pre and the post different ones, and the end takes its start's span id, so the
-/// call counts once.
+/// call counts once. A v2 record written twice (a `pre` of a call in flight, or a `post` of
+/// one of the id's latest ends, with the same session, tool, arguments and outcome) is kept
+/// as a `custom` event with `data.repeated: true`.
 #[derive(Debug, Clone, Default)]
 pub struct TooltraceAdapter {
     /// Calls started (`phase: pre` with a `tool_use_id`) and not ended, by `tool_use_id`:
@@ -34,7 +36,19 @@ pub struct TooltraceAdapter {
     /// id would be a `tool_use_id` that another session's call has open gets `ID@SESSION`
     /// instead, since tooltrace span ids are file-wide.
     open_calls: std::collections::HashMap<String, Vec<OpenCall>>,
+    /// The latest ends of v2 calls (at most [`ENDS_PER_ID`] per `tool_use_id`, for the
+    /// latest [`ENDED_TOOLS_WINDOW`] ends), to tell a repeated end record: the number of
+    /// the id's latest end, and each end's session, tool, arguments hash and failure.
+    ended_calls: std::collections::HashMap<String, (u64, Vec<EndedCall>)>,
+    /// The ids of the latest ends, oldest first, each with its end's number.
+    ended_order: std::collections::VecDeque<(String, u64)>,
+    ends: u64,
 }
+
+/// A v2 call that ended: its session, tool, arguments hash and whether it failed.
+type EndedCall = (Option<String>, String, u64, bool);
+
+use super::claude_hook::{ENDED_TOOLS_WINDOW, ENDS_PER_ID};
 
 /// A v2 call in flight: its session, its span id, its tool and a hash of its arguments
 /// ([`hash_json`](super::hash_json): the same arguments in any key order).
@@ -45,6 +59,27 @@ const MAX_OPEN_CALLS: usize = 65_536;
 
 /// The most v2 calls in flight under one `tool_use_id`.
 const MAX_OPEN_PER_ID: usize = 256;
+
+impl TooltraceAdapter {
+    /// Notes the end of a v2 call under `call` (its `tool_use_id`), keeping the latest
+    /// [`ENDS_PER_ID`] of the id and the ids of the latest [`ENDED_TOOLS_WINDOW`] ends.
+    fn note_end(&mut self, call: &str, end: EndedCall) {
+        if self.ended_order.len() == ENDED_TOOLS_WINDOW
+            && let Some((oldest, number)) = self.ended_order.pop_front()
+            && self.ended_calls.get(&oldest).is_some_and(|(latest, _)| *latest == number)
+        {
+            self.ended_calls.remove(&oldest);
+        }
+        self.ends += 1;
+        self.ended_order.push_back((call.to_owned(), self.ends));
+        let (latest, ended) = self.ended_calls.entry(call.to_owned()).or_default();
+        *latest = self.ends;
+        if ended.len() == ENDS_PER_ID {
+            ended.remove(0);
+        }
+        ended.push(end);
+    }
+}
 
 impl TraceAdapter for TooltraceAdapter {
     fn format(&self) -> TraceFormat {
@@ -125,22 +160,59 @@ impl TraceAdapter for TooltraceAdapter {
                 hasher.finish()
             };
             let same_session = |calls: &Vec<OpenCall>| calls.iter().any(|(session, ..)| *session == session_id);
+            let failed = status == EventStatus::Error;
+            // A record written twice (a capture registered twice) is a repeat: a start that
+            // holds the session, tool and arguments of a call in flight under its id, or an
+            // end that holds those (and the outcome) of one of the id's latest ends and ends
+            // no call in flight with the same arguments.
+            let repeats_end = event_type == EventType::ToolCallEnd
+                && self.ended_calls.get(call).is_some_and(|(_, ended)| {
+                    ended.iter().any(|(session, tool, hash, fail)| {
+                        *session == session_id && *tool == tool_name && *hash == args && *fail == failed
+                    })
+                });
             // An end ends this session's call in flight under the id with the same arguments,
-            // else one of its tool (compared as JSON values). Another tool's end, and a start
-            // while this session has a call in flight under the id, is a call of its own: its
-            // span id is made unique by its line (unless it has a `trace_id`), and the calls in
-            // flight stay so.
+            // else (unless it repeats an end) one of its tool (compared as JSON values).
+            // Another tool's end, and a start while this session has a call in flight under
+            // the id, is a call of its own: its span id is made unique by its line (unless it
+            // has a `trace_id`), and the calls in flight stay so.
+            let mine = |(session, _, tool, _): &&OpenCall| *session == session_id && *tool == tool_name;
             let at = if event_type == EventType::ToolCallEnd {
                 open.and_then(|calls| {
-                    let mine = |(session, _, tool, _): &&OpenCall| *session == session_id && *tool == tool_name;
                     calls
                         .iter()
                         .position(|call| mine(&call) && call.3 == args)
-                        .or_else(|| calls.iter().position(|call| mine(&call)))
+                        .or_else(|| (!repeats_end).then(|| calls.iter().position(|call| mine(&call))).flatten())
                 })
             } else {
                 None
             };
+            let repeated = if event_type == EventType::ToolCallStart {
+                open.is_some_and(|calls| calls.iter().any(|call| mine(&call) && call.3 == args))
+            } else {
+                at.is_none() && repeats_end
+            };
+            if repeated {
+                // Kept as a `custom` event (nothing is lost): counting it would count one
+                // call twice.
+                let mut repeat = CanonicalEvent::new(EventType::Custom, event.timestamp);
+                let kind = phase.clone().unwrap_or_default();
+                repeat.data = json!({ "kind": kind, "repeated": true });
+                repeat.span = Some(SpanContext {
+                    trace_id: session_id,
+                    span_id: None,
+                    parent_span_id: parent_trace_id.or(agent_id),
+                });
+                repeat.source = Some(EventSource {
+                    format: TraceFormat::Tooltrace.name().to_owned(),
+                    native_id: Some(call.clone()),
+                    native_type: phase,
+                    line: Some(line),
+                    raw: Some(record),
+                });
+                out.push(repeat);
+                return Ok(());
+            }
             if at.is_none() && open.is_some_and(same_session) && trace_id.is_none() {
                 span_id = Some(format!("{call}#L{line}"));
             }
@@ -162,11 +234,14 @@ impl TraceAdapter for TooltraceAdapter {
                 } else if self.open_calls.len() < MAX_OPEN_CALLS {
                     self.open_calls.insert(call.clone(), vec![entry]);
                 }
-            } else if let (Some(calls), Some(at)) = (self.open_calls.get_mut(call), at) {
-                span_id = calls.remove(at).1;
-                if calls.is_empty() {
-                    self.open_calls.remove(call);
+            } else {
+                if let (Some(calls), Some(at)) = (self.open_calls.get_mut(call), at) {
+                    span_id = calls.remove(at).1;
+                    if calls.is_empty() {
+                        self.open_calls.remove(call);
+                    }
                 }
+                self.note_end(call, (session_id.clone(), tool_name.clone(), args, failed));
             }
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id: parent_trace_id.or(agent_id) });
