@@ -1028,9 +1028,10 @@ fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> Trac
 
 /// The whole elements of a JSON list that does not parse as a whole (cut short, or broken
 /// part way), as byte ranges of `document` (which starts with its `[`): each value that
-/// parses on its own, in order. A broken element is skipped to the next line that starts
-/// (after the same indentation as the broken element's line, or in the first column) with
-/// `{` or `[`; a missing `,` between elements is passed over.
+/// parses on its own, in order. A broken element whose brackets close is passed over; one
+/// whose brackets never close (cut short) took in what follows it, so the search goes on
+/// at the next line that is a whole record on its own ([`is_record_line`]). A missing `,`
+/// between elements is passed over.
 fn list_elements(document: &str) -> Vec<Range<usize>> {
     let mut elements = Vec::new();
     let bytes = document.as_bytes();
@@ -1043,34 +1044,65 @@ fn list_elements(document: &str) -> Vec<Range<usize>> {
             return elements;
         }
         let mut values = serde_json::Deserializer::from_str(&document[pos..]).into_iter::<serde::de::IgnoredAny>();
-        match values.next() {
-            Some(Ok(_)) => {
-                let end = pos + values.byte_offset();
-                elements.push(pos..end);
-                pos = end;
-            }
-            _ => {
-                // Past the broken element: to the next line that may start another one.
-                let line_start = document[..pos].rfind('\n').map_or(0, |nl| nl + 1);
-                let indent = pos - line_start;
-                let mut next = None;
-                let mut at = pos;
-                while let Some(nl) = document[at..].find('\n') {
-                    let line = at + nl + 1;
-                    let text = &document[line..];
-                    let trimmed = text.trim_start_matches([' ', '\t']);
-                    let column = text.len() - trimmed.len();
-                    if trimmed.starts_with(['{', '[']) && (column == 0 || column == indent) {
-                        next = Some(line + column);
+        if let Some(Ok(_)) = values.next() {
+            let end = pos + values.byte_offset();
+            elements.push(pos..end);
+            pos = end;
+            continue;
+        }
+        match broken_element_end(bytes, pos) {
+            Some(end) => pos = end,
+            None => {
+                // Past the broken element's line: to the next whole record on a line.
+                let mut at = document[pos..].find('\n').map_or(bytes.len(), |nl| pos + nl + 1);
+                loop {
+                    if at >= bytes.len() {
+                        return elements;
+                    }
+                    let line_end = document[at..].find('\n').map_or(bytes.len(), |nl| at + nl);
+                    let line = &document[at..line_end];
+                    let text = line.trim_start();
+                    if is_record_line(text) {
+                        pos = at + (line.len() - text.len());
                         break;
                     }
-                    at = line;
+                    at = line_end + 1;
                 }
-                let Some(next) = next else { return elements };
-                pos = next;
             }
         }
     }
+}
+
+/// Where a broken list element at `pos` ends, following its brackets outside strings (a
+/// string never runs over a line end): after its closing bracket, or for a value without
+/// brackets at the next `,` or `]`; `None` when its brackets never close.
+fn broken_element_end(bytes: &[u8], pos: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0i64, false, false);
+    for (offset, &byte) in bytes[pos..].iter().enumerate() {
+        if in_string {
+            match byte {
+                b'\n' => in_string = false,
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(pos + offset + 1);
+                }
+            }
+            b',' | b']' if depth == 0 => return Some(pos + offset),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A line that is a whole record on its own: it starts in the first column with `{` or `[`

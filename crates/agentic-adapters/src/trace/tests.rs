@@ -2707,3 +2707,44 @@ fn a_repeated_v2_record_counts_once() {
     let raw_lines: Vec<u64> = got.iter().filter_map(|e| e.source.as_ref()?.line).collect();
     assert_eq!(raw_lines, vec![1, 2, 3, 4], "every record is kept, with its line");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A batch printed on one line, indented or not, and cut anywhere (a crash) loses only
+    /// the element it was cut in: every element whole before the cut is read, at the line it
+    /// starts, the cut list is one malformed record, and the parallel reader agrees.
+    #[test]
+    fn a_cut_batch_loses_only_its_unfinished_element(
+        tools in proptest::collection::vec(0usize..4, 1..8),
+        style in 0usize..3,
+        cut in 0.0f64..1.0,
+    ) {
+        let names = ["Read", "Bash", "Edit", "Task"];
+        let mut text = String::from(if style == 0 { "[" } else { "[\n" });
+        // Each element's first line and where it ends in the text.
+        let mut elements = Vec::new();
+        for (n, tool) in tools.iter().enumerate() {
+            if n > 0 {
+                text.push_str(if style == 0 { "," } else { ",\n" });
+            }
+            let record = json!({"tool_name": names[*tool], "trace_id": format!("t{n}"), "args": {"n": n, "list": [1, {"k": "v"}]}});
+            let printed = match style {
+                0 => serde_json::to_string(&record).unwrap(),
+                // `indent=2`, and `indent=0` (every line in the first column).
+                1 => serde_json::to_string_pretty(&record).unwrap().lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"),
+                _ => serde_json::to_string_pretty(&record).unwrap().lines().map(str::trim_start).collect::<Vec<_>>().join("\n"),
+            };
+            let line = 1 + text.matches('\n').count() as u64;
+            text.push_str(&printed);
+            elements.push((line, names[*tool].to_owned(), text.len()));
+        }
+        // Cut before the closing `]`: the list never closes.
+        let at = 1 + ((text.len() - 1) as f64 * cut) as usize;
+        let cut_text = format!("{}\n", &text[..at.min(text.len())]);
+        let mut expected = vec![Err(1)];
+        expected.extend(elements.iter().filter(|(_, _, end)| *end <= at).map(|(line, name, _)| Ok((*line, name.clone()))));
+        prop_assert_eq!(lines_and_names(&read(&cut_text, None)), expected, "{}", cut_text);
+        assert_parallel_agrees(cut_text.as_bytes(), None);
+    }
+}
