@@ -16,6 +16,7 @@ use std::ops::Range;
 
 use agentic_core::json_scan::{JsonScanner, KeySet};
 
+use super::claude_hook::{ENDED_TOOLS_WINDOW, ENDS_PER_ID};
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
@@ -47,8 +48,6 @@ pub struct TooltraceAdapter {
 
 /// A v2 call that ended: its session, tool, arguments hash and whether it failed.
 type EndedCall = (Option<String>, String, u64, bool);
-
-use super::claude_hook::{ENDED_TOOLS_WINDOW, ENDS_PER_ID};
 
 /// A v2 call in flight: its session, its span id, its tool and a hash of its arguments
 /// ([`hash_json`](super::hash_json): the same arguments in any key order).
