@@ -47,6 +47,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
 
+use super::ends::LatestEnds;
 use super::{TraceAdapter, TraceFormat, hash_json, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
@@ -60,13 +61,9 @@ pub struct ClaudeHookAdapter {
     /// [`MAX_OPEN_TOOLS`] ids), with what each start record holds and its span id: several
     /// when a writer reused an id for a call while another was in flight.
     open_tools: HashMap<ToolKey, Vec<(Holds, String)>>,
-    /// The latest [`ENDED_TOOLS_WINDOW`] tool calls that ended, oldest first with the number
-    /// of their end, and by key with the number of the latest end and what the ends of that
-    /// id held (up to [`ENDS_PER_ID`]), to tell a repeated end record from another call's.
-    ended_order: VecDeque<(ToolKey, u64)>,
-    ended_tools: HashMap<ToolKey, (u64, Vec<Holds>)>,
-    /// How many ends were noted.
-    ends: u64,
+    /// What the latest tool calls that ended held, by session and id, to tell a repeated
+    /// end record from another call's.
+    ended_tools: LatestEnds<ToolKey, Holds>,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
     /// (at most [`MAX_SPAWNERS`]).
     spawners: VecDeque<Spawner>,
@@ -173,12 +170,6 @@ const MAX_AGENTS: usize = 65_536;
 /// The most tool calls in flight whose records are checked for duplicates.
 const MAX_OPEN_TOOLS: usize = 65_536;
 
-/// How many of the latest ends of one reused id are remembered to tell a repeated end record.
-pub(super) const ENDS_PER_ID: usize = 16;
-
-/// How many ended tool calls are remembered to tell a repeated end record.
-pub(super) const ENDED_TOOLS_WINDOW: usize = 4_096;
-
 /// The most spawning calls kept in flight; beyond it the oldest is forgotten (its subagent
 /// then has no parent span).
 const MAX_SPAWNERS: usize = 4_096;
@@ -220,7 +211,7 @@ impl ClaudeHookAdapter {
             if let Some((_, span)) = in_flight.iter().find(|(open, _)| *open == holds) {
                 return (Seen::Repeated, span.clone());
             }
-            if !in_flight.is_empty() || self.ended_tools.contains_key(&key) {
+            if !in_flight.is_empty() || self.ended_tools.contains(&key) {
                 self.next_generation(&key);
             }
             let span = span_of(self, &key);
@@ -231,7 +222,7 @@ impl ClaudeHookAdapter {
         }
         // The call in flight this record ends: the same input; else, unless it repeats an end
         // of this id read before, one of the same tool (both of the same agent).
-        let repeats = self.ended_tools.get(&key).is_some_and(|(_, ended)| ended.contains(&holds));
+        let repeats = self.ended_tools.of(&key).contains(&holds);
         let ends = in_flight
             .iter()
             .position(|(open, _)| *open == holds)
@@ -251,27 +242,13 @@ impl ClaudeHookAdapter {
             None if others_in_flight => (Seen::Stray, format!("{}#L{line}", key.1)),
             None => {
                 // Another call's end under an id that ended: a call of its own.
-                if self.ended_tools.contains_key(&key) {
+                if self.ended_tools.contains(&key) {
                     self.next_generation(&key);
                 }
                 (Seen::New, span_of(self, &key))
             }
         };
-        if self.ended_order.len() == ENDED_TOOLS_WINDOW
-            && let Some((oldest, end)) = self.ended_order.pop_front()
-            && self.ended_tools.get(&oldest).is_some_and(|(latest, _)| *latest == end)
-        {
-            self.ended_tools.remove(&oldest);
-        }
-        self.ends += 1;
-        self.ended_order.push_back((key.clone(), self.ends));
-        let (latest, ended) = self.ended_tools.entry(key).or_default();
-        *latest = self.ends;
-        // The latest ends of the id are kept (a repeated record comes soon after its copy).
-        if ended.len() == ENDS_PER_ID {
-            ended.remove(0);
-        }
-        ended.push(holds);
+        self.ended_tools.note(key, holds);
         (seen, span)
     }
 

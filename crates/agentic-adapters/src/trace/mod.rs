@@ -23,6 +23,7 @@
 //! reader then continues with the next record, so the caller decides to skip or stop.
 
 mod claude_hook;
+mod ends;
 mod input;
 mod layout;
 mod otlp;

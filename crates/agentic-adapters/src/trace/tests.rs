@@ -2259,7 +2259,7 @@ fn claude_hook_ended_calls_are_remembered_by_their_latest_end() {
     lines.push(record("PreToolUse", "a"));
     lines.push(record("PostToolUse", "a"));
     // Push the first end of `a` out of the window; its second end is still in it.
-    for idx in 0..super::claude_hook::ENDED_TOOLS_WINDOW - 1 {
+    for idx in 0..super::ends::ENDED_TOOLS_WINDOW - 1 {
         lines.push(record("PostToolUse", &format!("x{idx}")));
     }
     lines.push(record("PostToolUse", "a"));

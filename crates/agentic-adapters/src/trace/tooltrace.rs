@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use agentic_core::json_scan::{JsonScanner, KeySet};
 
-use super::claude_hook::{ENDED_TOOLS_WINDOW, ENDS_PER_ID};
+use super::ends::LatestEnds;
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
@@ -37,13 +37,9 @@ pub struct TooltraceAdapter {
     /// id would be a `tool_use_id` that another session's call has open gets `ID@SESSION`
     /// instead, since tooltrace span ids are file-wide.
     open_calls: std::collections::HashMap<String, Vec<OpenCall>>,
-    /// The latest ends of v2 calls (at most [`ENDS_PER_ID`] per `tool_use_id`, for the
-    /// latest [`ENDED_TOOLS_WINDOW`] ends), to tell a repeated end record: the number of
-    /// the id's latest end, and each end's session, tool, arguments hash and failure.
-    ended_calls: std::collections::HashMap<String, (u64, Vec<EndedCall>)>,
-    /// The ids of the latest ends, oldest first, each with its end's number.
-    ended_order: std::collections::VecDeque<(String, u64)>,
-    ends: u64,
+    /// What the latest v2 calls that ended held, by `tool_use_id`, to tell a repeated end
+    /// record.
+    ended_calls: LatestEnds<String, EndedCall>,
 }
 
 /// A v2 call that ended: its session, tool, arguments hash and whether it failed.
@@ -58,27 +54,6 @@ const MAX_OPEN_CALLS: usize = 65_536;
 
 /// The most v2 calls in flight under one `tool_use_id`.
 const MAX_OPEN_PER_ID: usize = 256;
-
-impl TooltraceAdapter {
-    /// Notes the end of a v2 call under `call` (its `tool_use_id`), keeping the latest
-    /// [`ENDS_PER_ID`] of the id and the ids of the latest [`ENDED_TOOLS_WINDOW`] ends.
-    fn note_end(&mut self, call: &str, end: EndedCall) {
-        if self.ended_order.len() == ENDED_TOOLS_WINDOW
-            && let Some((oldest, number)) = self.ended_order.pop_front()
-            && self.ended_calls.get(&oldest).is_some_and(|(latest, _)| *latest == number)
-        {
-            self.ended_calls.remove(&oldest);
-        }
-        self.ends += 1;
-        self.ended_order.push_back((call.to_owned(), self.ends));
-        let (latest, ended) = self.ended_calls.entry(call.to_owned()).or_default();
-        *latest = self.ends;
-        if ended.len() == ENDS_PER_ID {
-            ended.remove(0);
-        }
-        ended.push(end);
-    }
-}
 
 impl TraceAdapter for TooltraceAdapter {
     fn format(&self) -> TraceFormat {
@@ -165,10 +140,8 @@ impl TraceAdapter for TooltraceAdapter {
             // end that holds those (and the outcome) of one of the id's latest ends and ends
             // no call in flight with the same arguments.
             let repeats_end = event_type == EventType::ToolCallEnd
-                && self.ended_calls.get(call).is_some_and(|(_, ended)| {
-                    ended.iter().any(|(session, tool, hash, fail)| {
-                        *session == session_id && *tool == tool_name && *hash == args && *fail == failed
-                    })
+                && self.ended_calls.of(call).iter().any(|(session, tool, hash, fail)| {
+                    *session == session_id && *tool == tool_name && *hash == args && *fail == failed
                 });
             // An end ends this session's call in flight under the id with the same arguments,
             // else (unless it repeats an end) one of its tool (compared as JSON values).
@@ -240,7 +213,7 @@ impl TraceAdapter for TooltraceAdapter {
                         self.open_calls.remove(call);
                     }
                 }
-                self.note_end(call, (session_id.clone(), tool_name.clone(), args, failed));
+                self.ended_calls.note(call.clone(), (session_id.clone(), tool_name.clone(), args, failed));
             }
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id: parent_trace_id.or(agent_id) });

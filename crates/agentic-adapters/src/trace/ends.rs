@@ -1,0 +1,67 @@
+//! The latest ends of tool calls by id: a capture registered twice writes every record twice,
+//! and an end that repeats one of its id's latest ends is such a copy, not another call.
+
+use std::borrow::Borrow;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+
+/// How many of the latest ends of one id are remembered to tell a repeated end record.
+pub(super) const ENDS_PER_ID: usize = 16;
+
+/// How many ended calls are remembered to tell a repeated end record.
+pub(super) const ENDED_TOOLS_WINDOW: usize = 4_096;
+
+/// What the latest [`ENDED_TOOLS_WINDOW`] ends held, by key (up to [`ENDS_PER_ID`] each).
+#[derive(Debug, Clone)]
+pub(super) struct LatestEnds<K, V> {
+    /// The keys of the latest ends, oldest first, with the number of each end.
+    order: VecDeque<(K, u64)>,
+    /// By key: the number of its latest end, and what its latest ends held.
+    by_key: HashMap<K, (u64, Vec<V>)>,
+    /// How many ends were noted.
+    count: u64,
+}
+
+impl<K, V> Default for LatestEnds<K, V> {
+    fn default() -> Self {
+        LatestEnds { order: VecDeque::new(), by_key: HashMap::new(), count: 0 }
+    }
+}
+
+impl<K: Eq + Hash + Clone, V> LatestEnds<K, V> {
+    /// Notes an end of `key` that held `end`; the oldest end leaves the window (and its key
+    /// with it, unless the key ended again since).
+    pub(super) fn note(&mut self, key: K, end: V) {
+        if self.order.len() == ENDED_TOOLS_WINDOW
+            && let Some((oldest, number)) = self.order.pop_front()
+            && self.by_key.get(&oldest).is_some_and(|(latest, _)| *latest == number)
+        {
+            self.by_key.remove(&oldest);
+        }
+        self.count += 1;
+        self.order.push_back((key.clone(), self.count));
+        let (latest, ends) = self.by_key.entry(key).or_default();
+        *latest = self.count;
+        // A repeated record comes soon after its copy: the latest ends of the key are kept.
+        if ends.len() == ENDS_PER_ID {
+            ends.remove(0);
+        }
+        ends.push(end);
+    }
+
+    /// What the latest ends of `key` held (empty when it has none in the window).
+    pub(super) fn of<Q: Eq + Hash + ?Sized>(&self, key: &Q) -> &[V]
+    where
+        K: Borrow<Q>,
+    {
+        self.by_key.get(key).map_or(&[], |(_, ends)| ends)
+    }
+
+    /// Whether `key` has an end in the window.
+    pub(super) fn contains<Q: Eq + Hash + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
+        self.by_key.contains_key(key)
+    }
+}
