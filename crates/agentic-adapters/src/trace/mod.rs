@@ -1074,33 +1074,25 @@ fn list_elements(document: &str) -> Vec<Range<usize>> {
     }
 }
 
-/// Where a broken list element at `pos` ends, following its brackets outside strings (a
+/// Where a broken list element at `pos` ends, following its brackets with [`Nesting`] (a
 /// string never runs over a line end): after its closing bracket, or for a value without
 /// brackets at the next `,` or `]`; `None` when its brackets never close.
 fn broken_element_end(bytes: &[u8], pos: usize) -> Option<usize> {
-    let (mut depth, mut in_string, mut escaped) = (0i64, false, false);
+    let mut nesting = Nesting::default();
     for (offset, &byte) in bytes[pos..].iter().enumerate() {
-        if in_string {
+        if byte == b'\n' {
+            (nesting.in_string, nesting.escaped) = (false, false);
+        }
+        let (outside, before) = (!nesting.in_string, nesting.depth);
+        nesting.feed(&[byte]);
+        if outside {
             match byte {
-                b'\n' => in_string = false,
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
+                b',' | b']' if before == 0 => return Some(pos + offset),
+                b'}' | b']' if before == 1 => return Some(pos + offset + 1),
+                // A stray closing bracket outside the element.
+                _ if nesting.depth < 0 => nesting.depth = 0,
                 _ => {}
             }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth > 0 => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(pos + offset + 1);
-                }
-            }
-            b',' | b']' if depth == 0 => return Some(pos + offset),
-            _ => {}
         }
     }
     None
