@@ -699,20 +699,22 @@ impl<R: BufRead> TraceReader<R> {
             let elements = list_elements(document);
             let newlines = |range: Range<usize>| document[range].bytes().filter(|&b| b == b'\n').count() as u64;
             let (mut line, mut counted) = (start, 0);
-            let mut spans = Vec::with_capacity(elements.len());
+            // The lines the elements given back start and end at.
+            let (mut first, mut last) = (None, start);
             for (index, element) in elements.iter().enumerate() {
                 line += newlines(counted..element.start);
-                let (first, last) = (line, line + newlines(element.clone()));
-                (line, counted) = (last, element.end);
-                spans.push((first, last));
+                let element_line = line;
+                (line, counted) = (line + newlines(element.clone()), element.end);
+                first.get_or_insert(element_line);
+                last = line;
                 // The last element reads to the document's end (the lines after it are the
                 // broken rest), so the line count goes on from there.
-                let through = if index + 1 == elements.len() { start + ends.len() as u64 - 1 } else { last };
+                let through = if index + 1 == elements.len() { start + ends.len() as u64 - 1 } else { line };
                 let end = ends.get((through - start) as usize).copied().unwrap_or(self.at);
                 let text = document[element.clone()].as_bytes().to_vec();
-                self.replay.push_back(Replayed { text, line: first, last: through, end });
+                self.replay.push_back(Replayed { text, line: element_line, last: through, end });
             }
-            let (Some(&(first, _)), Some(&(_, last))) = (spans.first(), spans.last()) else { return String::new() };
+            let Some(first) = first else { return String::new() };
             let count = elements.len();
             let (noun, verb) = if count == 1 { ("element", "is") } else { ("elements", "are") };
             let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
