@@ -229,7 +229,41 @@ struct SpawnJob {
     command: std::process::Command,
     setup: ChildSetup,
     kill_through_supervisor: bool,
-    reply: tokio::sync::oneshot::Sender<SpawnResult>,
+    reply: tokio::sync::oneshot::Sender<Result<Spawned, (Option<Stage>, io::Error)>>,
+}
+
+/// A child on its way from the spawner thread to its caller: dropped before the caller took
+/// it (the caller stopped waiting, before or after the reply was sent), it kills the new
+/// process group and reaps its leader.
+struct Spawned {
+    child: Option<std::process::Child>,
+    kill_through_supervisor: bool,
+}
+
+impl Spawned {
+    fn into_child(mut self) -> Option<std::process::Child> {
+        self.child.take()
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let Some(child) = self.child.take() else { return };
+        let leader = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        // A subreaper supervisor kills every descendant itself and then exits.
+        let _ = if self.kill_through_supervisor {
+            nix::sys::signal::kill(leader, KILL_ALL_SIGNAL)
+        } else {
+            killpg(leader, Signal::SIGKILL)
+        };
+        // Reaped off the caller's thread (an async runtime's worker must not block on it).
+        // Without a thread to be had, the group is killed anyway and the leader stays a
+        // zombie until this process ends.
+        let reap = move || {
+            let _ = nix::sys::wait::waitpid(leader, None);
+        };
+        let _ = std::thread::Builder::new().name("agentic-reaper".to_owned()).spawn(reap);
+    }
 }
 
 /// Spawns `command` on the spawner thread, a thread that lives as long as the process.
@@ -237,7 +271,8 @@ struct SpawnJob {
 /// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, so children must not
 /// be forked by a runtime worker or blocking-pool thread that may retire; this way the step
 /// supervisor's death signal means "the engine process died". If the caller stops waiting
-/// (cancellation), the spawner kills and reaps the new process group itself.
+/// (cancellation), whether before the spawner replied or after, the new process group is
+/// killed and its leader reaped ([`Spawned`]).
 pub(crate) async fn spawn_on_spawner(
     command: std::process::Command,
     setup: ChildSetup,
@@ -248,17 +283,10 @@ pub(crate) async fn spawn_on_spawner(
         let (sender, receiver) = std::sync::mpsc::channel::<SpawnJob>();
         let thread = std::thread::Builder::new().name("agentic-spawner".to_owned()).spawn(move || {
             for job in receiver {
-                let result = spawn_with_setup(job.command, job.setup);
-                if let Err(Ok(child)) = job.reply.send(result) {
-                    let leader = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-                    // A subreaper supervisor kills every descendant itself and then exits.
-                    let _ = if job.kill_through_supervisor {
-                        nix::sys::signal::kill(leader, KILL_ALL_SIGNAL)
-                    } else {
-                        killpg(leader, Signal::SIGKILL)
-                    };
-                    let _ = nix::sys::wait::waitpid(leader, None);
-                }
+                let result = spawn_with_setup(job.command, job.setup)
+                    .map(|child| Spawned { child: Some(child), kill_through_supervisor: job.kill_through_supervisor });
+                // A reply nobody receives is dropped here, which kills the group.
+                let _ = job.reply.send(result);
             }
         });
         thread.ok().map(|_| sender)
@@ -266,11 +294,13 @@ pub(crate) async fn spawn_on_spawner(
     let Some(spawner) = spawner else {
         return Err((None, io::Error::other("the agentic-spawner thread could not be started")));
     };
+    let gone = || (None, io::Error::other("the agentic-spawner thread is gone"));
     let (reply, receive) = tokio::sync::oneshot::channel();
     if spawner.send(SpawnJob { command, setup, kill_through_supervisor, reply }).is_err() {
-        return Err((None, io::Error::other("the agentic-spawner thread is gone")));
+        return Err(gone());
     }
-    receive.await.unwrap_or_else(|_| Err((None, io::Error::other("the agentic-spawner thread is gone"))))
+    // No await between receiving the child and handing it over: the caller takes it at once.
+    receive.await.unwrap_or_else(|_| Err(gone()))?.into_child().ok_or_else(gone)
 }
 
 /// Spawns `command` with `setup` applied in the child; on failure says which stage failed.
@@ -1232,6 +1262,43 @@ mod tests {
 
     use super::*;
     use crate::request::ResourceLimits;
+
+    /// The race behind a rare survivor of a cancelled step: the spawner sent the child, and
+    /// the caller was dropped before it received it. The reply's drop kills the group.
+    #[test]
+    fn a_spawned_child_nobody_received_is_killed_with_its_group() {
+        use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", "sleep 30 & wait"]).process_group(0);
+        let child = command.spawn().unwrap();
+        let leader = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        let (reply, receive) = tokio::sync::oneshot::channel();
+        assert!(reply.send(Spawned { child: Some(child), kill_through_supervisor: false }).is_ok());
+        // The shell has started its `sleep` (a process of the group that is not the leader).
+        let members = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|&pid| nix::unistd::getpgid(Some(Pid::from_raw(pid))) == Ok(leader))
+                .filter(|&pid| {
+                    // A zombie is dead already.
+                    let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                    status.rsplit(") ").next().is_some_and(|rest| !rest.starts_with('Z'))
+                })
+                .count()
+        };
+        let seen = (0..200).find(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            members() >= 2
+        });
+        assert!(seen.is_some(), "the shell never started its sleep");
+        drop(receive);
+        let gone = (0..500).find(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            members() == 0
+        });
+        assert!(gone.is_some(), "{} process(es) of the group survived the dropped reply", members());
+    }
 
     fn options() -> SandboxOptions {
         SandboxOptions {
