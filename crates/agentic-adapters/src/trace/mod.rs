@@ -469,7 +469,20 @@ impl<R: BufRead> TraceReader<R> {
                     }
                     return Some(Ok((Value::Array(values), start)));
                 }
-                Some(Err(TraceError::malformed(start, json_problem(&error))))
+                // A list on one line broken part way (its brackets close, but an element
+                // does not parse): its whole elements are read on their own, as for a list
+                // spread over lines.
+                let given_back = if text.starts_with('[') {
+                    let document = text.to_owned();
+                    // Before the lines still queued to be read again: they come after this one.
+                    let queued = self.replay.len();
+                    let given_back = self.give_back(&document, None, start, &[self.at]);
+                    self.replay.rotate_left(queued);
+                    given_back
+                } else {
+                    String::new()
+                };
+                Some(Err(TraceError::malformed(start, format!("{}{given_back}", json_problem(&error)))))
             }
         }
     }
@@ -590,6 +603,10 @@ impl<R: BufRead> TraceReader<R> {
         let mut nesting = Nesting::default();
         nesting.feed(first.as_bytes());
         let object = first.starts_with('{');
+        if !object {
+            // As for the lines after it (below).
+            (nesting.in_string, nesting.escaped) = (false, false);
+        }
         let mut document = first;
         // Where each of the document's lines ends in the input.
         let mut ends = vec![self.at];
@@ -620,6 +637,12 @@ impl<R: BufRead> TraceReader<R> {
                         ));
                     }
                     nesting.feed(&self.buffer);
+                    if !object && nesting.in_string {
+                        // A string left open in a list's element (JSON strings never span
+                        // lines): the list reads on to where its brackets close, so that
+                        // `list_elements` gives back its elements after the broken one.
+                        (nesting.in_string, nesting.escaped) = (false, false);
+                    }
                     let text = match std::str::from_utf8(&self.buffer) {
                         Ok(text) => text,
                         Err(error) => {
@@ -696,7 +719,7 @@ impl<R: BufRead> TraceReader<R> {
     /// another document the lines that `tail` covers.
     fn give_back(&mut self, document: &str, tail: Option<&Tail>, start: u64, ends: &[u64]) -> String {
         if document.starts_with('[') {
-            let elements = list_elements(document);
+            let ListElements { ranges: elements, in_list } = list_elements(document);
             let newlines = |range: Range<usize>| document[range].bytes().filter(|&b| b == b'\n').count() as u64;
             let (mut line, mut counted) = (start, 0);
             // The lines the elements given back start and end at.
@@ -715,10 +738,20 @@ impl<R: BufRead> TraceReader<R> {
                 self.replay.push_back(Replayed { text, line: element_line, last: through, end });
             }
             let Some(first) = first else { return String::new() };
-            let count = elements.len();
-            let (noun, verb) = if count == 1 { ("element", "is") } else { ("elements", "are") };
             let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
-            return format!("; its {count} whole {noun} ({lines}) {verb} read as records of their own");
+            let count =
+                |count: usize, one: &str, more: &str| format!("{count} {}", if count == 1 { one } else { more });
+            let what = match in_list {
+                Some(0) => format!("the {} after its `]`", count(elements.len(), "record", "records")),
+                Some(inside) if inside < elements.len() => format!(
+                    "its {} and the {} after its `]`",
+                    count(inside, "whole element", "whole elements"),
+                    count(elements.len() - inside, "record", "records")
+                ),
+                _ => format!("its {}", count(elements.len(), "whole element", "whole elements")),
+            };
+            let verb = if elements.len() == 1 { "is" } else { "are" };
+            return format!("; {what} ({lines}) {verb} read as records of their own");
         }
         let Some(tail) = tail else { return String::new() };
         for ((number, text), &end) in (tail.line..).zip(document[tail.at..].split('\n')).zip(&tail.ends) {
@@ -1031,36 +1064,44 @@ fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> Trac
 
 /// The whole elements of a JSON list that does not parse as a whole (cut short, or broken
 /// part way), as byte ranges of `document` (which starts with its `[`): each value that
-/// parses on its own, in order. A broken element whose brackets close is passed over; one
-/// whose brackets never close (cut short) took in what follows it, so the search goes on
-/// at the next line that is a whole record on its own ([`is_record_line`]). A missing `,`
+/// parses on its own, in order, and then the values after the list's `]` (a list that went
+/// wrong took in the records after it). A broken element whose brackets close is passed
+/// over. One whose brackets never close, or close only after whole records started
+/// ([`broken_element_end`]), took in what follows it: the search goes on at the next of
+/// those records (or at the next line that is a whole record on its own). A missing `,`
 /// between elements is passed over.
-fn list_elements(document: &str) -> Vec<Range<usize>> {
-    let mut elements = Vec::new();
+fn list_elements(document: &str) -> ListElements {
+    let mut found = ListElements::default();
     let bytes = document.as_bytes();
     let mut pos = 1;
     loop {
         while pos < bytes.len() && (bytes[pos].is_ascii_whitespace() || bytes[pos] == b',') {
             pos += 1;
         }
-        if pos >= bytes.len() || bytes[pos] == b']' {
-            return elements;
+        if pos >= bytes.len() {
+            return found;
+        }
+        if bytes[pos] == b']' {
+            // The list's end; what follows it was taken in from later lines.
+            found.in_list.get_or_insert(found.ranges.len());
+            pos += 1;
+            continue;
         }
         let mut values = serde_json::Deserializer::from_str(&document[pos..]).into_iter::<serde::de::IgnoredAny>();
         if let Some(Ok(_)) = values.next() {
             let end = pos + values.byte_offset();
-            elements.push(pos..end);
+            found.ranges.push(pos..end);
             pos = end;
             continue;
         }
-        match broken_element_end(bytes, pos) {
+        match broken_element_end(document, pos) {
             Some(end) => pos = end,
             None => {
                 // Past the broken element's line: to the next whole record on a line.
                 let mut at = document[pos..].find('\n').map_or(bytes.len(), |nl| pos + nl + 1);
                 loop {
                     if at >= bytes.len() {
-                        return elements;
+                        return found;
                     }
                     let line_end = document[at..].find('\n').map_or(bytes.len(), |nl| at + nl);
                     let line = &document[at..line_end];
@@ -1076,14 +1117,35 @@ fn list_elements(document: &str) -> Vec<Range<usize>> {
     }
 }
 
+/// What [`list_elements`] finds.
+#[derive(Debug, Default)]
+struct ListElements {
+    ranges: Vec<Range<usize>>,
+    /// How many of `ranges` are elements of the list (the rest follow its `]`); `None`
+    /// when the list's `]` was not found.
+    in_list: Option<usize>,
+}
+
 /// Where a broken list element at `pos` ends, following its brackets with [`Nesting`] (a
 /// string never runs over a line end): after its closing bracket, or for a value without
-/// brackets at the next `,` or `]`; `None` when its brackets never close.
-fn broken_element_end(bytes: &[u8], pos: usize) -> Option<usize> {
+/// brackets at the next `,` or `]`. While its brackets are open, a later line that starts
+/// a record where an element of the list would ([`starts_element`]) ends it there: the
+/// element lost a closing bracket and took in the elements after it. `None` when its
+/// brackets never close.
+fn broken_element_end(document: &str, pos: usize) -> Option<usize> {
+    let bytes = document.as_bytes();
+    // The element's column: a later line indented further is inside some element.
+    let column = pos - document[..pos].rfind('\n').map_or(0, |nl| nl + 1);
     let mut nesting = Nesting::default();
     for (offset, &byte) in bytes[pos..].iter().enumerate() {
         if byte == b'\n' {
             (nesting.in_string, nesting.escaped) = (false, false);
+            let next = pos + offset + 1;
+            if nesting.depth > 0
+                && let Some(start) = starts_element(document, next, column)
+            {
+                return Some(start);
+            }
         }
         let (outside, before) = (!nesting.in_string, nesting.depth);
         nesting.feed(&[byte]);
@@ -1098,6 +1160,32 @@ fn broken_element_end(bytes: &[u8], pos: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// Where the line at `at` starts a record as an element of a list whose broken element
+/// starts at `column` would: at that column or before it, a record on one line
+/// ([`is_record_line`]), or, indented (a pretty-printer's element: its nested values are
+/// indented further), an object with a member over several lines. (Unindented, a nested
+/// object spread over lines looks the same as an element, so only whole lines count.)
+fn starts_element(document: &str, at: usize, column: usize) -> Option<usize> {
+    let rest = &document[at..];
+    let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
+    let text = line.trim_start();
+    let indent = line.len() - text.len();
+    if indent > column || !text.starts_with(['{', '[']) {
+        return None;
+    }
+    if is_record_line(text) {
+        return Some(at + indent);
+    }
+    if indent == 0 || !text.starts_with('{') {
+        return None;
+    }
+    let mut values = serde_json::Deserializer::from_str(&rest[indent..]).into_iter::<Value>();
+    match values.next() {
+        Some(Ok(Value::Object(members))) if !members.is_empty() => Some(at + indent),
+        _ => None,
+    }
 }
 
 /// A line that is a whole record on its own: it starts in the first column with `{` or `[`

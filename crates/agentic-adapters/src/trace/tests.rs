@@ -2650,6 +2650,46 @@ fn a_broken_pretty_list_keeps_its_whole_elements() {
     }
 }
 
+/// A list that went wrong in other ways still gives back every whole record it took in:
+/// broken part way on one line; an element that lost its closing bracket, before whole
+/// one-line elements and a record after the list; a string left open in a pretty-printed
+/// element; a pretty-printed element that lost its closing line.
+#[test]
+fn a_broken_list_gives_back_every_whole_record() {
+    let names = |text: &str| lines_and_names(&read(text, None));
+    let message = |text: &str| read(text, None).into_iter().find_map(Result::err).unwrap().message;
+    let one_line = "[{\"tool_name\": \"Bash\"}, {\"tool_name\": \"Read\", \"args\": {\"k\" 1}}, {\"tool_name\": \"Grep\"}]\n{\"tool_name\": \"Edit\"}\n";
+    assert_eq!(
+        names(one_line),
+        vec![Err(1), Ok((1, "Bash".to_owned())), Ok((1, "Grep".to_owned())), Ok((2, "Edit".to_owned()))]
+    );
+    assert!(
+        message(one_line).contains("its 2 whole elements (line 1) are read as records of their own"),
+        "{}",
+        message(one_line)
+    );
+    let unclosed = "[\n{\"tool_name\": \"Bash\", \"args\": {\"k\": 1},\n{\"tool_name\": \"Read\"},\n{\"tool_name\": \"Edit\"}\n]\n{\"tool_name\": \"Write\"}\n";
+    assert_eq!(
+        names(unclosed),
+        vec![Err(1), Ok((3, "Read".to_owned())), Ok((4, "Edit".to_owned())), Ok((6, "Write".to_owned()))]
+    );
+    assert!(
+        message(unclosed).contains("its 2 whole elements and the 1 record after its `]` (lines 3-6) are read"),
+        "{}",
+        message(unclosed)
+    );
+    let open_string = "[\n  {\n    \"tool_name\": \"Bash\",\n    \"args\": {\"k\": \"1 }\n  },\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n{\"tool_name\": \"Write\"}\n";
+    assert_eq!(
+        names(open_string),
+        vec![Err(1), Ok((6, "Read".to_owned())), Ok((9, "Edit".to_owned())), Ok((13, "Write".to_owned()))]
+    );
+    let lost_line = "[\n  {\n    \"tool_name\": \"Bash\",\n    \"args\": {\"k\": 1}\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n";
+    assert_eq!(names(lost_line), vec![Err(1), Ok((5, "Read".to_owned())), Ok((8, "Edit".to_owned()))]);
+    for text in [one_line, unclosed, open_string, lost_line] {
+        assert_parallel_agrees(text.as_bytes(), None);
+    }
+}
+
 /// Tooltrace v2 written twice (a capture registered twice): a `pre` that repeats a call in
 /// flight under its `tool_use_id`, or a `post` that repeats one of the id's latest ends, is
 /// a `custom` event with `data.repeated: true`, so the call counts once; the same id with
@@ -2702,10 +2742,27 @@ fn a_repeated_v2_record_counts_once() {
         post("Bash", "post_failure", "ls"),
     ];
     assert!(kinds(&others).iter().all(|&(kind, repeated)| kind == ToolCallEnd && !repeated), "{:?}", kinds(&others));
+    // Two agents' calls under one id (the same session, tool and arguments) are two calls.
+    let by = |agent: &str| pre("Bash", "ls").replacen('{', &format!("{{\"agent_id\":\"{agent}\","), 1);
+    assert_eq!(
+        kinds(&[by("a1"), by("a2"), by("a2")]),
+        vec![(ToolCallStart, false), (ToolCallStart, false), (Custom, true)]
+    );
     // Nothing is lost: every record is an event, with its line.
     let got = events(&twice.join("\n"));
     let raw_lines: Vec<u64> = got.iter().filter_map(|e| e.source.as_ref()?.line).collect();
     assert_eq!(raw_lines, vec![1, 2, 3, 4], "every record is kept, with its line");
+}
+
+/// A batch's element as `style` prints it: on one line (0), with `indent=2` (1), and with
+/// `indent=0` (2: every line in the first column).
+fn batch_element(record: &Value, style: usize) -> String {
+    let pretty = serde_json::to_string_pretty(record).unwrap();
+    match style {
+        0 => serde_json::to_string(record).unwrap(),
+        1 => pretty.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"),
+        _ => pretty.lines().map(str::trim_start).collect::<Vec<_>>().join("\n"),
+    }
 }
 
 proptest! {
@@ -2729,12 +2786,7 @@ proptest! {
                 text.push_str(if style == 0 { "," } else { ",\n" });
             }
             let record = json!({"tool_name": names[*tool], "trace_id": format!("t{n}"), "args": {"n": n, "list": [1, {"k": "v"}]}});
-            let printed = match style {
-                0 => serde_json::to_string(&record).unwrap(),
-                // `indent=2`, and `indent=0` (every line in the first column).
-                1 => serde_json::to_string_pretty(&record).unwrap().lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"),
-                _ => serde_json::to_string_pretty(&record).unwrap().lines().map(str::trim_start).collect::<Vec<_>>().join("\n"),
-            };
+            let printed = batch_element(&record, style);
             let line = 1 + text.matches('\n').count() as u64;
             text.push_str(&printed);
             elements.push((line, names[*tool].to_owned(), text.len()));
@@ -2746,5 +2798,45 @@ proptest! {
         expected.extend(elements.iter().filter(|(_, _, end)| *end <= at).map(|(line, name, _)| Ok((*line, name.clone()))));
         prop_assert_eq!(lines_and_names(&read(&cut_text, None)), expected, "{}", cut_text);
         assert_parallel_agrees(cut_text.as_bytes(), None);
+    }
+
+    /// A batch on one line, indented or not, with one element broken (a value that is not
+    /// JSON; a string left open, when printed over lines; its closing line lost, when
+    /// indented), closed and followed by a record, loses only that element: every other
+    /// element and the record after the list are read at their lines.
+    #[test]
+    fn a_broken_batch_loses_only_its_broken_element(
+        tools in proptest::collection::vec(0usize..4, 1..8),
+        style in 0usize..3,
+        broken in 0usize..8,
+        how in 0usize..3,
+    ) {
+        let names = ["Read", "Bash", "Edit", "Task"];
+        let broken = broken % tools.len();
+        let how = [0, how, how % 2][style];
+        let mut text = String::from(if style == 0 { "[" } else { "[\n" });
+        let mut expected = vec![Err(1)];
+        for (n, tool) in tools.iter().enumerate() {
+            if n > 0 {
+                text.push_str(if style == 0 { "," } else { ",\n" });
+            }
+            let record = json!({"tool_name": names[*tool], "trace_id": format!("t{n}"), "args": {"n": n, "list": [1, {"k": "v"}]}});
+            let mut printed = batch_element(&record, style);
+            if n == broken {
+                printed = match how {
+                    0 => printed.replacen(&format!("\"t{n}\""), "oops", 1),
+                    1 => printed.replacen("\"v\"", "\"v", 1),
+                    _ => printed.rsplit_once('\n').unwrap().0.to_owned(),
+                };
+            } else {
+                expected.push(Ok((1 + text.matches('\n').count() as u64, names[*tool].to_owned())));
+            }
+            text.push_str(&printed);
+        }
+        text.push_str(if style == 0 { "]\n" } else { "\n]\n" });
+        expected.push(Ok((1 + text.matches('\n').count() as u64, "Write".to_owned())));
+        text.push_str("{\"tool_name\": \"Write\", \"trace_id\": \"w\"}\n");
+        prop_assert_eq!(lines_and_names(&read(&text, None)), expected, "{}", text);
+        assert_parallel_agrees(text.as_bytes(), None);
     }
 }

@@ -28,7 +28,7 @@ use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc333
 /// hook pairs them that way): a writer that numbers every record's `trace_id` (as v1 does)
 /// gives the pre and the post different ones, and the end takes its start's span id, so the
 /// call counts once. A v2 record written twice (a `pre` of a call in flight, or a `post` of
-/// one of the id's latest ends, with the same session, tool, arguments and outcome) is kept
+/// one of the id's latest ends, with the same session, caller, tool, arguments and outcome) is kept
 /// as a `custom` event with `data.repeated: true`.
 #[derive(Debug, Clone, Default)]
 pub struct TooltraceAdapter {
@@ -42,10 +42,12 @@ pub struct TooltraceAdapter {
     ended_calls: LatestEnds<String, EndedCall>,
 }
 
-/// A v2 call that ended: its session, tool, arguments hash and whether it failed.
+/// A v2 call that ended: its session, tool, hash of its arguments and caller (as for
+/// [`OpenCall`]) and whether it failed.
 type EndedCall = (Option<String>, String, u64, bool);
 
-/// A v2 call in flight: its session, its span id, its tool and a hash of its arguments
+/// A v2 call in flight: its session, its span id, its tool and a hash of its arguments and
+/// caller (`agent_id`, `parent_trace_id`)
 /// ([`hash_json`](super::hash_json): the same arguments in any key order).
 type OpenCall = (Option<String>, Option<String>, String, u64);
 
@@ -125,12 +127,15 @@ impl TraceAdapter for TooltraceAdapter {
             && let Some(call) = &tool_use_id
         {
             let open = self.open_calls.get(call);
+            // The arguments and who made the call (two agents' calls are never copies of
+            // each other; an end by another agent still ends a call in flight of its tool).
             let args = {
-                use std::hash::Hasher;
+                use std::hash::{Hash, Hasher};
                 let mut hasher = std::collections::hash_map::DefaultHasher::new();
                 if let Some(args) = object.get("args") {
                     super::hash_json(args, &mut hasher);
                 }
+                (&agent_id, &parent_trace_id).hash(&mut hasher);
                 hasher.finish()
             };
             let same_session = |calls: &Vec<OpenCall>| calls.iter().any(|(session, ..)| *session == session_id);
