@@ -47,7 +47,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
 
-use super::ends::LatestEnds;
+use super::ends::{LatestEnds, LineIds};
 use super::{TraceAdapter, TraceFormat, hash_json, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
@@ -64,6 +64,8 @@ pub struct ClaudeHookAdapter {
     /// What the latest tool calls that ended held, by session and id, to tell a repeated
     /// end record from another call's.
     ended_tools: LatestEnds<ToolKey, Holds>,
+    /// Span ids made from a line number, for stray ends.
+    line_ids: LineIds,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
     /// (at most [`MAX_SPAWNERS`]).
     spawners: VecDeque<Spawner>,
@@ -239,7 +241,7 @@ impl ClaudeHookAdapter {
         let (seen, span) = match ended_call {
             Some(span) => (Seen::EndOfStarted, span),
             None if repeats => return (Seen::Repeated, key.1.clone()),
-            None if others_in_flight => (Seen::Stray, format!("{}#L{line}", key.1)),
+            None if others_in_flight => (Seen::Stray, self.line_ids.make(&key.1, line)),
             None => {
                 // Another call's end under an id that ended: a call of its own.
                 if self.ended_tools.contains(&key) {

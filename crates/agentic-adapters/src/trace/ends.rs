@@ -65,3 +65,24 @@ impl<K: Eq + Hash + Clone, V> LatestEnds<K, V> {
         self.by_key.contains_key(key)
     }
 }
+
+/// Span ids made from a record's line (`ID#L<line>`), for a call that needs one of its own.
+/// The records of a list share its line, so the second and later of one line get `.N`
+/// (`ID#L<line>.1`, ...).
+#[derive(Debug, Clone, Default)]
+pub(super) struct LineIds {
+    /// The line of the latest id made, and how many were made for it before that one.
+    latest: (u64, u32),
+}
+
+impl LineIds {
+    pub(super) fn make(&mut self, id: &str, line: u64) -> String {
+        if self.latest.0 == line {
+            self.latest.1 += 1;
+            format!("{id}#L{line}.{}", self.latest.1)
+        } else {
+            self.latest = (line, 0);
+            format!("{id}#L{line}")
+        }
+    }
+}

@@ -442,7 +442,14 @@ impl<R: BufRead> TraceReader<R> {
         // A lone UTF-16 surrogate escape (a JavaScript string cut inside an emoji) spells no
         // text: it reads as U+FFFD instead of costing the record (the raw line is kept).
         match agentic_core::json_strict::from_str_lenient_surrogates(text) {
-            Ok(value) => Some(Ok((value, start))),
+            Ok(value) => {
+                // An element of a list given back, spread over lines: its spans cite the
+                // lines of their `spanId`s, as in any document spread over lines.
+                if text.contains('\n') {
+                    self.document = Some(text.to_owned());
+                }
+                Some(Ok((value, start)))
+            }
             // A line that ends before its record does (a document printed over lines, a
             // record whose last `}` went to the next line, or one cut short) is read on as a
             // document: `read_document` ends it at the next record's line.
@@ -468,6 +475,16 @@ impl<R: BufRead> TraceReader<R> {
                         }
                     }
                     return Some(Ok((Value::Array(values), start)));
+                }
+                // A line that only closes brackets ends a document that went wrong earlier.
+                if text.bytes().all(|b| matches!(b, b']' | b'}' | b',') || b.is_ascii_whitespace()) {
+                    return Some(Err(TraceError::malformed(
+                        start,
+                        format!(
+                            "a line that only closes brackets (`{text}`): the end of a document that went wrong \
+                             before it (see the malformed record reported before this one)"
+                        ),
+                    )));
                 }
                 // A list on one line broken part way (its brackets close, but an element
                 // does not parse): its whole elements are read on their own, as for a list
@@ -652,6 +669,17 @@ impl<R: BufRead> TraceReader<R> {
                         }
                     };
                     if document.len() + 1 + text.len() > MAX_RECORD_BYTES {
+                        if !object && let Some(given_back) = self.give_back_long_list(&document, start, &ends) {
+                            return Err(TraceError::malformed(
+                                start,
+                                format!(
+                                    "the JSON list starting here is not closed within {MAX_RECORD_BYTES} bytes (line \
+                                     {}): it is read in parts, as a list that long was most likely cut short and \
+                                     took in the records after it{given_back}",
+                                    self.line
+                                ),
+                            ));
+                        }
                         drop(document);
                         self.skip_document(nesting, object)?;
                         return Err(TraceError::malformed(
@@ -719,39 +747,8 @@ impl<R: BufRead> TraceReader<R> {
     /// another document the lines that `tail` covers.
     fn give_back(&mut self, document: &str, tail: Option<&Tail>, start: u64, ends: &[u64]) -> String {
         if document.starts_with('[') {
-            let ListElements { ranges: elements, in_list } = list_elements(document);
-            let newlines = |range: Range<usize>| document[range].bytes().filter(|&b| b == b'\n').count() as u64;
-            let (mut line, mut counted) = (start, 0);
-            // The lines the elements given back start and end at.
-            let (mut first, mut last) = (None, start);
-            for (index, element) in elements.iter().enumerate() {
-                line += newlines(counted..element.start);
-                let element_line = line;
-                (line, counted) = (line + newlines(element.clone()), element.end);
-                first.get_or_insert(element_line);
-                last = line;
-                // The last element reads to the document's end (the lines after it are the
-                // broken rest), so the line count goes on from there.
-                let through = if index + 1 == elements.len() { start + ends.len() as u64 - 1 } else { line };
-                let end = ends.get((through - start) as usize).copied().unwrap_or(self.at);
-                let text = document[element.clone()].as_bytes().to_vec();
-                self.replay.push_back(Replayed { text, line: element_line, last: through, end });
-            }
-            let Some(first) = first else { return String::new() };
-            let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
-            let count =
-                |count: usize, one: &str, more: &str| format!("{count} {}", if count == 1 { one } else { more });
-            let what = match in_list {
-                Some(0) => format!("the {} after its `]`", count(elements.len(), "record", "records")),
-                Some(inside) if inside < elements.len() => format!(
-                    "its {} and the {} after its `]`",
-                    count(inside, "whole element", "whole elements"),
-                    count(elements.len() - inside, "record", "records")
-                ),
-                _ => format!("its {}", count(elements.len(), "whole element", "whole elements")),
-            };
-            let verb = if elements.len() == 1 { "is" } else { "are" };
-            return format!("; {what} ({lines}) {verb} read as records of their own");
+            let found = list_elements(document);
+            return self.give_back_elements(document, &found, start, ends, true);
         }
         let Some(tail) = tail else { return String::new() };
         for ((number, text), &end) in (tail.line..).zip(document[tail.at..].split('\n')).zip(&tail.ends) {
@@ -761,6 +758,88 @@ impl<R: BufRead> TraceReader<R> {
             self.replay.push_back(Replayed { text: text.as_bytes().to_vec(), line: number, last: number, end });
         }
         format!("; the records it took in from line {} on are given back to be read on their own", tail.line)
+    }
+
+    /// Queues the elements `found` in a list `document` (as for [`TraceReader::give_back`]);
+    /// what to add to the error. With `to_end`, the line count goes on after the document's
+    /// last line, else after the last element's.
+    fn give_back_elements(
+        &mut self,
+        document: &str,
+        found: &ListElements,
+        start: u64,
+        ends: &[u64],
+        to_end: bool,
+    ) -> String {
+        let (elements, in_list) = (&found.ranges, found.in_list);
+        let newlines = |range: Range<usize>| document[range].bytes().filter(|&b| b == b'\n').count() as u64;
+        let (mut line, mut counted) = (start, 0);
+        // The lines the elements given back start and end at.
+        let (mut first, mut last) = (None, start);
+        for (index, element) in elements.iter().enumerate() {
+            line += newlines(counted..element.start);
+            let element_line = line;
+            (line, counted) = (line + newlines(element.clone()), element.end);
+            first.get_or_insert(element_line);
+            last = line;
+            // The last element reads to the document's end (the lines after it are the
+            // broken rest), so the line count goes on from there.
+            let through = if to_end && index + 1 == elements.len() { start + ends.len() as u64 - 1 } else { line };
+            let end = ends.get((through - start) as usize).copied().unwrap_or(self.at);
+            let text = document[element.clone()].as_bytes().to_vec();
+            self.replay.push_back(Replayed { text, line: element_line, last: through, end });
+        }
+        let Some(first) = first else { return String::new() };
+        let lines = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+        let count = |count: usize, one: &str, more: &str| format!("{count} {}", if count == 1 { one } else { more });
+        let what = match in_list {
+            Some(0) => format!("the {} after its `]`", count(elements.len(), "record", "records")),
+            Some(inside) if inside < elements.len() => format!(
+                "its {} and the {} after its `]`",
+                count(inside, "whole element", "whole elements"),
+                count(elements.len() - inside, "record", "records")
+            ),
+            _ => format!("its {}", count(elements.len(), "whole element", "whole elements")),
+        };
+        let read =
+            if elements.len() == 1 { "is read as a record of its own" } else { "are read as records of their own" };
+        format!("; {what} ({lines}) {read}")
+    }
+
+    /// A list document that reached [`MAX_RECORD_BYTES`] before its brackets closed, at the
+    /// line just read: most likely a batch cut short that took in the records after it (a
+    /// list reads on past lines in the first column, as its elements may be there). Its whole
+    /// elements are given back, then the rest of it and the line just read are read again:
+    /// as the rest of the list when the last element is followed by a `,` (a `[` is put
+    /// before them), else as lines of their own. What to add to the error; `None` when the
+    /// document holds no whole element (it is then skipped as one overlong record).
+    fn give_back_long_list(&mut self, document: &str, start: u64, ends: &[u64]) -> Option<String> {
+        let found = list_elements(document);
+        let last = found.ranges.last()?.end;
+        let given_back = self.give_back_elements(document, &found, start, ends, false);
+        let mut rest = last + (document[last..].len() - document[last..].trim_start().len());
+        let in_list = found.in_list.is_none() && document[rest..].starts_with(',');
+        if in_list {
+            rest += 1;
+        }
+        let first_line = start + document[..rest].bytes().filter(|&b| b == b'\n').count() as u64;
+        let mut opened = !in_list;
+        let mut segments: Vec<(Vec<u8>, u64, u64)> = (first_line..)
+            .zip(document[rest..].split('\n'))
+            .map(|(line, piece)| {
+                let end = ends.get((line - start) as usize).copied().unwrap_or(self.at);
+                (piece.as_bytes().to_vec(), line, end)
+            })
+            .collect();
+        segments.push((std::mem::take(&mut self.buffer), self.line, self.at));
+        for (mut text, line, end) in segments {
+            if !opened && !text.trim_ascii().is_empty() {
+                text.insert(0, b'[');
+                opened = true;
+            }
+            self.replay.push_back(Replayed { text, line, last: line, end });
+        }
+        Some(given_back)
     }
 
     /// Reads on to the end of a document that went wrong part way (a line that is not UTF-8,
@@ -1065,7 +1144,8 @@ fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> Trac
 /// The whole elements of a JSON list that does not parse as a whole (cut short, or broken
 /// part way), as byte ranges of `document` (which starts with its `[`): each value that
 /// parses on its own, in order, and then the values after the list's `]` (a list that went
-/// wrong took in the records after it). A broken element whose brackets close is passed
+/// wrong took in the records after it). An element that is not an object (a record) is
+/// taken for a piece of a broken one. A broken element whose brackets close is passed
 /// over. One whose brackets never close, or close only after whole records started
 /// ([`broken_element_end`]), took in what follows it: the search goes on at the next of
 /// those records (or at the next line that is a whole record on its own). A missing `,`
@@ -1074,6 +1154,10 @@ fn list_elements(document: &str) -> ListElements {
     let mut found = ListElements::default();
     let bytes = document.as_bytes();
     let mut pos = 1;
+    // The column of the list's elements: that of the first (a pretty-printer puts every
+    // element there, and their nested values further in).
+    let first = document[1..].find(|c: char| !c.is_ascii_whitespace()).map_or(1, |at| at + 1);
+    let column = first - document[..first].rfind('\n').map_or(0, |nl| nl + 1);
     loop {
         while pos < bytes.len() && (bytes[pos].is_ascii_whitespace() || bytes[pos] == b',') {
             pos += 1;
@@ -1087,14 +1171,21 @@ fn list_elements(document: &str) -> ListElements {
             pos += 1;
             continue;
         }
+        // Only an object is a record: another value here is part of a broken element.
         let mut values = serde_json::Deserializer::from_str(&document[pos..]).into_iter::<serde::de::IgnoredAny>();
-        if let Some(Ok(_)) = values.next() {
+        if bytes[pos] == b'{'
+            && let Some(Ok(_)) = values.next()
+        {
             let end = pos + values.byte_offset();
-            found.ranges.push(pos..end);
+            // One that the strict reading refuses (a key repeated) is what the list's error
+            // names: it is not read again, to be reported twice.
+            if agentic_core::json_strict::from_str_lenient_surrogates(&document[pos..end]).is_ok() {
+                found.ranges.push(pos..end);
+            }
             pos = end;
             continue;
         }
-        match broken_element_end(document, pos) {
+        match broken_element_end(document, pos, column) {
             Some(end) => pos = end,
             None => {
                 // Past the broken element's line: to the next whole record on a line.
@@ -1129,13 +1220,11 @@ struct ListElements {
 /// Where a broken list element at `pos` ends, following its brackets with [`Nesting`] (a
 /// string never runs over a line end): after its closing bracket, or for a value without
 /// brackets at the next `,` or `]`. While its brackets are open, a later line that starts
-/// a record where an element of the list would ([`starts_element`]) ends it there: the
+/// a record where an element of the list (at `column`) would ([`starts_element`]) ends it there: the
 /// element lost a closing bracket and took in the elements after it. `None` when its
 /// brackets never close.
-fn broken_element_end(document: &str, pos: usize) -> Option<usize> {
+fn broken_element_end(document: &str, pos: usize, column: usize) -> Option<usize> {
     let bytes = document.as_bytes();
-    // The element's column: a later line indented further is inside some element.
-    let column = pos - document[..pos].rfind('\n').map_or(0, |nl| nl + 1);
     let mut nesting = Nesting::default();
     for (offset, &byte) in bytes[pos..].iter().enumerate() {
         if byte == b'\n' {
@@ -1164,9 +1253,11 @@ fn broken_element_end(document: &str, pos: usize) -> Option<usize> {
 
 /// Where the line at `at` starts a record as an element of a list whose broken element
 /// starts at `column` would: at that column or before it, a record on one line
-/// ([`is_record_line`]), or, indented (a pretty-printer's element: its nested values are
-/// indented further), an object with a member over several lines. (Unindented, a nested
-/// object spread over lines looks the same as an element, so only whole lines count.)
+/// ([`is_record_line`]), or an object with a member over several lines, at that column
+/// when it is indented (a pretty-printer's element: its nested values are indented
+/// further) or before it (outside the list: a record after it). (At the column of an
+/// unindented list, a nested object spread over lines looks the same as an element, so
+/// only whole lines count there.)
 fn starts_element(document: &str, at: usize, column: usize) -> Option<usize> {
     let rest = &document[at..];
     let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
@@ -1178,7 +1269,7 @@ fn starts_element(document: &str, at: usize, column: usize) -> Option<usize> {
     if is_record_line(text) {
         return Some(at + indent);
     }
-    if indent == 0 || !text.starts_with('{') {
+    if (indent == column && indent == 0) || !text.starts_with('{') {
         return None;
     }
     let mut values = serde_json::Deserializer::from_str(&rest[indent..]).into_iter::<Value>();

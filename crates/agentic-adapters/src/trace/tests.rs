@@ -654,6 +654,31 @@ fn pretty_printed_documents_span_lines() {
     }
 }
 
+/// An OTLP document given back by a broken list (a batch of exports, one element broken)
+/// cites the lines of its spans' `spanId`s, as it does on its own.
+#[test]
+fn a_document_given_back_by_a_broken_list_cites_its_span_lines() {
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(OTLP).unwrap()).unwrap();
+    let lines = |text: &str| {
+        let mut lines: Vec<_> =
+            read(text, None).iter().filter_map(|r| r.as_ref().ok()?.source.as_ref()?.line).collect();
+        lines.sort_unstable();
+        lines
+    };
+    let alone = lines(&format!("{pretty}\n"));
+    assert!(alone.iter().any(|&line| line > 1), "{alone:?}");
+    // The same document as the first element of a list (one line down), then a broken one.
+    let in_list = format!("[\n{pretty},\n{{\"resourceSpans\": oops}}\n]\n");
+    assert_eq!(lines(&in_list), alone.iter().map(|line| line + 1).collect::<Vec<_>>());
+    // What is left of the list after it went wrong early is named as such.
+    let errors: Vec<_> = read("[\n{\"tool_name\": \"Read\"}},\n{\"tool_name\": \"Bash\"}\n]\n", None)
+        .into_iter()
+        .filter_map(Result::err)
+        .map(|error| error.message)
+        .collect();
+    assert!(errors.iter().any(|message| message.contains("a line that only closes brackets (`]`)")), "{errors:?}");
+}
+
 /// A printer that does not indent (Python's `json.dumps(doc, indent=0)`) puts the objects of
 /// a list in the first column: they continue the document. A record cut after `{` or after
 /// `,` between members still ends at the next line that opens an object.
@@ -1610,9 +1635,9 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
     let unindented =
         "{\n\"tool_name\": \"Read\",\n\"args\": {\n\"a\": [\n{},\n{}\n],\n\"b\": [\n[],\n[]\n]\n},\noops\n}\n";
     assert_eq!(read(unindented, None).len(), 1, "{:?}", read(unindented, None));
-    // An element that is a document of its own (a whole batch printed over lines) is given
-    // back whole, not line by line (which would report each of its lines); a missing `,`
-    // between elements is passed over.
+    // An element that is a list (a whole batch printed over lines) is no record: the
+    // records on its lines are read, each at its line; a missing `,` between elements is
+    // passed over.
     let nested = format!(
         "[\n{},\n[\n{},\n{}\n]\n{}\n{}\n",
         record("Read", "a"),
@@ -1626,8 +1651,8 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
         vec![
             Err(1),
             Ok((2, "Read".to_owned())),
-            Ok((3, "Read".to_owned())),
-            Ok((3, "Read".to_owned())),
+            Ok((4, "Read".to_owned())),
+            Ok((5, "Read".to_owned())),
             Ok((7, "Bash".to_owned())),
             Ok((8, "Write".to_owned()))
         ]
@@ -2685,8 +2710,74 @@ fn a_broken_list_gives_back_every_whole_record() {
     );
     let lost_line = "[\n  {\n    \"tool_name\": \"Bash\",\n    \"args\": {\"k\": 1}\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n";
     assert_eq!(names(lost_line), vec![Err(1), Ok((5, "Read".to_owned())), Ok((8, "Edit".to_owned()))]);
-    for text in [one_line, unclosed, open_string, lost_line] {
+    // A record in the first column, over lines, after a cut indented list.
+    let then_pretty = "[\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Ba\n{\n  \"tool_name\": \"Edit\"\n}\n{\"tool_name\": \"Write\"}\n";
+    assert_eq!(
+        names(then_pretty),
+        vec![Err(1), Ok((2, "Read".to_owned())), Ok((7, "Edit".to_owned())), Ok((10, "Write".to_owned()))]
+    );
+    // An element that lost its opening line: its members and nested objects are no records.
+    let lost_open = "[\n  {\n    \"tool_name\": \"Read\"\n  },\n    \"tool_name\": \"Bash\",\n    \"args\": {\n      \"x\": [\n        {\n          \"tool_name\": \"Nested\"\n        }\n      ]\n    }\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n";
+    let got = names(lost_open);
+    assert!(got.contains(&Ok((2, "Read".to_owned()))) && got.contains(&Ok((14, "Edit".to_owned()))), "{got:?}");
+    assert!(got.iter().all(|item| item.as_ref().map_or(true, |(_, name)| name != "Nested")), "{got:?}");
+    // A key repeated in one element of a pretty list: reported once, by the list's error.
+    let repeated_key = "[\n  {\n    \"tool_name\": \"Read\",\n    \"tool_name\": \"Bash\"\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n";
+    assert_eq!(names(repeated_key), vec![Err(1), Ok((6, "Edit".to_owned()))]);
+    assert!(
+        message(repeated_key).contains("its 1 whole element (lines 6-8) is read as a record of its own"),
+        "{}",
+        message(repeated_key)
+    );
+    for text in [one_line, unclosed, open_string, lost_line, then_pretty, lost_open, repeated_key] {
         assert_parallel_agrees(text.as_bytes(), None);
+    }
+}
+
+/// A list still open at the record limit is read in parts, not skipped: a batch cut short
+/// that took in more than [`MAX_RECORD_BYTES`] of records after it loses none of them, and
+/// a list that long, closed or not, one element per line or pretty-printed, keeps every
+/// element (the part after the limit is read as the rest of the list).
+#[test]
+fn a_list_open_at_the_record_limit_is_read_in_parts() {
+    let big = "x".repeat(4000);
+    let record = |n: usize| format!(r#"{{"tool_name": "Read", "trace_id": "t{n}", "args": {{"big": "{big}"}}}}"#);
+    let count = |text: &str| {
+        let got = read(text, None);
+        let errors: Vec<_> = got.iter().filter_map(|r| r.as_ref().err()).map(|e| (e.line, e.message.clone())).collect();
+        (got.iter().filter(|r| r.is_ok()).count(), errors)
+    };
+    // Cut inside its element, then one-line records.
+    let mut cut = String::from("[\n  {\n    \"tool_name\": \"Ed\n");
+    let mut n = 0;
+    while cut.len() <= MAX_RECORD_BYTES + 100_000 {
+        cut.push_str(&record(n));
+        cut.push('\n');
+        n += 1;
+    }
+    let (events, errors) = count(&cut);
+    assert_eq!(events, n, "{errors:?}");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].1.contains("is read in parts"), "{}", errors[0].1);
+    let (parallel, _) = parallel_path(cut.as_bytes(), None, 2, 1 << 20);
+    assert_eq!(parallel, reference_path(cut.as_bytes(), None));
+    // A closed list that long, one element per line and pretty-printed: every element.
+    for style in [0, 1] {
+        let mut list = String::from("[\n");
+        let mut n = 0;
+        while list.len() <= MAX_RECORD_BYTES + 100_000 {
+            if n > 0 {
+                list.push_str(",\n");
+            }
+            let element = record(n);
+            let element = if style == 0 { element } else { batch_element(&serde_json::from_str(&element).unwrap(), 1) };
+            list.push_str(&element);
+            n += 1;
+        }
+        list.push_str("\n]\n{\"tool_name\": \"Write\"}\n");
+        let (events, errors) = count(&list);
+        assert_eq!(events, n + 1, "style {style}: {errors:?}");
+        assert_eq!(errors.len(), 1, "style {style}: {errors:?}");
     }
 }
 
@@ -2748,6 +2839,19 @@ fn a_repeated_v2_record_counts_once() {
         kinds(&[by("a1"), by("a2"), by("a2")]),
         vec![(ToolCallStart, false), (ToolCallStart, false), (Custom, true)]
     );
+    // Three calls started under one id by the records of one list (they share its line),
+    // then ended: three calls, each ended by its own end.
+    let pres = (0..3).map(|n| pre("Bash", &n.to_string())).collect::<Vec<_>>().join(", ");
+    let posts = (0..3).map(|n| post("Bash", "post", &n.to_string())).collect::<Vec<_>>();
+    let got = events(&format!("[{pres}]\n{}", posts.join("\n")));
+    let spans = |kind: EventType| {
+        got.iter()
+            .filter(|e| e.event_type == kind)
+            .filter_map(|e| e.span.as_ref()?.span_id.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(spans(ToolCallStart).len(), 3, "{:?}", spans(ToolCallStart));
+    assert_eq!(spans(ToolCallStart), spans(ToolCallEnd));
     // Nothing is lost: every record is an event, with its line.
     let got = events(&twice.join("\n"));
     let raw_lines: Vec<u64> = got.iter().filter_map(|e| e.source.as_ref()?.line).collect();
@@ -2769,8 +2873,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// A batch printed on one line, indented or not, and cut anywhere (a crash) loses only
-    /// the element it was cut in: every element whole before the cut is read, at the line it
-    /// starts, the cut list is one malformed record, and the parallel reader agrees.
+    /// the element it was cut in: every element whole before the cut and the records written
+    /// after it are read, at the line each starts, the cut list is one malformed record, and
+    /// the parallel reader agrees.
     #[test]
     fn a_cut_batch_loses_only_its_unfinished_element(
         tools in proptest::collection::vec(0usize..4, 1..8),
@@ -2793,9 +2898,19 @@ proptest! {
         }
         // Cut before the closing `]`: the list never closes.
         let at = 1 + ((text.len() - 1) as f64 * cut) as usize;
-        let cut_text = format!("{}\n", &text[..at.min(text.len())]);
+        let mut cut_text = format!("{}\n", &text[..at.min(text.len())]);
         let mut expected = vec![Err(1)];
         expected.extend(elements.iter().filter(|(_, _, end)| *end <= at).map(|(line, name, _)| Ok((*line, name.clone()))));
+        // Then the records written after the crash: over lines in the first column (before
+        // the column of an indented or one-line list's elements: not for an unindented
+        // list, whose nested objects may stand there too), and on one line.
+        let lines = 1 + cut_text.matches('\n').count() as u64;
+        if style != 2 {
+            cut_text.push_str("{\n  \"tool_name\": \"Write\",\n  \"trace_id\": \"w\"\n}\n");
+            expected.push(Ok((lines, "Write".to_owned())));
+        }
+        expected.push(Ok((1 + cut_text.matches('\n').count() as u64, "Grep".to_owned())));
+        cut_text.push_str("{\"tool_name\": \"Grep\", \"trace_id\": \"g\"}\n");
         prop_assert_eq!(lines_and_names(&read(&cut_text, None)), expected, "{}", cut_text);
         assert_parallel_agrees(cut_text.as_bytes(), None);
     }

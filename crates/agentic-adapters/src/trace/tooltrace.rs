@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use agentic_core::json_scan::{JsonScanner, KeySet};
 
-use super::ends::LatestEnds;
+use super::ends::{LatestEnds, LineIds};
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
@@ -40,6 +40,8 @@ pub struct TooltraceAdapter {
     /// What the latest v2 calls that ended held, by `tool_use_id`, to tell a repeated end
     /// record.
     ended_calls: LatestEnds<String, EndedCall>,
+    /// Span ids made from a line number.
+    line_ids: LineIds,
 }
 
 /// A v2 call that ended: its session, tool, hash of its arguments and caller (as for
@@ -191,7 +193,7 @@ impl TraceAdapter for TooltraceAdapter {
                 return Ok(());
             }
             if at.is_none() && open.is_some_and(same_session) && trace_id.is_none() {
-                span_id = Some(format!("{call}#L{line}"));
+                span_id = Some(self.line_ids.make(call, line));
             }
             if trace_id.is_none() && at.is_none() && open.is_some() && span_id.as_deref() == Some(call.as_str()) {
                 // Another session's call of this id is in flight: the same span id would make
