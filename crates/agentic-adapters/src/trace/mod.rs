@@ -455,7 +455,8 @@ impl<R: BufRead> TraceReader<R> {
             // document: `read_document` ends it at the next record's line.
             Err(error) if error.is_eof() => {
                 let first = text.to_owned();
-                Some(self.read_document(first, start))
+                let indent = self.buffer.len() - self.buffer.trim_ascii_start().len();
+                Some(self.read_document(first, start, indent))
             }
             Err(error) => {
                 // A list (an exporter's batch) whose only fault is inside some elements: the
@@ -616,7 +617,7 @@ impl<R: BufRead> TraceReader<R> {
     /// perhaps with the `,` of a list after it), its lines are read again as lines of their
     /// own. So a batch cut after one of its elements (`[{...}, {...},`) costs only itself,
     /// while a pretty-printed document that goes wrong stays one malformed record.
-    fn read_document(&mut self, first: String, start: u64) -> Result<(Value, u64), TraceError> {
+    fn read_document(&mut self, first: String, start: u64, indent: usize) -> Result<(Value, u64), TraceError> {
         let mut nesting = Nesting::default();
         nesting.feed(first.as_bytes());
         let object = first.starts_with('{');
@@ -720,7 +721,16 @@ impl<R: BufRead> TraceReader<R> {
                             let position = format!(" at line {} column {}", error.line(), error.column());
                             let what = text.strip_suffix(&position).unwrap_or(&text);
                             let line = start + error.line() as u64 - 1;
-                            let given_back = self.give_back(&document, tail.as_ref(), start, &ends);
+                            let mut given_back = self.give_back(&document, tail.as_ref(), start, &ends);
+                            if object
+                                && given_back.is_empty()
+                                && let Some(rest) = self.skip_members(indent)?
+                            {
+                                given_back = format!(
+                                    "; the lines after it up to line {rest}, indented deeper than its first line, \
+                                     are taken as the rest of it"
+                                );
+                            }
                             return Err(TraceError::malformed(
                                 start,
                                 format!(
@@ -733,6 +743,34 @@ impl<R: BufRead> TraceReader<R> {
                 }
             }
         }
+    }
+
+    /// After an object document (its first line indented by `indent`) that went wrong and
+    /// gave nothing back, reads on over the lines indented further (its members, when it
+    /// closed too early or a string in it was left open) and a line at its indentation that
+    /// only closes brackets (its real end), so that they are not read as records of their
+    /// own (a nested object among them would count as a call). Stops before any other line
+    /// (it is read again), at a blank line's next line as at any other. The last line taken,
+    /// if any.
+    fn skip_members(&mut self, indent: usize) -> Result<Option<u64>, TraceError> {
+        let mut last = None;
+        while self.read_line()? {
+            let body = self.buffer.trim_ascii_start();
+            if body.is_empty() {
+                continue;
+            }
+            let depth = self.buffer.len() - body.len();
+            if depth > indent {
+                last = Some(self.line);
+                continue;
+            }
+            if depth == indent && body.iter().all(|&b| matches!(b, b'}' | b']' | b',') || b.is_ascii_whitespace()) {
+                return Ok(Some(self.line));
+            }
+            self.hold_line();
+            return Ok(last);
+        }
+        Ok(last)
     }
 
     /// Queues the line just read (it starts the next record) to be read again.

@@ -654,6 +654,28 @@ fn pretty_printed_documents_span_lines() {
     }
 }
 
+/// A pretty-printed object that went wrong part way (closed too early, or a string left
+/// open) takes the lines indented deeper than its first line, and its closing line, as its
+/// rest: a nested object among them is no record, and the record after it is read.
+#[test]
+fn a_broken_pretty_object_takes_its_member_lines_along() {
+    let names = |text: &str| lines_and_names(&read(text, None));
+    let rest = "  \"args\": {\n    \"x\": [\n      {\n        \"tool_name\": \"Nested\"\n      }\n    ]\n  }\n}\n{\"tool_name\": \"Write\"}\n";
+    for first in ["{\n  \"tool_name\": \"Read\"},\n", "{\n  \"tool_name\": \"Read\",\n  \"k\": \"open\n"] {
+        let text = format!("{first}{rest}");
+        let write = text.lines().count() as u64;
+        assert_eq!(names(&text), vec![Err(1), Ok((write, "Write".to_owned()))], "{text}");
+        let message = read(&text, None).into_iter().find_map(Result::err).unwrap().message;
+        let taken = format!("up to line {}, indented deeper than its first line", write - 1);
+        assert!(message.contains(&taken), "{message}");
+        assert_parallel_agrees(text.as_bytes(), None);
+    }
+    // A record in the first column right after it is not taken.
+    let next = "{\n  \"tool_name\": \"Read\"},\n  \"k\": 1\n{\"tool_name\": \"Write\"}\n";
+    assert_eq!(names(next), vec![Err(1), Ok((4, "Write".to_owned()))]);
+    assert_parallel_agrees(next.as_bytes(), None);
+}
+
 /// An OTLP document given back by a broken list (a batch of exports, one element broken)
 /// cites the lines of its spans' `spanId`s, as it does on its own.
 #[test]
