@@ -826,7 +826,11 @@ fn run_trace(
                  checked; for a gzip file, `gzip -t {path}` tests it"
             );
         }
-        bail!("{path}:{error}\n  hint: fix the record, or pass `--malformed skip` to skip malformed records");
+        bail!(
+            "{path}:{error}\n  hint: `--malformed fail` stopped the check at this record, so nothing after it was \
+             read (not even what the message says is read on its own); fix the record, or pass `--malformed skip` to \
+             skip malformed records"
+        );
     }
     if skipped > 20 {
         say_err!("warning: {path}: {skipped} malformed record(s) skipped in total");

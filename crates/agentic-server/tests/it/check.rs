@@ -451,6 +451,11 @@ fn malformed_trace_lines_are_skipped_with_their_line_or_fatal() {
     let fatal = check_with_trace("feature-workflow", &broken, &["--malformed", "fail"]);
     assert_eq!(fatal.code(), 2);
     assert!(fatal.stderr().contains("line 3"), "{}", fatal.stderr());
+    assert!(
+        fatal.stderr().contains("stopped the check at this record, so nothing after it was read"),
+        "{}",
+        fatal.stderr()
+    );
     assert_eq!(fatal.report, Value::Null);
 }
 
