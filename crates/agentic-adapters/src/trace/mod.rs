@@ -477,13 +477,13 @@ impl<R: BufRead> TraceReader<R> {
                     }
                     return Some(Ok((Value::Array(values), start)));
                 }
-                // A line that only closes brackets ends a document that went wrong earlier.
+                // A line that only closes brackets starts no record.
                 if text.bytes().all(|b| matches!(b, b']' | b'}' | b',') || b.is_ascii_whitespace()) {
                     return Some(Err(TraceError::malformed(
                         start,
                         format!(
-                            "a line that only closes brackets (`{text}`): the end of a document that went wrong \
-                             before it (see the malformed record reported before this one)"
+                            "a line that only closes brackets (`{text}`) starts no record: most likely the end of a \
+                             document that went wrong before it, or a bracket too many"
                         ),
                     )));
                 }
@@ -1182,8 +1182,8 @@ fn not_utf8_document(start: u64, line: u64, error: &std::str::Utf8Error) -> Trac
 /// The whole elements of a JSON list that does not parse as a whole (cut short, or broken
 /// part way), as byte ranges of `document` (which starts with its `[`): each value that
 /// parses on its own, in order, and then the values after the list's `]` (a list that went
-/// wrong took in the records after it). An element that is not an object (a record) is
-/// taken for a piece of a broken one. A broken element whose brackets close is passed
+/// wrong took in the records after it). An element that is not a record (an object) or a
+/// batch (a list of records) is taken for a piece of a broken one. A broken element whose brackets close is passed
 /// over. One whose brackets never close, or close only after whole records started
 /// ([`broken_element_end`]), took in what follows it: the search goes on at the next of
 /// those records (or at the next line that is a whole record on its own). A missing `,`
@@ -1209,16 +1209,26 @@ fn list_elements(document: &str) -> ListElements {
             pos += 1;
             continue;
         }
-        // Only an object is a record: another value here is part of a broken element.
+        // Only a record (an object, or a batch: a list of records) is an element here:
+        // another value is part of a broken element.
         let mut values = serde_json::Deserializer::from_str(&document[pos..]).into_iter::<serde::de::IgnoredAny>();
-        if bytes[pos] == b'{'
+        if matches!(bytes[pos], b'{' | b'[')
             && let Some(Ok(_)) = values.next()
         {
             let end = pos + values.byte_offset();
             // One that the strict reading refuses (a key repeated) is what the list's error
             // names: it is not read again, to be reported twice.
-            if agentic_core::json_strict::from_str_lenient_surrogates(&document[pos..end]).is_ok() {
-                found.ranges.push(pos..end);
+            match agentic_core::json_strict::from_str_lenient_surrogates(&document[pos..end]) {
+                Ok(value) if bytes[pos] == b'{' || is_batch(&value) => found.ranges.push(pos..end),
+                Ok(_) => {
+                    // A list that is no batch: part of a broken element.
+                    if let Some(after) = broken_element_end(document, pos, column) {
+                        pos = after;
+                        continue;
+                    }
+                    return found;
+                }
+                Err(_) => {}
             }
             pos = end;
             continue;
@@ -1279,9 +1289,9 @@ fn broken_element_end(document: &str, pos: usize, column: usize) -> Option<usize
         if outside {
             match byte {
                 b',' | b']' if before == 0 => return Some(pos + offset),
+                // A stray `}` (the end of an element closed already) ends the broken piece.
+                b'}' if before == 0 => return Some(pos + offset + 1),
                 b'}' | b']' if before == 1 => return Some(pos + offset + 1),
-                // A stray closing bracket outside the element.
-                _ if nesting.depth < 0 => nesting.depth = 0,
                 _ => {}
             }
         }
@@ -1291,7 +1301,7 @@ fn broken_element_end(document: &str, pos: usize, column: usize) -> Option<usize
 
 /// Where the line at `at` starts a record as an element of a list whose broken element
 /// starts at `column` would: at that column or before it, a record on one line
-/// ([`is_record_line`]), or an object with a member over several lines, at that column
+/// ([`is_record_line`]), or a record or a batch over several lines, at that column
 /// when it is indented (a pretty-printer's element: its nested values are indented
 /// further) or before it (outside the list: a record after it). (At the column of an
 /// unindented list, a nested object spread over lines looks the same as an element, so
@@ -1307,12 +1317,12 @@ fn starts_element(document: &str, at: usize, column: usize) -> Option<usize> {
     if is_record_line(text) {
         return Some(at + indent);
     }
-    if (indent == column && indent == 0) || !text.starts_with('{') {
+    if indent == column && indent == 0 {
         return None;
     }
     let mut values = serde_json::Deserializer::from_str(&rest[indent..]).into_iter::<Value>();
     match values.next() {
-        Some(Ok(Value::Object(members))) if !members.is_empty() => Some(at + indent),
+        Some(Ok(value)) if is_record(&value) || is_batch(&value) => Some(at + indent),
         _ => None,
     }
 }
@@ -1327,12 +1337,17 @@ fn is_record_line(text: &str) -> bool {
     }
     let value = text.trim_end();
     let value = value.strip_suffix(',').unwrap_or(value);
-    let record = |value: &Value| value.as_object().is_some_and(|object| !object.is_empty());
-    match serde_json::from_str::<Value>(value) {
-        Ok(Value::Array(items)) => !items.is_empty() && items.iter().all(record),
-        Ok(value) => record(&value),
-        Err(_) => false,
-    }
+    serde_json::from_str::<Value>(value).is_ok_and(|value| is_record(&value) || is_batch(&value))
+}
+
+/// An object with a member.
+fn is_record(value: &Value) -> bool {
+    value.as_object().is_some_and(|object| !object.is_empty())
+}
+
+/// A list of records (an exporter's batch).
+fn is_batch(value: &Value) -> bool {
+    value.as_array().is_some_and(|items| !items.is_empty() && items.iter().all(is_record))
 }
 
 /// The bracket depth of JSON text fed line by line (outside strings), to tell when a

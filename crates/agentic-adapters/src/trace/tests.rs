@@ -1657,9 +1657,9 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
     let unindented =
         "{\n\"tool_name\": \"Read\",\n\"args\": {\n\"a\": [\n{},\n{}\n],\n\"b\": [\n[],\n[]\n]\n},\noops\n}\n";
     assert_eq!(read(unindented, None).len(), 1, "{:?}", read(unindented, None));
-    // An element that is a list (a whole batch printed over lines) is no record: the
-    // records on its lines are read, each at its line; a missing `,` between elements is
-    // passed over.
+    // An element that is a document of its own (a whole batch printed over lines) is given
+    // back whole, not line by line (which would report each of its lines); a missing `,`
+    // between elements is passed over.
     let nested = format!(
         "[\n{},\n[\n{},\n{}\n]\n{}\n{}\n",
         record("Read", "a"),
@@ -1673,8 +1673,8 @@ fn a_cut_list_gives_back_the_records_it_took_in() {
         vec![
             Err(1),
             Ok((2, "Read".to_owned())),
-            Ok((4, "Read".to_owned())),
-            Ok((5, "Read".to_owned())),
+            Ok((3, "Read".to_owned())),
+            Ok((3, "Read".to_owned())),
             Ok((7, "Bash".to_owned())),
             Ok((8, "Write".to_owned()))
         ]
@@ -2751,7 +2751,26 @@ fn a_broken_list_gives_back_every_whole_record() {
         "{}",
         message(repeated_key)
     );
-    for text in [one_line, unclosed, open_string, lost_line, then_pretty, lost_open, repeated_key] {
+    // After a cut list, batches (on one line, over lines, or a doubled `[`) are read.
+    let then_batches = "[\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\"tool_na\n[{\"tool_name\": \"Bash\"}, {\"tool_name\": \"Edit\"}]\n[\n  {\n    \"tool_name\": \"Write\"\n  }\n]\n";
+    assert_eq!(
+        names(then_batches),
+        vec![
+            Err(1),
+            Ok((2, "Read".to_owned())),
+            Ok((6, "Bash".to_owned())),
+            Ok((6, "Edit".to_owned())),
+            Ok((7, "Write".to_owned()))
+        ]
+    );
+    let doubled = "[\n[\n{\"tool_name\": \"Read\"},\n{\"tool_name\": \"Bash\"}\n]\n";
+    assert_eq!(names(doubled), vec![Err(1), Ok((2, "Read".to_owned())), Ok((2, "Bash".to_owned()))]);
+    // A stray `}` after an element closed already ends there: the record after it is read.
+    let stray = "[\n  {\n    \"tool_name\": \"Read\"\n  }\n}\n{\"tool_name\": \"Bash\"}\n";
+    assert_eq!(names(stray), vec![Err(1), Ok((2, "Read".to_owned())), Ok((6, "Bash".to_owned()))]);
+    for text in
+        [one_line, unclosed, open_string, lost_line, then_pretty, lost_open, repeated_key, then_batches, doubled, stray]
+    {
         assert_parallel_agrees(text.as_bytes(), None);
     }
 }
