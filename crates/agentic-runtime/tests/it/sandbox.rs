@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agentic_runtime::{ExecutionRequest, IsolatedTaskRuntime, ProtectionStatus, RunAs, RuntimeError, Termination};
 
-use crate::{marker, run, run_watching, runtime, sh, wait_for_processes, wait_until_gone};
+use crate::{Marked, marker, processes_with, run, run_watching, runtime, sh, wait_for_processes, wait_until_gone};
 
 #[tokio::test]
 async fn timeout_kills_the_whole_group_in_about_a_second() {
@@ -368,9 +368,19 @@ async fn engine_death_kills_the_whole_step(pid_namespace: bool, test_name: &str)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The program (exec'd sleep), the background sleep and the setsid one.
-    let seen = wait_for_processes(&mark, 3).await;
-    assert!(seen.iter().any(|process| process.session != seen[0].session), "no process left the session: {seen:?}");
+    // The program (exec'd sleep), the background sleep and the setsid one. The last calls
+    // `setsid` a moment after it is forked (it carries the marker before), so the sessions
+    // are polled until one differs (bounded: 10 s).
+    let left_the_session = |seen: &[Marked]| seen.iter().any(|process| process.session != seen[0].session);
+    let mut seen = wait_for_processes(&mark, 3).await;
+    for _ in 0..200 {
+        if left_the_session(&seen) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        seen = processes_with(&mark);
+    }
+    assert!(left_the_session(&seen), "no process left the session: {seen:?}");
     engine.kill().unwrap();
     engine.wait().unwrap();
     let survivors = wait_until_gone(&mark).await;
