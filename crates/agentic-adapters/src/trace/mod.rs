@@ -1218,20 +1218,19 @@ fn list_elements(document: &str) -> ListElements {
             let end = pos + values.byte_offset();
             // One that the strict reading refuses (a key repeated) is what the list's error
             // names: it is not read again, to be reported twice.
-            match agentic_core::json_strict::from_str_lenient_surrogates(&document[pos..end]) {
-                Ok(value) if bytes[pos] == b'{' || is_batch(&value) => found.ranges.push(pos..end),
-                Ok(_) => {
-                    // A list that is no batch: part of a broken element.
-                    if let Some(after) = broken_element_end(document, pos, column) {
-                        pos = after;
-                        continue;
-                    }
-                    return found;
+            let other_list = match agentic_core::json_strict::from_str_lenient_surrogates(&document[pos..end]) {
+                Ok(value) if bytes[pos] == b'{' || is_batch(&value) => {
+                    found.ranges.push(pos..end);
+                    false
                 }
-                Err(_) => {}
+                // A list that is no batch: followed as a broken element (below).
+                Ok(_) => true,
+                Err(_) => false,
+            };
+            if !other_list {
+                pos = end;
+                continue;
             }
-            pos = end;
-            continue;
         }
         match broken_element_end(document, pos, column) {
             Some(end) => pos = end,
