@@ -478,12 +478,12 @@ impl<R: BufRead> TraceReader<R> {
                     return Some(Ok((Value::Array(values), start)));
                 }
                 // A line that only closes brackets starts no record.
-                if text.bytes().all(|b| matches!(b, b']' | b'}' | b',') || b.is_ascii_whitespace()) {
+                if only_closes_brackets(text.as_bytes()) {
                     return Some(Err(TraceError::malformed(
                         start,
                         format!(
                             "a line that only closes brackets (`{text}`) starts no record: most likely the end of a \
-                             document that went wrong before it, or a bracket too many"
+                             document that went wrong before it (fix that one), or a bracket too many (remove it)"
                         ),
                     )));
                 }
@@ -623,7 +623,7 @@ impl<R: BufRead> TraceReader<R> {
         let object = first.starts_with('{');
         if !object {
             // As for the lines after it (below).
-            (nesting.in_string, nesting.escaped) = (false, false);
+            nesting.end_line();
         }
         let mut document = first;
         // Where each of the document's lines ends in the input.
@@ -655,11 +655,11 @@ impl<R: BufRead> TraceReader<R> {
                         ));
                     }
                     nesting.feed(&self.buffer);
-                    if !object && nesting.in_string {
-                        // A string left open in a list's element (JSON strings never span
-                        // lines): the list reads on to where its brackets close, so that
+                    if !object {
+                        // A string left open in a list's element ends with its line: the
+                        // list reads on to where its brackets close, so that
                         // `list_elements` gives back its elements after the broken one.
-                        (nesting.in_string, nesting.escaped) = (false, false);
+                        nesting.end_line();
                     }
                     let text = match std::str::from_utf8(&self.buffer) {
                         Ok(text) => text,
@@ -676,7 +676,8 @@ impl<R: BufRead> TraceReader<R> {
                                 format!(
                                     "the JSON list starting here is not closed within {MAX_RECORD_BYTES} bytes (line \
                                      {}): it is read in parts, as a list that long was most likely cut short and \
-                                     took in the records after it{given_back}",
+                                     took in the records after it (close a cut batch with `]`, or write fewer \
+                                     records per list){given_back}",
                                     self.line
                                 ),
                             ));
@@ -764,7 +765,7 @@ impl<R: BufRead> TraceReader<R> {
                 last = Some(self.line);
                 continue;
             }
-            if depth == indent && body.iter().all(|&b| matches!(b, b'}' | b']' | b',') || b.is_ascii_whitespace()) {
+            if depth == indent && only_closes_brackets(body) {
                 return Ok(Some(self.line));
             }
             self.hold_line();
@@ -810,14 +811,13 @@ impl<R: BufRead> TraceReader<R> {
         to_end: bool,
     ) -> String {
         let (elements, in_list) = (&found.ranges, found.in_list);
-        let newlines = |range: Range<usize>| document[range].bytes().filter(|&b| b == b'\n').count() as u64;
         let (mut line, mut counted) = (start, 0);
         // The lines the elements given back start and end at.
         let (mut first, mut last) = (None, start);
         for (index, element) in elements.iter().enumerate() {
-            line += newlines(counted..element.start);
+            line += newlines(&document[counted..element.start]);
             let element_line = line;
-            (line, counted) = (line + newlines(element.clone()), element.end);
+            (line, counted) = (line + newlines(&document[element.clone()]), element.end);
             first.get_or_insert(element_line);
             last = line;
             // The last element reads to the document's end (the lines after it are the
@@ -860,7 +860,7 @@ impl<R: BufRead> TraceReader<R> {
         if in_list {
             rest += 1;
         }
-        let first_line = start + document[..rest].bytes().filter(|&b| b == b'\n').count() as u64;
+        let first_line = start + newlines(&document[..rest]);
         let mut opened = !in_list;
         let mut segments: Vec<(Vec<u8>, u64, u64)> = (first_line..)
             .zip(document[rest..].split('\n'))
@@ -886,9 +886,7 @@ impl<R: BufRead> TraceReader<R> {
     /// next record's line (as [`TraceReader::read_document`] tells one), or to the end.
     fn skip_document(&mut self, mut nesting: Nesting, object: bool) -> Result<(), TraceError> {
         loop {
-            // JSON strings never span lines: a string open at a line's end was cut.
-            nesting.in_string = false;
-            nesting.escaped = false;
+            nesting.end_line();
             if nesting.depth <= 0 || !self.read_line()? {
                 return Ok(());
             }
@@ -1275,7 +1273,7 @@ fn broken_element_end(document: &str, pos: usize, column: usize) -> Option<usize
     let mut nesting = Nesting::default();
     for (offset, &byte) in bytes[pos..].iter().enumerate() {
         if byte == b'\n' {
-            (nesting.in_string, nesting.escaped) = (false, false);
+            nesting.end_line();
             let next = pos + offset + 1;
             if nesting.depth > 0
                 && let Some(start) = starts_element(document, next, column)
@@ -1324,6 +1322,16 @@ fn starts_element(document: &str, at: usize, column: usize) -> Option<usize> {
         Some(Ok(value)) if is_record(&value) || is_batch(&value) => Some(at + indent),
         _ => None,
     }
+}
+
+/// How many line feeds `text` holds.
+fn newlines(text: &str) -> u64 {
+    memchr::memchr_iter(b'\n', text.as_bytes()).count() as u64
+}
+
+/// A line that only closes brackets (`]`, `}`, `},`): the end of a document, no record.
+fn only_closes_brackets(line: &[u8]) -> bool {
+    line.iter().all(|&b| matches!(b, b']' | b'}' | b',') || b.is_ascii_whitespace())
 }
 
 /// A line that is a whole record on its own: it starts in the first column with `{` or `[`
@@ -1392,6 +1400,12 @@ impl Nesting {
         }
     }
 
+    /// A line ended: JSON strings never span lines, so a string open at a line's end was cut
+    /// (or left open) and ends there.
+    fn end_line(&mut self) {
+        (self.in_string, self.escaped) = (false, false);
+    }
+
     /// True when the brackets closed (or closed too often), or when a string runs over the
     /// end of a line, which JSON never allows: parsing then tells what the text is.
     fn may_be_complete(&self) -> bool {
@@ -1416,7 +1430,7 @@ fn span_lines(text: &str, start: u64) -> std::collections::HashMap<String, u64> 
             continue;
         };
         let Some(id) = value.split('"').next().filter(|id| !id.contains('\\')) else { continue };
-        line += memchr::memchr_iter(b'\n', &text.as_bytes()[counted..at]).count() as u64;
+        line += newlines(&text[counted..at]);
         counted = at;
         lines.entry(id.to_owned()).or_insert(line);
     }
