@@ -2704,75 +2704,50 @@ fn a_broken_pretty_list_keeps_its_whole_elements() {
 #[test]
 fn a_broken_list_gives_back_every_whole_record() {
     let names = |text: &str| lines_and_names(&read(text, None));
-    let message = |text: &str| read(text, None).into_iter().find_map(Result::err).unwrap().message;
+    // One malformed record (the list, at line 1), then these records at their lines; the
+    // parallel reader agrees.
+    let gives = |text: &str, records: &[(u64, &str)]| {
+        let records = records.iter().map(|&(line, name)| Ok((line, name.to_owned())));
+        assert_eq!(names(text), std::iter::once(Err(1)).chain(records).collect::<Vec<_>>(), "{text}");
+        assert_parallel_agrees(text.as_bytes(), None);
+    };
+    let says = |text: &str, wanted: &str| {
+        let message = read(text, None).into_iter().find_map(Result::err).unwrap().message;
+        assert!(message.contains(wanted), "{message}");
+    };
     let one_line = "[{\"tool_name\": \"Bash\"}, {\"tool_name\": \"Read\", \"args\": {\"k\" 1}}, {\"tool_name\": \"Grep\"}]\n{\"tool_name\": \"Edit\"}\n";
-    assert_eq!(
-        names(one_line),
-        vec![Err(1), Ok((1, "Bash".to_owned())), Ok((1, "Grep".to_owned())), Ok((2, "Edit".to_owned()))]
-    );
-    assert!(
-        message(one_line).contains("its 2 whole elements (line 1) are read as records of their own"),
-        "{}",
-        message(one_line)
-    );
+    gives(one_line, &[(1, "Bash"), (1, "Grep"), (2, "Edit")]);
+    says(one_line, "its 2 whole elements (line 1) are read as records of their own");
     let unclosed = "[\n{\"tool_name\": \"Bash\", \"args\": {\"k\": 1},\n{\"tool_name\": \"Read\"},\n{\"tool_name\": \"Edit\"}\n]\n{\"tool_name\": \"Write\"}\n";
-    assert_eq!(
-        names(unclosed),
-        vec![Err(1), Ok((3, "Read".to_owned())), Ok((4, "Edit".to_owned())), Ok((6, "Write".to_owned()))]
-    );
-    assert!(
-        message(unclosed).contains("its 2 whole elements and the 1 record after its `]` (lines 3-6) are read"),
-        "{}",
-        message(unclosed)
-    );
+    gives(unclosed, &[(3, "Read"), (4, "Edit"), (6, "Write")]);
+    says(unclosed, "its 2 whole elements and the 1 record after its `]` (lines 3-6) are read");
     let open_string = "[\n  {\n    \"tool_name\": \"Bash\",\n    \"args\": {\"k\": \"1 }\n  },\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n{\"tool_name\": \"Write\"}\n";
-    assert_eq!(
-        names(open_string),
-        vec![Err(1), Ok((6, "Read".to_owned())), Ok((9, "Edit".to_owned())), Ok((13, "Write".to_owned()))]
-    );
+    gives(open_string, &[(6, "Read"), (9, "Edit"), (13, "Write")]);
     let lost_line = "[\n  {\n    \"tool_name\": \"Bash\",\n    \"args\": {\"k\": 1}\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n";
-    assert_eq!(names(lost_line), vec![Err(1), Ok((5, "Read".to_owned())), Ok((8, "Edit".to_owned()))]);
+    gives(lost_line, &[(5, "Read"), (8, "Edit")]);
     // A record in the first column, over lines, after a cut indented list.
-    let then_pretty = "[\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Ba\n{\n  \"tool_name\": \"Edit\"\n}\n{\"tool_name\": \"Write\"}\n";
-    assert_eq!(
-        names(then_pretty),
-        vec![Err(1), Ok((2, "Read".to_owned())), Ok((7, "Edit".to_owned())), Ok((10, "Write".to_owned()))]
+    gives(
+        "[\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\n    \"tool_name\": \"Ba\n{\n  \"tool_name\": \"Edit\"\n}\n{\"tool_name\": \"Write\"}\n",
+        &[(2, "Read"), (7, "Edit"), (10, "Write")],
     );
     // An element that lost its opening line: its members and nested objects are no records.
     let lost_open = "[\n  {\n    \"tool_name\": \"Read\"\n  },\n    \"tool_name\": \"Bash\",\n    \"args\": {\n      \"x\": [\n        {\n          \"tool_name\": \"Nested\"\n        }\n      ]\n    }\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n";
     let got = names(lost_open);
     assert!(got.contains(&Ok((2, "Read".to_owned()))) && got.contains(&Ok((14, "Edit".to_owned()))), "{got:?}");
     assert!(got.iter().all(|item| item.as_ref().map_or(true, |(_, name)| name != "Nested")), "{got:?}");
+    assert_parallel_agrees(lost_open.as_bytes(), None);
     // A key repeated in one element of a pretty list: reported once, by the list's error.
     let repeated_key = "[\n  {\n    \"tool_name\": \"Read\",\n    \"tool_name\": \"Bash\"\n  },\n  {\n    \"tool_name\": \"Edit\"\n  }\n]\n";
-    assert_eq!(names(repeated_key), vec![Err(1), Ok((6, "Edit".to_owned()))]);
-    assert!(
-        message(repeated_key).contains("its 1 whole element (lines 6-8) is read as a record of its own"),
-        "{}",
-        message(repeated_key)
-    );
+    gives(repeated_key, &[(6, "Edit")]);
+    says(repeated_key, "its 1 whole element (lines 6-8) is read as a record of its own");
     // After a cut list, batches (on one line, over lines, or a doubled `[`) are read.
-    let then_batches = "[\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\"tool_na\n[{\"tool_name\": \"Bash\"}, {\"tool_name\": \"Edit\"}]\n[\n  {\n    \"tool_name\": \"Write\"\n  }\n]\n";
-    assert_eq!(
-        names(then_batches),
-        vec![
-            Err(1),
-            Ok((2, "Read".to_owned())),
-            Ok((6, "Bash".to_owned())),
-            Ok((6, "Edit".to_owned())),
-            Ok((7, "Write".to_owned()))
-        ]
+    gives(
+        "[\n  {\n    \"tool_name\": \"Read\"\n  },\n  {\"tool_na\n[{\"tool_name\": \"Bash\"}, {\"tool_name\": \"Edit\"}]\n[\n  {\n    \"tool_name\": \"Write\"\n  }\n]\n",
+        &[(2, "Read"), (6, "Bash"), (6, "Edit"), (7, "Write")],
     );
-    let doubled = "[\n[\n{\"tool_name\": \"Read\"},\n{\"tool_name\": \"Bash\"}\n]\n";
-    assert_eq!(names(doubled), vec![Err(1), Ok((2, "Read".to_owned())), Ok((2, "Bash".to_owned()))]);
+    gives("[\n[\n{\"tool_name\": \"Read\"},\n{\"tool_name\": \"Bash\"}\n]\n", &[(2, "Read"), (2, "Bash")]);
     // A stray `}` after an element closed already ends there: the record after it is read.
-    let stray = "[\n  {\n    \"tool_name\": \"Read\"\n  }\n}\n{\"tool_name\": \"Bash\"}\n";
-    assert_eq!(names(stray), vec![Err(1), Ok((2, "Read".to_owned())), Ok((6, "Bash".to_owned()))]);
-    for text in
-        [one_line, unclosed, open_string, lost_line, then_pretty, lost_open, repeated_key, then_batches, doubled, stray]
-    {
-        assert_parallel_agrees(text.as_bytes(), None);
-    }
+    gives("[\n  {\n    \"tool_name\": \"Read\"\n  }\n}\n{\"tool_name\": \"Bash\"}\n", &[(2, "Read"), (6, "Bash")]);
 }
 
 /// A list still open at the record limit is read in parts, not skipped: a batch cut short
