@@ -443,9 +443,10 @@ impl<R: BufRead> TraceReader<R> {
         // text: it reads as U+FFFD instead of costing the record (the raw line is kept).
         match agentic_core::json_strict::from_str_lenient_surrogates(text) {
             Ok(value) => {
-                // An element of a list given back, spread over lines: its spans cite the
-                // lines of their `spanId`s, as in any document spread over lines.
-                if text.contains('\n') {
+                // An element of a list given back, spread over lines (only those span
+                // lines here): its spans cite the lines of their `spanId`s, as in any
+                // document spread over lines.
+                if self.line > start {
                     self.document = Some(text.to_owned());
                 }
                 Some(Ok((value, start)))
@@ -856,21 +857,19 @@ impl<R: BufRead> TraceReader<R> {
         let last = found.ranges.last()?.end;
         let given_back = self.give_back_elements(document, &found, start, ends, false);
         let mut rest = last + (document[last..].len() - document[last..].trim_start().len());
-        let in_list = found.in_list.is_none() && document[rest..].starts_with(',');
-        if in_list {
+        let mid_list = found.in_list.is_none() && document[rest..].starts_with(',');
+        if mid_list {
             rest += 1;
         }
         let first_line = start + newlines(&document[..rest]);
-        let mut opened = !in_list;
-        let mut segments: Vec<(Vec<u8>, u64, u64)> = (first_line..)
-            .zip(document[rest..].split('\n'))
-            .map(|(line, piece)| {
-                let end = ends.get((line - start) as usize).copied().unwrap_or(self.at);
-                (piece.as_bytes().to_vec(), line, end)
-            })
-            .collect();
-        segments.push((std::mem::take(&mut self.buffer), self.line, self.at));
-        for (mut text, line, end) in segments {
+        let mut opened = !mid_list;
+        let at = self.at;
+        let pieces = (first_line..).zip(document[rest..].split('\n')).map(|(line, piece)| {
+            let end = ends.get((line - start) as usize).copied().unwrap_or(at);
+            (piece.as_bytes().to_vec(), line, end)
+        });
+        let held = (std::mem::take(&mut self.buffer), self.line, self.at);
+        for (mut text, line, end) in pieces.chain(std::iter::once(held)) {
             if !opened && !text.trim_ascii().is_empty() {
                 text.insert(0, b'[');
                 opened = true;
