@@ -174,6 +174,11 @@ pub const ARGUMENTS_UNREAD: &str = "x.otlp.arguments_unread";
 /// rules.
 pub const OUT_OF_ORDER: &str = "x.otlp.out_of_order";
 
+/// Attribute on the start of an OTLP span without `startTimeUnixNano` (or with `"0"`, the
+/// protobuf default: unset): the span is placed at its end time (it took no time), or before
+/// every event when it has no end either; the tier-2 engine warns in the notes of order rules.
+pub const START_MISSING: &str = "x.otlp.start_missing";
+
 /// One canonical event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CanonicalEvent {

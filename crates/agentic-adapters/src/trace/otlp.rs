@@ -459,9 +459,14 @@ fn parse_span(
     }
     // The all-zero id is OTLP's "no parent" (some exporters write it for root spans).
     let parent_span_id = id_field(&span, "parentSpanId", 8).map_err(named)?.filter(|id| !id.bytes().all(|b| b == b'0'));
-    let start_nanos = nanos(&span, "startTimeUnixNano").map_err(named)?;
+    // No start (or `"0"`, protobuf's unset): the span is placed at its end, as one that took
+    // no time, and marked, so order rules warn (at time 0 it would come before its siblings).
+    let start_read = nanos(&span, "startTimeUnixNano").map_err(named)?.filter(|&start| start != 0);
+    let end_read = nanos(&span, "endTimeUnixNano").map_err(named)?;
+    let start_missing = start_read.is_none();
+    let start_nanos = start_read.or(end_read);
     // No end, or an end before the start (a clock step, `"0"`): the span took no time.
-    let end_nanos = match (start_nanos, nanos(&span, "endTimeUnixNano").map_err(named)?) {
+    let end_nanos = match (start_nanos, end_read) {
         (Some(start), Some(end)) => Some(end.max(start)),
         (start, end) => end.or(start),
     };
@@ -564,6 +569,9 @@ fn parse_span(
         if let Some(unread) = unread {
             start.attributes.insert(agentic_core::event::ARGUMENTS_UNREAD.to_owned(), Value::from(unread));
         }
+    }
+    if start_missing {
+        start.attributes.insert(agentic_core::event::START_MISSING.to_owned(), Value::Bool(true));
     }
     start.source = Some(source.clone());
     let mut end = CanonicalEvent::new(end_type, to_time(end_nanos));

@@ -2069,6 +2069,38 @@ fn otlp_spans_that_take_no_time_start_before_they_end() {
     assert_eq!(read[0].timestamp, read[1].timestamp);
 }
 
+/// A span without a start time (or with `"0"`, protobuf's unset) is placed at its end, as a
+/// span that took no time, and marked: at time 0 it would come before its siblings.
+#[test]
+fn otlp_a_span_without_a_start_is_placed_at_its_end() {
+    use EventType::*;
+    let text = otlp_doc(&[
+        ("00000000000000a1", None, "invoke_agent planner", Some("1000"), Some("10000")),
+        ("00000000000000b1", Some("00000000000000a1"), "execute_tool Read", Some("1000"), Some("2000")),
+        ("00000000000000b2", Some("00000000000000a1"), "execute_tool Bash", None, Some("5000")),
+        ("00000000000000b3", Some("00000000000000a1"), "execute_tool Grep", Some("0"), Some("6000")),
+    ]);
+    let got: Vec<(EventType, String, bool)> = events(&text)
+        .iter()
+        .map(|e| {
+            let marked = e.attributes.contains_key(agentic_core::event::START_MISSING);
+            (e.event_type, e.step_name.clone().unwrap_or_default(), marked)
+        })
+        .collect();
+    let expected = [
+        (AgentInvokeStart, "planner", false),
+        (ToolCallStart, "Read", false),
+        (ToolCallEnd, "Read", false),
+        (ToolCallStart, "Bash", true),
+        (ToolCallEnd, "Bash", false),
+        (ToolCallStart, "Grep", true),
+        (ToolCallEnd, "Grep", false),
+        (AgentInvokeEnd, "planner", false),
+    ];
+    let expected: Vec<(EventType, String, bool)> = expected.iter().map(|(t, n, m)| (*t, (*n).to_owned(), *m)).collect();
+    assert_eq!(got, expected);
+}
+
 /// Clocks of two processes disagree: a tool span that says it started 1 ms before its agent
 /// (or ended after it) is still ordered inside the agent, as its parent id says; events keep
 /// their own times, and a span whose start moves past its own end takes no time.

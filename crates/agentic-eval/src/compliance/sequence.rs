@@ -1855,6 +1855,9 @@ pub struct TraceOutcome {
     /// [`agentic_core::event::OUT_OF_ORDER`]: more spans came in between than the reader holds
     /// to order them), and the line of the first; the notes of order rules warn.
     pub out_of_order_spans: (u64, Option<u64>),
+    /// OTLP spans without a start time (marked [`agentic_core::event::START_MISSING`]), placed
+    /// at their end time, and the line of the first; the notes of order rules warn.
+    pub spans_without_start: (u64, Option<u64>),
     /// Rules whose scope matched spans in a trace where no call records a parent (a Claude
     /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
     /// could be placed inside those scopes, so the rules saw nothing inside.
@@ -1895,6 +1898,8 @@ pub struct SequenceEngine {
     calls_without_name: (u64, Option<u64>),
     /// See [`TraceOutcome::out_of_order_spans`].
     out_of_order_spans: (u64, Option<u64>),
+    /// See [`TraceOutcome::spans_without_start`].
+    spans_without_start: (u64, Option<u64>),
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
@@ -2197,6 +2202,7 @@ impl SequenceEngine {
             calls_without_name: (0, None),
             calls_with_text_arguments: (0, None),
             out_of_order_spans: (0, None),
+            spans_without_start: (0, None),
             order: 0,
             scoped,
             parented_calls: false,
@@ -2228,6 +2234,9 @@ impl SequenceEngine {
         }
         if marked(agentic_core::event::OUT_OF_ORDER).is_some() {
             tally(&mut self.out_of_order_spans);
+        }
+        if marked(agentic_core::event::START_MISSING).is_some() {
+            tally(&mut self.spans_without_start);
         }
         match marked(agentic_core::event::ARGUMENTS_UNREAD).and_then(Value::as_str) {
             Some("absent") => tally(&mut self.calls_without_arguments),
@@ -2787,6 +2796,19 @@ impl SequenceEngine {
                         ),
                     );
                 }
+                if let (count @ 1.., first) = self.spans_without_start
+                    && rule.relation.is_order()
+                {
+                    let at = super::report::first_at_line(first);
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {count} OTLP span(s) record no start time{at} and are placed at their end \
+                             time, so this rule may see them later than they started; export \
+                             `startTimeUnixNano` on every span."
+                        ),
+                    );
+                }
                 if let [first, second, more @ ..] = self.traces.as_slice()
                     && rule.relation.is_order()
                 {
@@ -2822,6 +2844,7 @@ impl SequenceEngine {
             calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
             calls_without_name: if names_calls { self.calls_without_name } else { (0, None) },
             out_of_order_spans: self.out_of_order_spans,
+            spans_without_start: self.spans_without_start,
             unlinked_scopes,
         }
     }

@@ -230,10 +230,19 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     // cost money): a typo in `--baseline` or `--evaluated-at` fails at once.
     let evaluated_at = match &args.evaluated_at {
         // The report's time is UTC, as its schema says.
-        Some(stamp) => chrono::DateTime::parse_from_rfc3339(stamp)
-            .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?
-            .with_timezone(&chrono::Utc)
-            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+        Some(stamp) => {
+            let utc = chrono::DateTime::parse_from_rfc3339(stamp)
+                .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?
+                .with_timezone(&chrono::Utc);
+            // RFC 3339 has four-digit years: an offset must not carry the time past them.
+            if !(0..=9999).contains(&chrono::Datelike::year(&utc)) {
+                bail!(
+                    "`--evaluated-at` `{stamp}` is past the year 9999 in UTC, which RFC 3339 cannot write; give a \
+                     time up to 9999-12-31T23:59:59Z"
+                );
+            }
+            utc.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+        }
         None => chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
     let baseline = match &args.baseline {
@@ -242,11 +251,31 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             let not_a_report =
                 || format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)");
             let mut value: Value = agentic_core::json_strict::from_str(&text).with_context(not_a_report)?;
+            if !value.is_object() {
+                let kind = match value {
+                    Value::Array(_) => "a JSON array",
+                    Value::String(_) => "a JSON string",
+                    Value::Number(_) => "a JSON number",
+                    Value::Bool(_) => "a JSON boolean",
+                    _ => "JSON null",
+                };
+                bail!("baseline `{path}` holds {kind}, not a JSON object; give a report written by `agentic check --json`");
+            }
             // The version first: a report of another major version is named as such, not as
             // a field this agentic does not know.
             let version = value.get("schema_version").and_then(Value::as_str).map(str::to_owned);
             let part = |version: &str, idx: usize| version.split('.').nth(idx).unwrap_or_default().to_owned();
             if let Some(version) = &version {
+                // The schema's form, `MAJOR.MINOR.PATCH` in digits: nothing `agentic check` wrote
+                // looks otherwise.
+                let parts: Vec<&str> = version.split('.').collect();
+                if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+                    bail!(
+                        "baseline `{path}` has schema_version `{version}`, not a version `agentic check` writes (three \
+                         numbers, like {REPORT_SCHEMA_VERSION}); use a report written by `agentic check --json`, not an \
+                         edited one"
+                    );
+                }
                 if part(version, 0) != part(REPORT_SCHEMA_VERSION, 0) {
                     bail!(
                         "baseline `{path}` is a report of schema_version `{version}`; this agentic reads reports of \
@@ -918,6 +947,14 @@ fn run_trace(
              file, or export each run in fewer records)",
             agentic_adapters::trace::ORDER_WINDOW_BYTES / (1024 * 1024),
             agentic_adapters::trace::ORDER_WINDOW_SPANS
+        );
+    }
+    if let (count @ 1.., first) = outcome.spans_without_start {
+        let at = agentic_eval::compliance::first_at_line(first);
+        say_err!(
+            "warning: {path}: {count} OTLP span(s) record no `startTimeUnixNano`{at}, so they are placed at their end \
+             time (as spans that took no time): `before`, `only_after` and `immediately_before` rules may see them \
+             later than they started (export the start time on every span)"
         );
     }
     if outcome.unlinked_scopes > 0 {

@@ -54,13 +54,28 @@ pub(crate) fn write_file_whole(path: &std::path::Path, bytes: &[u8]) -> std::io:
     let name = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = target.with_file_name(format!(".{name}.{}.partial", std::process::id()));
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temporary)?;
+        // Errors name the step and the file beside the target: an error on the target itself
+        // would point at a file that may well exist.
+        let beside = |step: &str, error: std::io::Error| {
+            std::io::Error::new(
+                error.kind(),
+                format!(
+                    "{step} `{}`, the complete copy written beside the target and then renamed over it: {error}",
+                    temporary.display()
+                ),
+            )
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .map_err(|error| beside("cannot create", error))?;
         if let Some(metadata) = &existing {
             file.set_permissions(metadata.permissions())?;
         }
         file.write_all(bytes)?;
         file.sync_all()?;
-        std::fs::rename(&temporary, &target)
+        std::fs::rename(&temporary, &target).map_err(|error| beside("cannot rename", error))
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -134,5 +149,9 @@ mod tests {
         assert!(write_file_whole(&dir.path().join("missing/report.json"), b"x").is_err());
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 4, "{names:?}");
+        // A target that exists where no file can be created (`/proc`): the error names the
+        // copy beside it, not the target, which exists.
+        let error = write_file_whole(std::path::Path::new("/proc/version"), b"x").unwrap_err().to_string();
+        assert!(error.starts_with("cannot create `/proc/.version."), "{error}");
     }
 }

@@ -1682,6 +1682,10 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
         .unwrap();
     let shifted: Value = serde_json::from_slice(&shifted.stdout).expect("stdout is the JSON report");
     assert_eq!(shifted["evaluated_at"], json!("2026-01-01T00:00:00Z"));
+    // ... but not past the four-digit years RFC 3339 can write.
+    let past = agentic().arg("check").args(&args).args(["--evaluated-at", "9999-12-31T23:59:59-01:00"]).output().unwrap();
+    assert_eq!(past.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&past.stderr).contains("past the year 9999 in UTC"));
 
     // A report of another schema major version is not compared field by field.
     let mut future = report.clone();
@@ -2360,6 +2364,76 @@ fn a_baseline_of_a_newer_minor_version_is_read() {
     let run = against(&major);
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("is a report of schema_version `2.0.0`"), "{}", run.stderr());
+}
+
+/// An OTLP span without `startTimeUnixNano` is placed at its end time, not at 1970 (before
+/// every sibling), and order rules say so on stderr and in their notes.
+#[test]
+fn an_otlp_span_without_a_start_is_read_at_its_end_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let rule = |id: &str, rule: &str| {
+        format!(
+            "  - id: {id}\n    tier: 2\n    instruction: read first\n    severity: high\n    verification:\n      \
+             method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {rule}\n"
+        )
+    };
+    let text = format!(
+        "workflow: t\nspec_version: '1'\ncheckpoints:\n{}{}{}",
+        rule("T1-01", "{before: {a: {tool: read}, b: {tool: bash}}}"),
+        rule("T1-02", "{only_after: {a: {tool: read}, b: {tool: bash}}}"),
+        rule("T1-03", "{count: {of: {tool: bash}, at_most: 1}}"),
+    );
+    std::fs::write(&spec, text).unwrap();
+    let span = |id: &str, name: &str, times: &str| {
+        format!(
+            r#"{{"traceId":"0123456789abcdef0123456789abcdef","spanId":"{id}","parentSpanId":"a000000000000001","name":"execute_tool {name}",{times}"attributes":[{{"key":"gen_ai.tool.name","value":{{"stringValue":"{name}"}}}}]}}"#
+        )
+    };
+    let trace = dir.path().join("trace.json");
+    let doc = format!(
+        r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"0123456789abcdef0123456789abcdef","spanId":"a000000000000001","name":"invoke_agent planner","startTimeUnixNano":"1000","endTimeUnixNano":"10000"}},{},{}]}}]}}]}}"#,
+        span("b000000000000001", "read", r#""startTimeUnixNano":"1000","endTimeUnixNano":"2000","#),
+        span("c000000000000001", "bash", r#""endTimeUnixNano":"5000","#),
+    );
+    std::fs::write(&trace, doc).unwrap();
+    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--threshold", "0"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let results: Vec<(String, String)> = run.results().into_iter().map(|(id, result, _)| (id, result)).collect();
+    let pass = |id: &str| (id.to_owned(), "PASS".to_owned());
+    assert_eq!(results, [pass("T1-01"), pass("T1-02"), pass("T1-03")]);
+    assert!(run.stderr().contains("1 OTLP span(s) record no `startTimeUnixNano`"), "{}", run.stderr());
+    let notes: Vec<&str> = run.report["checkpoints"].as_array().unwrap().iter().map(|c| c["notes"].as_str().unwrap()).collect();
+    // Order rules warn; a count does not depend on the order.
+    assert!(notes[0].contains("1 OTLP span(s) record no start time"), "{}", notes[0]);
+    assert!(notes[1].contains("1 OTLP span(s) record no start time"), "{}", notes[1]);
+    assert!(!notes[2].contains("no start time"), "{}", notes[2]);
+}
+
+/// A baseline that is JSON but not an object, or whose `schema_version` is not three numbers,
+/// is refused with what it is, not a deserializer's message.
+#[test]
+fn a_baseline_that_is_no_report_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
+    let against = |report: &Value| example_against(dir.path(), report);
+    for (value, expected) in [
+        (json!([1, 2]), "holds a JSON array, not a JSON object"),
+        (json!("report"), "holds a JSON string, not a JSON object"),
+        (json!(null), "holds JSON null, not a JSON object"),
+    ] {
+        let run = against(&value);
+        assert_eq!(run.code(), 2, "{}", run.stderr());
+        assert!(run.stderr().contains(expected), "{expected}: {}", run.stderr());
+        assert!(!run.stderr().contains("expected struct"), "{}", run.stderr());
+    }
+    for version in ["1.0", "1.0.0-rc1", "1..0", "v1.0.0"] {
+        let mut report = first.report.clone();
+        report["schema_version"] = json!(version);
+        let run = against(&report);
+        assert_eq!(run.code(), 2, "{version}: {}", run.stderr());
+        assert!(run.stderr().contains(&format!("has schema_version `{version}`, not a version")), "{}", run.stderr());
+    }
 }
 
 /// A baseline that lists one checkpoint twice is no report `agentic check` wrote: refused.
