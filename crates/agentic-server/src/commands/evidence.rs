@@ -31,8 +31,8 @@ struct GitArgs {
     /// The repository (default: the current directory).
     #[arg(default_value = ".")]
     repo: String,
-    /// How many recent commits to list.
-    #[arg(long, default_value_t = 20)]
+    /// How many recent commits to list (at most 2147483647, git's limit).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=i64::from(i32::MAX)))]
     max_commits: u32,
     /// Other evidence JSON files whose sources are merged into the output.
     #[arg(long)]
@@ -188,7 +188,17 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
         // check (`log.showSignature` would print it among the fields).
         let log = git_required(
             repo,
-            &["log", "-z", "--no-show-signature", &limit, "--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%s"],
+            // UTF-8 whatever `i18n.logOutputEncoding` says (a Latin-1 setting would garble
+            // every name and subject into U+FFFD); commits recorded in another encoding are
+            // re-encoded.
+            &[
+                "log",
+                "-z",
+                "--no-show-signature",
+                "--encoding=UTF-8",
+                &limit,
+                "--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%s",
+            ],
         )?;
         let mut fields: Vec<&str> = log.split('\0').collect();
         if fields.last() == Some(&"") {
@@ -222,7 +232,9 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
             }));
         }
     }
-    let status = git_required(repo, &["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
+    // Renames detected whatever `status.renames` says, so the counts are the same on every
+    // machine (a rename is one change, not a deletion and an addition).
+    let status = git_required(repo, &["status", "--porcelain=v1", "-z", "--untracked-files=all", "--renames"])?;
     let (mut staged, mut unstaged, mut untracked) = (0u64, 0u64, 0u64);
     let mut entries = status.split('\0').filter(|e| !e.is_empty());
     while let Some(entry) = entries.next() {
@@ -241,8 +253,9 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
         if worktree != b' ' {
             unstaged += 1;
         }
-        if index == b'R' || index == b'C' {
-            // Renames and copies are followed by the original path.
+        if matches!(index, b'R' | b'C') || matches!(worktree, b'R' | b'C') {
+            // Renames and copies (staged, or in the work tree: `git add -N` after `mv`) are
+            // followed by the original path.
             entries.next();
         }
     }

@@ -1083,6 +1083,42 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("is a shallow clone"));
 }
 
+/// Facts do not depend on the collecting user's git settings: names and subjects come out
+/// as UTF-8 under a Latin-1 `i18n.logOutputEncoding` (also given through the environment), a
+/// rename is one change whatever `status.renames` says, and a rename in the work tree (`mv`,
+/// then `git add -N`) is one unstaged change, not a staged and two unstaged ones.
+#[test]
+fn evidence_git_facts_do_not_depend_on_git_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo: PathBuf = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("original.txt"), "text").unwrap();
+    std::fs::write(repo.join("moved.txt"), "other text").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["-c", "user.name=Zoë Ünï", "commit", "-q", "-m", "Fix naïve café parsing"]);
+    git(&repo, &["config", "i18n.logOutputEncoding", "ISO-8859-1"]);
+    git(&repo, &["config", "status.renames", "false"]);
+    git(&repo, &["mv", "moved.txt", "staged-move.txt"]);
+    std::fs::rename(repo.join("original.txt"), repo.join("renamed.txt")).unwrap();
+    git(&repo, &["add", "-N", "renamed.txt"]);
+    let collect = |env: &[(&str, &str)]| {
+        let output = agentic().args(["evidence", "git"]).arg(&repo).envs(env.iter().copied()).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    for env in [&[][..], &[("GIT_CONFIG_PARAMETERS", "'i18n.logoutputencoding'='latin1'")][..]] {
+        let facts = collect(env);
+        assert_eq!(facts["git"]["recent_commits"][0]["author"], json!("Zoë Ünï"), "{env:?}");
+        assert_eq!(facts["git"]["recent_commits"][0]["subject"], json!("Fix naïve café parsing"), "{env:?}");
+        assert_eq!(facts["git"]["changes"], json!({"staged": 1, "unstaged": 1, "untracked": 0}), "{env:?}");
+    }
+    // More commits than git can count is refused by the option, not by git.
+    let output = agentic().args(["evidence", "git", "--max-commits", "2147483648"]).arg(&repo).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("2147483648"), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
 /// When git cannot answer (a damaged repository), `evidence git` fails with git's words and
 /// writes nothing, instead of evidence with no commits that a tier-1 check would trust.
 #[test]
