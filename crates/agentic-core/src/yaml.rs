@@ -244,7 +244,13 @@ impl Builder {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 self.charge(0, text.len(), &span)?;
-                let tag_name = tag.as_deref().map(|t| t.suffix.as_str());
+                let tag_name = match core_tag(tag.as_deref(), Kind::Scalar) {
+                    Ok(name) => name,
+                    Err(error) => {
+                        self.deferred.push(error.at(position(&span)));
+                        None
+                    }
+                };
                 if style == ScalarStyle::Plain
                     && !matches!(tag_name, Some("str"))
                     && let Some(what) = non_finite(&text)
@@ -261,6 +267,14 @@ impl Builder {
                     );
                 }
                 let value = resolve_scalar(&text, style, tag_name);
+                if let Some(expected) = tag_name.and_then(|tag| tag_mismatch(tag, &value)) {
+                    let tag = tag_name.unwrap_or_default();
+                    self.deferred.push(
+                        Diagnostic::error("yaml-tag", format!("`!!{tag} {text}`: `{text}` is not {expected}"))
+                            .at(position(&span))
+                            .with_hint(format!("write {expected}, or remove the `!!{tag}` tag")),
+                    );
+                }
                 if anchor > 0 {
                     self.anchors.insert(anchor, (value.clone(), 1, text.len()));
                 }
@@ -280,7 +294,10 @@ impl Builder {
                         .with_hint("define the anchor (`&name`) before using `*name`"),
                 ]),
             },
-            Event::SequenceStart(anchor, _) => {
+            Event::SequenceStart(anchor, tag) => {
+                if let Err(error) = core_tag(tag.as_deref(), Kind::Sequence) {
+                    self.deferred.push(error.at(position(&span)));
+                }
                 let mut items = Vec::new();
                 loop {
                     let (event, span) = self.required(parser)?;
@@ -296,7 +313,10 @@ impl Builder {
                 }
                 Ok(value)
             }
-            Event::MappingStart(anchor, _) => {
+            Event::MappingStart(anchor, tag) => {
+                if let Err(error) = core_tag(tag.as_deref(), Kind::Mapping) {
+                    self.deferred.push(error.at(position(&span)));
+                }
                 let mut map = Map::new();
                 let mut merges: Vec<(Value, Position)> = Vec::new();
                 loop {
@@ -392,6 +412,61 @@ impl Builder {
     }
 }
 
+/// What a tag is put on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Scalar,
+    Sequence,
+    Mapping,
+}
+
+/// The core-schema name of a node's tag (`str`, `int`, `float`, `bool`, `null` on a scalar;
+/// `seq` and `map` on collections), `None` for no tag or the non-specific `!`, or an error
+/// for a tag this reader cannot honour (`!!binary`, `!!timestamp`, `!!set`, a local `!mytag`):
+/// a tag's meaning is never dropped in silence.
+fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>, Diagnostic> {
+    let Some(tag) = tag else { return Ok(None) };
+    if matches!((tag.handle.as_str(), tag.suffix.as_str()), ("!", "") | ("", "!")) {
+        // `! text`: the non-specific tag, a plain string for a scalar.
+        return Ok((kind == Kind::Scalar).then_some("str"));
+    }
+    let core = tag.is_yaml_core_schema();
+    let name = tag.suffix.as_str();
+    let fits = match kind {
+        Kind::Scalar => matches!(name, "str" | "int" | "float" | "bool" | "null"),
+        Kind::Sequence => name == "seq",
+        Kind::Mapping => name == "map",
+    };
+    if core && fits {
+        return Ok(Some(name));
+    }
+    let written = if core { format!("!!{name}") } else { format!("{}{name}", tag.handle) };
+    let what = match kind {
+        Kind::Scalar => "a value",
+        Kind::Sequence => "a list",
+        Kind::Mapping => "a mapping",
+    };
+    Err(Diagnostic::error("yaml-tag", format!("the tag `{written}` on {what} is not one this reader honours"))
+        .with_hint(format!(
+            "remove `{written}`: only the YAML 1.2 core tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, \
+             `!!seq`, `!!map`) are read, and a value's meaning is never guessed from another tag"
+        )))
+}
+
+/// What a value with the core tag `tag` must be, when `value` is not that.
+fn tag_mismatch(tag: &str, value: &Value) -> Option<&'static str> {
+    match (tag, value) {
+        ("str", Value::String(_)) | ("bool", Value::Bool(_)) | ("null", Value::Null) => None,
+        ("float", Value::Number(_)) => None,
+        ("int", Value::Number(number)) if number.is_i64() || number.is_u64() => None,
+        ("int", _) => Some("an integer"),
+        ("float", _) => Some("a number"),
+        ("bool", _) => Some("`true` or `false`"),
+        ("null", _) => Some("null (`null`, `~` or nothing)"),
+        _ => None,
+    }
+}
+
 /// Resolves a scalar by the YAML 1.2 core schema. Quoted and block scalars are strings.
 fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
     match tag {
@@ -406,7 +481,7 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
                 return Value::Bool(value);
             }
         }
-        Some("null") => return Value::Null,
+        Some("null") if matches!(text, "" | "~" | "null" | "Null" | "NULL") => return Value::Null,
         _ => {}
     }
     if style != ScalarStyle::Plain {
@@ -519,6 +594,30 @@ mod tests {
         );
         let doc = parse_yaml("a: '.inf'\nb: !!str .nan\nc: 1e308\nd: .infinity\n").unwrap();
         assert_eq!(doc.value, serde_json::json!({"a": ".inf", "b": ".nan", "c": 1e308, "d": ".infinity"}));
+    }
+
+    /// Core tags are honoured when the value fits them; a value that does not fit its tag,
+    /// and a tag this reader does not honour, is an error at the value, never dropped.
+    #[test]
+    fn tags_are_honoured_or_reported() {
+        let doc = parse_yaml(
+            "a: !!str 123\nb: !!int '5'\nc: !!bool true\nd: !!null ~\ne: !!float 1\nf: ! 7\ng: !!seq [1]\nh: !!map {x: 1}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            doc.value,
+            serde_json::json!({"a": "123", "b": 5, "c": true, "d": null, "e": 1, "f": "7", "g": [1], "h": {"x": 1}})
+        );
+        let errors = parse_yaml(
+            "a: !!bool yes\nb: !!int abc\nc: !!null abc\nd: !!binary aGVsbG8=\ne: !mytag x\nf: !!int 1.5\ng: !!set {x: 1}\nh: !!map [1]\n",
+        )
+        .unwrap_err();
+        let found: Vec<(&str, usize)> = errors.iter().map(|e| (e.code.as_str(), e.position.unwrap().line)).collect();
+        assert_eq!(found, (1..=8).map(|line| ("yaml-tag", line)).collect::<Vec<_>>());
+        assert!(errors[0].message.contains("`yes` is not `true` or `false`"), "{}", errors[0].message);
+        assert!(errors[3].message.contains("the tag `!!binary` on a value"), "{}", errors[3].message);
+        assert!(errors[4].message.contains("the tag `!mytag`"), "{}", errors[4].message);
+        assert!(errors[5].message.contains("`1.5` is not an integer"), "{}", errors[5].message);
     }
 
     /// Over the limits without an alias, the document is just large (not an alias bomb); past
