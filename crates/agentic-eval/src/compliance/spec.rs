@@ -41,6 +41,7 @@ pub struct CheckpointSpec {
     #[serde(default)]
     pub environment_constraints: Vec<EnvironmentConstraint>,
     /// The checkpoints, in workflow order (their order is their `position_index`).
+    #[schemars(length(min = 1))]
     pub checkpoints: Vec<Checkpoint>,
 }
 
@@ -182,6 +183,7 @@ pub struct Verification {
     /// The method; it must suit the tier.
     pub method: Method,
     /// The evidence the check reads: top-level keys of the evidence JSON, or `trace_file`.
+    #[schemars(length(min = 1))]
     pub evidence_sources: Vec<String>,
     /// What is checked, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1299,11 +1301,15 @@ pub fn lint_against_previous(
             },
         }
     }
-    let mut highest: HashMap<String, u64> = HashMap::new();
+    // Per prefix: the highest number and the id that has it (named as written, and the next
+    // number keeps its width: `STEP-007` is followed by `STEP-008`).
+    let mut highest: HashMap<String, (u64, &str)> = HashMap::new();
     for old in &previous.checkpoints {
         if let Some((prefix, number)) = split_id(&old.id) {
-            let entry = highest.entry(prefix.to_owned()).or_insert(0);
-            *entry = (*entry).max(number);
+            let entry = highest.entry(prefix.to_owned()).or_insert((number, old.id.as_str()));
+            if number > entry.0 {
+                *entry = (number, old.id.as_str());
+            }
         }
     }
     for (idx, new) in current.checkpoints.iter().enumerate() {
@@ -1311,19 +1317,17 @@ pub fn lint_against_previous(
             continue;
         }
         if let Some((prefix, number)) = split_id(&new.id)
-            && let Some(top) = highest.get(prefix)
-            && number <= *top
+            && let Some(&(top, top_id)) = highest.get(prefix)
+            && number <= top
         {
+            let width = top_id.len() - prefix.len() - 1;
             diagnostics.push(
                 Diagnostic::warning(
                     "id-not-appended",
-                    format!(
-                        "new checkpoint `{}` takes a number at or below the previous highest `{prefix}-{top:02}`",
-                        new.id
-                    ),
+                    format!("new checkpoint `{}` takes a number at or below the previous highest `{top_id}`", new.id),
                 )
                 .at_pointer(format!("/checkpoints/{idx}/id"))
-                .with_hint(format!("new checkpoints take the next free number, `{prefix}-{:02}`", top + 1)),
+                .with_hint(format!("new checkpoints take the next free number, `{prefix}-{:0width$}`", top + 1)),
             );
         }
     }
@@ -1808,6 +1812,18 @@ checkpoints:
             "checkpoints:\n  - id: P1-00\n    tier: 3\n    instruction: new\n    severity: low\n    verification:\n      method: content_analysis\n      evidence_sources: [pr_body]\n",
         );
         assert_eq!(check(&lower), vec!["id-not-appended"]);
+        // The previous highest id is named as written, and the next keeps its width.
+        let wide = |text: &str| text.replace("P1-0", "P1-00");
+        let old_wide: CheckpointSpec =
+            serde_json::from_value(agentic_core::yaml::parse_yaml(&wide(SPEC)).unwrap().value).unwrap();
+        let document = agentic_core::yaml::parse_yaml(&wide(&lower)).unwrap();
+        let current: CheckpointSpec = serde_json::from_value(document.value.clone()).unwrap();
+        let found = lint_against_previous(&old_wide, &current, "new.yaml", &document.source_map);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let top = old_wide.checkpoints.iter().filter(|c| c.id.starts_with("P1-")).map(|c| c.id.clone()).max().unwrap();
+        assert!(found[0].message.ends_with(&format!("the previous highest `{top}`")), "{}", found[0].message);
+        let next: u64 = top["P1-".len()..].parse::<u64>().unwrap() + 1;
+        assert_eq!(found[0].hint.as_deref(), Some(format!("new checkpoints take the next free number, `P1-{next:03}`").as_str()));
         // Another workflow's spec is compared too, with a warning that says so.
         let workflow = &SPEC[SPEC.find("workflow:").unwrap()..];
         let workflow = workflow.lines().next().unwrap();

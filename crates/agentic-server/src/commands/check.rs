@@ -1397,7 +1397,10 @@ fn compare_with_previous(
                 "previous-not-compared",
                 format!("the checkpoint ids are not compared with the previous spec `{previous_path}` yet"),
             )
-            .with_hint("fix the errors above at checkpoint ids, tiers and instructions, then lint again"),
+            .with_hint("fix the errors above at checkpoint ids, tiers and instructions, then lint again")
+            // About the whole file: at its start, as every diagnostic has a place.
+            .at(agentic_core::diagnostic::Position::START)
+            .in_file(file),
         ),
     }
     Ok(())

@@ -163,6 +163,9 @@ fn a_schema_error_does_not_hide_a_removed_id() {
     let (code, stdout, stderr) = run(&[new.to_str().unwrap(), "--previous", old.to_str().unwrap()]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("warning[previous-not-compared]"), "{stdout}");
+    // ... at the spec it is about, not at a placeholder.
+    assert!(stdout.contains(&format!("{}:1:1: warning[previous-not-compared]", new.display())), "{stdout}");
+    assert!(!stdout.contains("<input>"), "{stdout}");
     assert!(!stdout.contains("id-removed"), "{stdout}");
 }
 
