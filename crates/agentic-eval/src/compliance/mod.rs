@@ -46,9 +46,23 @@ pub use tier3::{ReplayEvaluator, Tier3Error, Tier3Evaluator, Tier3Request, Tier3
 pub fn published_schemas() -> Vec<(&'static str, serde_json::Value)> {
     use agentic_core::document::{document_schema_for, output_schema_for};
     vec![
-        ("docs/schema/checkpoint-spec.schema.json", document_schema_for::<CheckpointSpec>()),
+        ("docs/schema/checkpoint-spec.schema.json", published_spec_schema(document_schema_for::<CheckpointSpec>())),
         ("docs/schema/compliance-report.schema.json", output_schema_for::<ComplianceReport>()),
     ]
+}
+
+/// The spec schema as published: the loader's, plus what lint reports under codes of its own
+/// (an empty `checkpoints` is `spec-empty`, empty `evidence_sources` is
+/// `evidence-sources-missing`), so an editor that validates with it refuses those too. The
+/// loader leaves them out: a schema error there would stop the semantic checks, and with them
+/// the more specific findings.
+fn published_spec_schema(mut schema: serde_json::Value) -> serde_json::Value {
+    for pointer in ["/properties/checkpoints", "/$defs/Verification/properties/evidence_sources"] {
+        if let Some(serde_json::Value::Object(list)) = schema.pointer_mut(pointer) {
+            list.insert("minItems".to_owned(), serde_json::Value::from(1));
+        }
+    }
+    schema
 }
 
 #[cfg(test)]

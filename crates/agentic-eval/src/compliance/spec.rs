@@ -41,7 +41,6 @@ pub struct CheckpointSpec {
     #[serde(default)]
     pub environment_constraints: Vec<EnvironmentConstraint>,
     /// The checkpoints, in workflow order (their order is their `position_index`).
-    #[schemars(length(min = 1))]
     pub checkpoints: Vec<Checkpoint>,
 }
 
@@ -183,7 +182,6 @@ pub struct Verification {
     /// The method; it must suit the tier.
     pub method: Method,
     /// The evidence the check reads: top-level keys of the evidence JSON, or `trace_file`.
-    #[schemars(length(min = 1))]
     pub evidence_sources: Vec<String>,
     /// What is checked, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
