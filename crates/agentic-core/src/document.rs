@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, did_you_mean};
-use crate::yaml::{SourceMap, YamlDocument, parse_yaml, pointer_segment};
+use crate::yaml::{SourceMap, YamlDocument, YamlLimits, parse_yaml_recovering, pointer_segment};
 
 /// The JSON Schema of `T` as published in `docs/schema/`.
 pub fn schema_for<T: JsonSchema>() -> Value {
@@ -86,20 +86,21 @@ impl DocumentLoader {
 
     /// Parses `text`, checks its structure and deserializes it.
     pub fn load<T: DeserializeOwned>(&self, text: &str) -> Loaded<T> {
-        let document = match parse_yaml(text) {
-            Ok(document) => document,
+        // A repeated key or a tag that does not fit its value leaves a whole document: it is
+        // checked on, so those errors hide none of the others.
+        let (mut document, recovered) = match parse_yaml_recovering(text, YamlLimits::default()) {
+            Ok(parsed) => parsed,
             Err(diagnostics) => {
                 return Loaded { value: None, document: None, diagnostics, repaired: None };
             }
         };
-        let mut document = document;
         // Top-level `x-` keys are extension fields (a place for YAML anchors), never data.
         if let Value::Object(map) = &mut document.value {
             map.retain(|key, _| !key.starts_with("x-"));
         }
         let Found { mut diagnostics, substitutes } = self.check_found(&document.value, &document.source_map);
         let mut repaired = None;
-        let value = if diagnostics.is_empty() {
+        let value = if diagnostics.is_empty() && recovered.is_empty() {
             let (value, refused) = self.deserialize_located::<T>(&mut document.value, &document.source_map);
             diagnostics.extend(refused);
             value
@@ -132,6 +133,7 @@ impl DocumentLoader {
             }
             None
         };
+        diagnostics.splice(0..0, recovered);
         Loaded { value, document: Some(document), diagnostics, repaired }
     }
 

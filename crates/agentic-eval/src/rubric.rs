@@ -426,9 +426,10 @@ pub fn load_rubric(text: &str, file: &str, registry: &FormulaRegistry) -> Rubric
 /// True when `text` is a YAML mapping with a top-level `rubric_id` (how `agentic lint` tells
 /// rubric files from workflows).
 pub fn looks_like_rubric(text: &str) -> bool {
-    agentic_core::yaml::parse_yaml(text)
+    // Also when it repeats a key (an error its lint reports with the rest).
+    agentic_core::yaml::parse_yaml_recovering(text, agentic_core::yaml::YamlLimits::default())
         .ok()
-        .is_some_and(|document| document.value.as_object().is_some_and(|map| map.contains_key("rubric_id")))
+        .is_some_and(|(document, _)| document.value.as_object().is_some_and(|map| map.contains_key("rubric_id")))
 }
 
 /// Every problem in a rubric file, for `agentic lint`.
@@ -441,7 +442,8 @@ pub fn lint_rubric(text: &str, file: &str) -> Vec<Diagnostic> {
 /// given params, and the floor (a bare number above 1 is ambiguous). Fields an inline
 /// criterion may inherit from a profile or rubric (weight, anchors) are not required here.
 pub fn lint_workflow_evaluation(text: &str, file: &str) -> Vec<Diagnostic> {
-    let Ok(document) = agentic_core::yaml::parse_yaml(text) else {
+    let Ok((document, _)) = agentic_core::yaml::parse_yaml_recovering(text, agentic_core::yaml::YamlLimits::default())
+    else {
         return Vec::new();
     };
     let Some(evaluation) = document.value.get("evaluation") else {

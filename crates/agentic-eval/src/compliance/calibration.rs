@@ -242,7 +242,8 @@ mod tests {
         let ids: Vec<String> = (0..2499).map(|idx| format!("T-{idx:04}")).collect();
         let states: Vec<(&str, u8, ResultState)> = ids.iter().map(|id| (id.as_str(), 3, Pass)).collect();
         let human = ids.iter().enumerate().map(|(idx, id)| (id.clone(), if idx < 250 { Fail } else { Pass }));
-        let just_below = calibrate(&[GoldenCase { name: "big".into(), report: report(&states), human: human.collect() }]);
+        let just_below =
+            calibrate(&[GoldenCase { name: "big".into(), report: report(&states), human: human.collect() }]);
         assert_eq!((just_below.compared, just_below.agreed, just_below.agreement_percent), (2499, 2249, Some(90.0)));
         assert!(just_below.warning);
         assert!(just_below.render().contains("just below"), "{}", just_below.render());

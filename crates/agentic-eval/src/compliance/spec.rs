@@ -1718,6 +1718,25 @@ checkpoints:
         assert!(found.iter().any(|(c, _)| c == "spec-empty"), "{found:?}");
     }
 
+    /// A key given twice or a tag that does not fit its value leaves a whole document: it is
+    /// reported with every other finding, not alone, and the spec is still refused.
+    #[test]
+    fn a_repeated_key_or_a_bad_tag_hides_no_finding() {
+        let spec = "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - id: P1-01\n    tier: 2\n    instruction: x\n    severity: low\n    severity: high\n    verification: {method: api_state, evidence_sources: [trace_file], rule: {never: {tool: Bash}}}\n  - {id: P1-01, tier: !!int two, instruction: y, severity: urgent, verification: {method: tool_sequence, evidence_sources: [git], rule: {never: {tool: Write}}}}\n";
+        let found = codes(spec);
+        for (code, line) in [
+            ("duplicate-key", 8),
+            ("yaml-tag", 10),
+            ("duplicate-id", 10),
+            ("invalid-value", 10),
+            ("invalid-type", 10),
+            ("tier-method-mismatch", 9),
+        ] {
+            assert!(found.iter().any(|(c, l)| c == code && *l == line), "{code} at {line}: {found:?}");
+        }
+        assert!(load_spec(spec, "spec.yaml").spec.is_none());
+    }
+
     /// A value the schema rejects is reported once: the semantic check of the repaired spec
     /// does not add that the matcher it sat in has no forms.
     #[test]
@@ -1821,7 +1840,10 @@ checkpoints:
         let top = old_wide.checkpoints.iter().filter(|c| c.id.starts_with("P1-")).map(|c| c.id.clone()).max().unwrap();
         assert!(found[0].message.ends_with(&format!("the previous highest `{top}`")), "{}", found[0].message);
         let next: u64 = top["P1-".len()..].parse::<u64>().unwrap() + 1;
-        assert_eq!(found[0].hint.as_deref(), Some(format!("new checkpoints take the next free number, `P1-{next:03}`").as_str()));
+        assert_eq!(
+            found[0].hint.as_deref(),
+            Some(format!("new checkpoints take the next free number, `P1-{next:03}`").as_str())
+        );
         // Another workflow's spec is compared too, with a warning that says so.
         let workflow = &SPEC[SPEC.find("workflow:").unwrap()..];
         let workflow = workflow.lines().next().unwrap();

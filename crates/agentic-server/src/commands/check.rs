@@ -28,7 +28,6 @@ use agentic_adapters::trace::{
     for_each_batch_parallel,
 };
 use agentic_core::Diagnostic;
-use agentic_core::yaml::parse_yaml;
 use agentic_eval::compliance::report::REPORT_SCHEMA_VERSION;
 use agentic_eval::compliance::spec::Tier;
 use agentic_eval::compliance::{
@@ -259,7 +258,9 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     Value::Bool(_) => "a JSON boolean",
                     _ => "JSON null",
                 };
-                bail!("baseline `{path}` holds {kind}, not a JSON object; give a report written by `agentic check --json`");
+                bail!(
+                    "baseline `{path}` holds {kind}, not a JSON object; give a report written by `agentic check --json`"
+                );
             }
             // The version first: a report of another major version is named as such, not as
             // a field this agentic does not know.
@@ -1304,13 +1305,20 @@ pub(crate) fn other_document_kind(text: &str) -> Option<&'static str> {
         None
     } else if agentic_eval::looks_like_rubric(text) {
         Some("a rubric")
-    } else if parse_yaml(text)
-        .is_ok_and(|document| document.value.as_object().is_some_and(|map| map.contains_key("steps")))
+    } else if parsed_for_kind(text).is_some_and(|value| value.as_object().is_some_and(|map| map.contains_key("steps")))
     {
         Some("a workflow")
     } else {
         None
     }
+}
+
+/// The YAML document of `text` to tell its kind by, also when it repeats a key or has a tag
+/// that does not fit (errors its linter reports with the rest).
+fn parsed_for_kind(text: &str) -> Option<Value> {
+    agentic_core::yaml::parse_yaml_recovering(text, agentic_core::yaml::YamlLimits::default())
+        .ok()
+        .map(|(document, _)| document.value)
 }
 
 /// True when YAML text is a checkpoint spec (its top level has `checkpoints`).
@@ -1319,8 +1327,8 @@ pub(crate) fn other_document_kind(text: &str) -> Option<&'static str> {
 /// workflow does not have; a workflow has `steps`), so lint reports what is wrong with it as
 /// a spec instead of as a workflow.
 pub(crate) fn looks_like_checkpoint_spec(text: &str) -> bool {
-    parse_yaml(text).is_ok_and(|document| {
-        let Some(map) = document.value.as_object() else { return false };
+    parsed_for_kind(text).is_some_and(|value| {
+        let Some(map) = value.as_object() else { return false };
         // Keys as a person may misspell them (`Checkpoints:`, `checkpoint:`, `spec-version:`):
         // such a spec is still linted as a spec, whose errors then suggest the right key.
         let keys: Vec<String> = map.keys().map(|key| key.trim().to_ascii_lowercase().replace('-', "_")).collect();

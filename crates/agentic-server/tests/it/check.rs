@@ -1116,7 +1116,11 @@ fn evidence_git_facts_do_not_depend_on_git_settings() {
     // More commits than git can count is refused by the option, not by git.
     let output = agentic().args(["evidence", "git", "--max-commits", "2147483648"]).arg(&repo).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("2147483648"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("2147483648"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// When git cannot answer (a damaged repository), `evidence git` fails with git's words and
@@ -1719,7 +1723,8 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     let shifted: Value = serde_json::from_slice(&shifted.stdout).expect("stdout is the JSON report");
     assert_eq!(shifted["evaluated_at"], json!("2026-01-01T00:00:00Z"));
     // ... but not past the four-digit years RFC 3339 can write.
-    let past = agentic().arg("check").args(&args).args(["--evaluated-at", "9999-12-31T23:59:59-01:00"]).output().unwrap();
+    let past =
+        agentic().arg("check").args(&args).args(["--evaluated-at", "9999-12-31T23:59:59-01:00"]).output().unwrap();
     assert_eq!(past.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&past.stderr).contains("past the year 9999 in UTC"));
 
@@ -2439,7 +2444,8 @@ fn an_otlp_span_without_a_start_is_read_at_its_end_with_a_warning() {
     let pass = |id: &str| (id.to_owned(), "PASS".to_owned());
     assert_eq!(results, [pass("T1-01"), pass("T1-02"), pass("T1-03")]);
     assert!(run.stderr().contains("1 OTLP span(s) record no `startTimeUnixNano`"), "{}", run.stderr());
-    let notes: Vec<&str> = run.report["checkpoints"].as_array().unwrap().iter().map(|c| c["notes"].as_str().unwrap()).collect();
+    let notes: Vec<&str> =
+        run.report["checkpoints"].as_array().unwrap().iter().map(|c| c["notes"].as_str().unwrap()).collect();
     // Order rules warn; a count does not depend on the order.
     assert!(notes[0].contains("1 OTLP span(s) record no start time"), "{}", notes[0]);
     assert!(notes[1].contains("1 OTLP span(s) record no start time"), "{}", notes[1]);

@@ -206,3 +206,24 @@ fn a_previous_spec_reads_like_any_spec() {
     assert!(stderr.contains("uses checkpoint id `P1-01` twice, so it cannot be compared by id"), "{stderr}");
     assert!(!stderr.contains("now means something else"), "{stderr}");
 }
+
+/// A spec that repeats a key is still linted as a spec, with all of its problems: the
+/// repeated key does not make it look like a workflow, nor hide the rest.
+#[test]
+fn a_repeated_key_is_reported_with_the_rest_of_a_specs_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - id: P1-01\n    tier: 2\n    instruction: x\n    severity: low\n    severity: high\n    verification: {method: api_state, evidence_sources: [trace_file], asert: {}}\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&[spec.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    for expected in
+        ["8:5: error[duplicate-key]", "error[tier-method-mismatch]", "error[unknown-key]: unknown key `asert`"]
+    {
+        assert!(stdout.contains(expected), "{expected}: {stdout}");
+    }
+    assert!(!stdout.contains("in the workflow"), "{stdout}");
+}
