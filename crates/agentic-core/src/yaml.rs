@@ -259,7 +259,7 @@ impl Builder {
                 let tag_name = match core_tag(tag.as_deref(), Kind::Scalar) {
                     Ok(name) => name,
                     Err(error) => {
-                        self.deferred.push(error.at(position(&span)));
+                        self.deferred.push((*error).at(position(&span)));
                         None
                     }
                 };
@@ -308,7 +308,7 @@ impl Builder {
             },
             Event::SequenceStart(anchor, tag) => {
                 if let Err(error) = core_tag(tag.as_deref(), Kind::Sequence) {
-                    self.deferred.push(error.at(position(&span)));
+                    self.deferred.push((*error).at(position(&span)));
                 }
                 let mut items = Vec::new();
                 loop {
@@ -327,7 +327,7 @@ impl Builder {
             }
             Event::MappingStart(anchor, tag) => {
                 if let Err(error) = core_tag(tag.as_deref(), Kind::Mapping) {
-                    self.deferred.push(error.at(position(&span)));
+                    self.deferred.push((*error).at(position(&span)));
                 }
                 let mut map = Map::new();
                 let mut merges: Vec<(Value, Position)> = Vec::new();
@@ -436,7 +436,7 @@ enum Kind {
 /// `seq` and `map` on collections), `None` for no tag or the non-specific `!`, or an error
 /// for a tag this reader cannot honour (`!!binary`, `!!timestamp`, `!!set`, a local `!mytag`):
 /// a tag's meaning is never dropped in silence.
-fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>, Diagnostic> {
+fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>, Box<Diagnostic>> {
     let Some(tag) = tag else { return Ok(None) };
     if matches!((tag.handle.as_str(), tag.suffix.as_str()), ("!", "") | ("", "!")) {
         // `! text`: the non-specific tag, a plain string for a scalar.
@@ -458,11 +458,13 @@ fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>
         Kind::Sequence => "a list",
         Kind::Mapping => "a mapping",
     };
-    Err(Diagnostic::error("yaml-tag", format!("the tag `{written}` on {what} is not one this reader honours"))
-        .with_hint(format!(
-            "remove `{written}`: only the YAML 1.2 core tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, \
+    Err(Box::new(
+        Diagnostic::error("yaml-tag", format!("the tag `{written}` on {what} is not one this reader honours"))
+            .with_hint(format!(
+                "remove `{written}`: only the YAML 1.2 core tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, \
              `!!seq`, `!!map`) are read, and a value's meaning is never guessed from another tag"
-        )))
+            )),
+    ))
 }
 
 /// What a value with the core tag `tag` must be, when `value` is not that.
