@@ -1066,13 +1066,31 @@ impl<'a> EventRef<'a> {
 struct Location {
     line: Option<u64>,
     seq: u64,
+    /// An OTLP span's id (16 hex digits, as the reader normalizes them): one line of an
+    /// export holds many spans, so the line alone does not say which.
+    span: Option<u64>,
+}
+
+impl Location {
+    fn of(event: &EventRef<'_>) -> Location {
+        // Span ids are cited for traces whose ids are per trace (not tooltrace lines), when
+        // they are OTLP's 8 bytes in hex.
+        let span = event
+            .trace_id
+            .and(event.span_id)
+            .filter(|id| id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|id| u64::from_str_radix(id, 16).ok());
+        Location { line: event.line, seq: event.seq, span }
+    }
 }
 
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "line {line} (event {})", self.seq),
-            None => write!(f, "event {}", self.seq),
+        match (self.line, self.span) {
+            (Some(line), Some(span)) => write!(f, "line {line} (span {span:016x}, event {})", self.seq),
+            (Some(line), None) => write!(f, "line {line} (event {})", self.seq),
+            (None, Some(span)) => write!(f, "span {span:016x} (event {})", self.seq),
+            (None, None) => write!(f, "event {}", self.seq),
         }
     }
 }
@@ -2401,7 +2419,7 @@ impl SequenceEngine {
         };
         self.parented_calls |= self.scoped && parent.is_some() && kind == CallKind::Tool;
         let name = event.name.unwrap_or("");
-        let location = Location { line: event.line, seq: event.seq };
+        let location = Location::of(event);
         let occurrence;
         let matches = match bits {
             Some(bits) => Matches::Bits(bits),

@@ -199,7 +199,7 @@ impl SequenceEngine {
         let at = |index: Option<u32>| {
             index.map(|index| {
                 let (line, seq) = locate(index);
-                Location { line, seq }
+                Location { line, seq, span: None }
             })
         };
         self.events += u64::from(summary.events);
@@ -257,7 +257,7 @@ impl SequenceEngine {
     pub fn feed_scoped(&mut self, event: &EventRef<'_>, prepared: &Prepared) {
         self.order += 1;
         let (span, parent) = span_refs(event, Some((prepared.span_hash, prepared.parent_hash)));
-        let location = Location { line: event.line, seq: event.seq };
+        let location = Location::of(event);
         let matches = Matches::Bits(&prepared.bits);
         // Every event here is a post-only call end.
         if let Some(span) = span {
@@ -279,7 +279,7 @@ impl SequenceEngine {
     /// Adds a call to the excerpt (for events counted through a summary).
     pub fn note_call(&mut self, event: &EventRef<'_>) {
         let span = event.span_id.map(|id| span_hash(event.trace_id, id));
-        self.push_excerpt(Location { line: event.line, seq: event.seq }, event, span);
+        self.push_excerpt(Location::of(event), event, span);
     }
 
     /// Adds a call to the excerpt; `span` (its span's hash) lets its end mark it failed.
