@@ -543,19 +543,22 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
     out
 }
 
+/// A text matcher as notes show it; values are quoted as JSON strings, so an empty value, a
+/// space or a `)` in one reads back as what the spec says.
 fn describe_text_match(text: &TextMatch) -> String {
+    let quoted = |value: &str| serde_json::to_string(value).unwrap_or_default();
     let mut parts = Vec::new();
     if let Some(glob) = &text.glob {
-        parts.push(format!("~ {glob}"));
+        parts.push(format!("~ {}", quoted(glob)));
     }
     if let Some(regex) = &text.regex {
         parts.push(format!("=~ /{regex}/"));
     }
     if let Some(equals) = &text.equals {
-        parts.push(format!("== {equals}"));
+        parts.push(format!("== {}", quoted(equals)));
     }
     if let Some(contains) = &text.contains {
-        parts.push(format!("contains {contains}"));
+        parts.push(format!("contains {}", quoted(contains)));
     }
     parts.join(" ")
 }

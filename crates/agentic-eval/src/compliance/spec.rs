@@ -1996,7 +1996,7 @@ checkpoints:
         assert_eq!(
             found,
             vec![
-                "checkpoint `P2-02` needs Bash(command contains deploy), which checkpoint `P2-01` forbids with `never: Bash`"
+                "checkpoint `P2-02` needs Bash(command contains \"deploy\"), which checkpoint `P2-01` forbids with `never: Bash`"
             ]
         );
         // Wildcards and name lists that contain every name of the required matcher.
