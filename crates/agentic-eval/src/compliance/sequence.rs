@@ -2716,7 +2716,9 @@ impl SequenceEngine {
                              more than {LINKS} spans before them and was forgotten; they counted as outside the scope \
                              (a trace cut short, an exporter that drops parent spans, or a Claude Code capture \
                              without the end record of the call that spawned a subagent, does this: capture the \
-                             whole run)."
+                             whole run; so does a Claude Code subagent whose `agent_type` is not the \
+                             `subagent_type` its `Task` call asked for, or whose `SubagentStart` has none, which \
+                             is not linked to that call)."
                         ),
                     );
                 }
@@ -2799,8 +2801,9 @@ impl SequenceEngine {
                         &format!(
                             "Warning: {count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or \
                              `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name` and with nothing \
-                             after the operation in its span name), so matchers by name could not match them; record \
-                             the name to check this rule on every call."
+                             after the operation in its span name, or a Claude Code `SubagentStart` without \
+                             `agent_type`), so matchers by name could not match them; record the name to check this \
+                             rule on every call."
                         ),
                     );
                 }

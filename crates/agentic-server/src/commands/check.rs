@@ -935,8 +935,9 @@ fn run_trace(
         let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
             "warning: {path}: {count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or \
-             `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name`, named only by its operation), so \
-             rules that match calls by name could not match them (record the name in the instrumentation)"
+             `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name`, named only by its operation, or a \
+             Claude Code `SubagentStart` without `agent_type`), so rules that match calls by name could not match them \
+             (record the name in the instrumentation)"
         );
     }
     if let (count @ 1.., first) = outcome.out_of_order_spans {
