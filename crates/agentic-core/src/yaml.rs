@@ -279,10 +279,10 @@ impl Builder {
                     );
                 }
                 let value = resolve_scalar(&text, style, tag_name);
-                if let Some(expected) = tag_name.and_then(|tag| tag_mismatch(tag, &value)) {
+                if let Some(expected) = tag_name.and_then(|tag| tag_mismatch(tag, &text, &value)) {
                     let tag = tag_name.unwrap_or_default();
                     self.deferred.push(
-                        Diagnostic::error("yaml-tag", format!("`!!{tag} {text}`: `{text}` is not {expected}"))
+                        Diagnostic::error("yaml-tag", format!("`!!{tag} {text}`: {} is not {expected}", shown(&text)))
                             .at(position(&span))
                             .with_hint(format!("write {expected}, or remove the `!!{tag}` tag")),
                     );
@@ -338,9 +338,28 @@ impl Builder {
                     }
                     // Only a plain `<<` is a merge key; a quoted one is an ordinary key.
                     let (key, merge) = match key_event {
-                        Event::Scalar(text, style, ..) => {
+                        Event::Scalar(text, style, _, tag) => {
                             self.charge(0, text.len(), &key_span)?;
-                            let merge = style == ScalarStyle::Plain && text == "<<";
+                            // Keys are text: `!!str` (or `!`) says so, any other tag is an
+                            // error, not dropped; a tagged `<<` is an ordinary key.
+                            let tag_name = match core_tag(tag.as_deref(), Kind::Scalar) {
+                                Ok(name) => name,
+                                Err(error) => {
+                                    self.deferred.push((*error).at(position(&key_span)));
+                                    Some("")
+                                }
+                            };
+                            if let Some(name @ ("int" | "float" | "bool" | "null")) = tag_name {
+                                self.deferred.push(
+                                    Diagnostic::error(
+                                        "yaml-tag",
+                                        format!("the tag `!!{name}` on the key `{text}`: keys are text"),
+                                    )
+                                    .at(position(&key_span))
+                                    .with_hint(format!("remove `!!{name}`")),
+                                );
+                            }
+                            let merge = style == ScalarStyle::Plain && text == "<<" && tag_name.is_none();
                             (text.into_owned(), merge)
                         }
                         _ => {
@@ -442,8 +461,11 @@ fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>
         // `! text`: the non-specific tag, a plain string for a scalar.
         return Ok((kind == Kind::Scalar).then_some("str"));
     }
-    let core = tag.is_yaml_core_schema();
-    let name = tag.suffix.as_str();
+    // `!!int`, a `%TAG` handle for the core schema, or the verbatim `!<tag:yaml.org,2002:int>`.
+    const CORE: &str = "tag:yaml.org,2002:";
+    let verbatim = tag.handle.is_empty().then(|| tag.suffix.strip_prefix(CORE)).flatten();
+    let core = tag.is_yaml_core_schema() || verbatim.is_some();
+    let name = verbatim.unwrap_or(tag.suffix.as_str());
     let fits = match kind {
         Kind::Scalar => matches!(name, "str" | "int" | "float" | "bool" | "null"),
         Kind::Sequence => name == "seq",
@@ -452,27 +474,41 @@ fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>
     if core && fits {
         return Ok(Some(name));
     }
-    let written = if core { format!("!!{name}") } else { format!("{}{name}", tag.handle) };
+    let written = match (core, tag.handle.is_empty()) {
+        (true, _) => format!("!!{name}"),
+        (false, true) => format!("!<{}>", tag.suffix),
+        (false, false) => format!("{}{}", tag.handle, tag.suffix),
+    };
     let what = match kind {
         Kind::Scalar => "a value",
         Kind::Sequence => "a list",
         Kind::Mapping => "a mapping",
     };
-    Err(Box::new(
-        Diagnostic::error("yaml-tag", format!("the tag `{written}` on {what} is not one this reader honours"))
-            .with_hint(format!(
-                "remove `{written}`: only the YAML 1.2 core tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`, \
-             `!!seq`, `!!map`) are read, and a value's meaning is never guessed from another tag"
-            )),
-    ))
+    let message = if core && matches!(name, "str" | "int" | "float" | "bool" | "null" | "seq" | "map") {
+        // A core tag on the wrong kind of node: `!!str [a]`, `!!seq {a: 1}`.
+        format!("the tag `{written}` does not fit {what}")
+    } else {
+        format!("the tag `{written}` on {what} is not one this reader honours")
+    };
+    Err(Box::new(Diagnostic::error("yaml-tag", message).with_hint(format!(
+        "remove `{written}`: only the YAML 1.2 core tags (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null` on values, \
+         `!!seq` on lists, `!!map` on mappings) are read, and a value's meaning is never guessed from another tag"
+    ))))
 }
 
-/// What a value with the core tag `tag` must be, when `value` is not that.
-fn tag_mismatch(tag: &str, value: &Value) -> Option<&'static str> {
+/// A scalar's text in a message: in backticks, or "the empty value".
+fn shown(text: &str) -> String {
+    if text.is_empty() { "the empty value".to_owned() } else { format!("`{text}`") }
+}
+
+/// What a value with the core tag `tag` must be, when `value` (read from `text`) is not that.
+fn tag_mismatch(tag: &str, text: &str, value: &Value) -> Option<&'static str> {
+    // An integer too large for 64 bits is still one (it reads as a float, as untagged).
+    let digits = |text: &str| text.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit());
     match (tag, value) {
         ("str", Value::String(_)) | ("bool", Value::Bool(_)) | ("null", Value::Null) => None,
         ("float", Value::Number(_)) => None,
-        ("int", Value::Number(number)) if number.is_i64() || number.is_u64() => None,
+        ("int", Value::Number(number)) if number.is_i64() || number.is_u64() || digits(text) => None,
         ("int", _) => Some("an integer"),
         ("float", _) => Some("a number"),
         ("bool", _) => Some("`true` or `false`"),
@@ -615,12 +651,12 @@ mod tests {
     #[test]
     fn tags_are_honoured_or_reported() {
         let doc = parse_yaml(
-            "a: !!str 123\nb: !!int '5'\nc: !!bool true\nd: !!null ~\ne: !!float 1\nf: ! 7\ng: !!seq [1]\nh: !!map {x: 1}\n",
+            "a: !!str 123\nb: !!int '5'\nc: !!bool true\nd: !!null ~\ne: !!float 1\nf: ! 7\ng: !!seq [1]\nh: !!map {x: 1}\ni: !<tag:yaml.org,2002:int> 12\nj: !!int 99999999999999999999\n",
         )
         .unwrap();
         assert_eq!(
             doc.value,
-            serde_json::json!({"a": "123", "b": 5, "c": true, "d": null, "e": 1, "f": "7", "g": [1], "h": {"x": 1}})
+            serde_json::json!({"a": "123", "b": 5, "c": true, "d": null, "e": 1, "f": "7", "g": [1], "h": {"x": 1}, "i": 12, "j": 1e20})
         );
         let errors = parse_yaml(
             "a: !!bool yes\nb: !!int abc\nc: !!null abc\nd: !!binary aGVsbG8=\ne: !mytag x\nf: !!int 1.5\ng: !!set {x: 1}\nh: !!map [1]\n",
@@ -632,6 +668,16 @@ mod tests {
         assert!(errors[3].message.contains("the tag `!!binary` on a value"), "{}", errors[3].message);
         assert!(errors[4].message.contains("the tag `!mytag`"), "{}", errors[4].message);
         assert!(errors[5].message.contains("`1.5` is not an integer"), "{}", errors[5].message);
+        assert!(errors[7].message.contains("the tag `!!map` does not fit a list"), "{}", errors[7].message);
+        let errors = parse_yaml("a: !<tag:example.com,2000:x> 1\nb: !!bool\n").unwrap_err();
+        assert!(errors[0].message.contains("the tag `!<tag:example.com,2000:x>`"), "{}", errors[0].message);
+        assert!(errors[1].message.contains("the empty value is not `true` or `false`"), "{}", errors[1].message);
+        // Keys are text: `!!str` says so; other tags on a key are errors, and `!!str <<` is a key.
+        let doc = parse_yaml("!!str a: 1\n!!str <<: 2\n").unwrap();
+        assert_eq!(doc.value, serde_json::json!({"a": 1, "<<": 2}));
+        let errors = parse_yaml("!mytag a: 1\n!!int b: 2\n").unwrap_err();
+        let found: Vec<(&str, usize)> = errors.iter().map(|e| (e.code.as_str(), e.position.unwrap().line)).collect();
+        assert_eq!(found, [("yaml-tag", 1), ("yaml-tag", 2)]);
     }
 
     /// Over the limits without an alias, the document is just large (not an alias bomb); past

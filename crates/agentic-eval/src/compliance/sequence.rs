@@ -543,16 +543,39 @@ fn compile_text_match(text: &TextMatch, pointer: &str, diagnostics: &mut Vec<Dia
     out
 }
 
+/// A JSON string of `text`.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+/// A name or argument path as notes show it: as written when it is made of name characters
+/// (and glob characters), else quoted, so a `(`, `,`, `|`, space or an empty name cannot
+/// read as part of the note around it.
+fn shown_name(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '*' | '?' | '/' | ':' | '@' | '+'));
+    if plain { text.to_owned() } else { quoted(text) }
+}
+
 /// A text matcher as notes show it; values are quoted as JSON strings, so an empty value, a
-/// space or a `)` in one reads back as what the spec says.
+/// space or a `)` in one reads back as what the spec says (a regular expression stays
+/// between slashes unless it holds one, a `)`, a `,` or a character a line cannot show).
 fn describe_text_match(text: &TextMatch) -> String {
-    let quoted = |value: &str| serde_json::to_string(value).unwrap_or_default();
     let mut parts = Vec::new();
     if let Some(glob) = &text.glob {
         parts.push(format!("~ {}", quoted(glob)));
     }
     if let Some(regex) = &text.regex {
-        parts.push(format!("=~ /{regex}/"));
+        if regex.chars().any(|c| matches!(c, '/' | ')' | ',') || c.is_control() || c.is_whitespace() && c != ' ')
+            || regex.starts_with(' ')
+            || regex.ends_with(' ')
+        {
+            parts.push(format!("=~ {}", quoted(regex)));
+        } else {
+            parts.push(format!("=~ /{regex}/"));
+        }
     }
     if let Some(equals) = &text.equals {
         parts.push(format!("== {}", quoted(equals)));
@@ -612,7 +635,7 @@ pub(crate) fn compile_matcher(
     for (key, text) in matcher.args.iter().flatten() {
         let path: Vec<String> = key.split('.').map(str::to_owned).collect();
         let compiled = compile_text_match(text, &format!("{pointer}/args/{key}"), diagnostics);
-        arg_descriptions.push(format!("{key} {}", describe_text_match(text)));
+        arg_descriptions.push(format!("{} {}", shown_name(key), describe_text_match(text)));
         args.push((path, compiled));
     }
     let args_text = match &matcher.args_text {
@@ -632,8 +655,10 @@ pub(crate) fn compile_matcher(
     let base = match (kind, pattern_texts.is_empty()) {
         (CallKind::Tool, true) => "any tool".to_owned(),
         (CallKind::Agent, true) => "any agent".to_owned(),
-        (CallKind::Tool, false) => pattern_texts.join("|"),
-        (CallKind::Agent, false) => format!("agent {}", pattern_texts.join("|")),
+        (CallKind::Tool, false) => pattern_texts.iter().map(|name| shown_name(name)).collect::<Vec<_>>().join("|"),
+        (CallKind::Agent, false) => {
+            format!("agent {}", pattern_texts.iter().map(|name| shown_name(name)).collect::<Vec<_>>().join("|"))
+        }
     };
     let description =
         if arg_descriptions.is_empty() { base } else { format!("{base}({})", arg_descriptions.join(", ")) };
@@ -2828,8 +2853,8 @@ impl SequenceEngine {
                         &mut outcome.notes,
                         &format!(
                             "Warning: {count} OTLP span(s) record no start time{at} and are placed at their end \
-                             time, so this rule may see them later than they started; export \
-                             `startTimeUnixNano` on every span."
+                             time (before every other event when they record no end either), so this rule may see \
+                             them where they did not run; export `startTimeUnixNano` on every span."
                         ),
                     );
                 }
@@ -3112,6 +3137,34 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Notes show a matcher so that it reads back as the spec has it: values quoted, names and
+    /// paths quoted when they hold anything but name characters, a regex between slashes only
+    /// when nothing in it could end it.
+    #[test]
+    fn matchers_are_described_unambiguously() {
+        let describe = |matcher: Value| {
+            let mut diagnostics = Vec::new();
+            compile_matcher(&serde_json::from_value(matcher).unwrap(), "", &mut diagnostics).description
+        };
+        assert_eq!(
+            describe(json!({"tool": "Bash", "args": {"command": {"contains": "cargo test"}}})),
+            r#"Bash(command contains "cargo test")"#
+        );
+        assert_eq!(
+            describe(json!({"tool": "Re(ad", "args": {"x == \"y\"), Read(z": {"equals": ""}}})),
+            r#""Re(ad"("x == \"y\"), Read(z" == "")"#
+        );
+        assert_eq!(
+            describe(json!({"tool": "mcp__*", "args": {"edits.0.path": {"regex": "^src/"}}})),
+            r#"mcp__*(edits.0.path =~ "^src/")"#
+        );
+        assert_eq!(
+            describe(json!({"tool": "Bash", "args": {"command": {"regex": "^git commit"}}})),
+            "Bash(command =~ /^git commit/)"
+        );
+        assert_eq!(describe(json!({"agent": ["code reviewer", "planner"]})), r#"agent "code reviewer"|planner"#);
+    }
 
     fn call(
         event_type: EventType,

@@ -1319,13 +1319,17 @@ pub fn lint_against_previous(
             && number <= top
         {
             let width = top_id.len() - prefix.len() - 1;
+            let hint = match top.checked_add(1) {
+                Some(next) => format!("new checkpoints take the next free number, `{prefix}-{next:0width$}`"),
+                None => format!("`{top_id}` is the highest number there is: start a new prefix for new checkpoints"),
+            };
             diagnostics.push(
                 Diagnostic::warning(
                     "id-not-appended",
                     format!("new checkpoint `{}` takes a number at or below the previous highest `{top_id}`", new.id),
                 )
                 .at_pointer(format!("/checkpoints/{idx}/id"))
-                .with_hint(format!("new checkpoints take the next free number, `{prefix}-{:0width$}`", top + 1)),
+                .with_hint(hint),
             );
         }
     }
@@ -1335,6 +1339,10 @@ pub fn lint_against_previous(
 
 fn split_id(id: &str) -> Option<(&str, u64)> {
     let (prefix, number) = id.rsplit_once('-')?;
+    // Digits only: `STEP-+7` is no number.
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     Some((prefix, number.parse().ok()?))
 }
 
@@ -1844,6 +1852,18 @@ checkpoints:
             found[0].hint.as_deref(),
             Some(format!("new checkpoints take the next free number, `P1-{next:03}`").as_str())
         );
+        // The highest number there is has no next: said, not wrapped around (or a panic).
+        let huge = |text: &str| wide(text).replace("P1-001", "P1-18446744073709551615");
+        let old_huge: CheckpointSpec =
+            serde_json::from_value(agentic_core::yaml::parse_yaml(&huge(SPEC)).unwrap().value).unwrap();
+        let document = agentic_core::yaml::parse_yaml(&huge(&lower)).unwrap();
+        let current: CheckpointSpec = serde_json::from_value(document.value.clone()).unwrap();
+        let found = lint_against_previous(&old_huge, &current, "new.yaml", &document.source_map);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].hint.as_deref().is_some_and(|hint| hint.contains("the highest number there is")), "{found:?}");
+        // `P1-+7` is no number: not compared as 7.
+        assert_eq!(split_id("P1-+7"), None);
+        assert_eq!(split_id("P1-007"), Some(("P1", 7)));
         // Another workflow's spec is compared too, with a warning that says so.
         let workflow = &SPEC[SPEC.find("workflow:").unwrap()..];
         let workflow = workflow.lines().next().unwrap();

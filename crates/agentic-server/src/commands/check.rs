@@ -236,8 +236,8 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             // RFC 3339 has four-digit years: an offset must not carry the time past them.
             if !(0..=9999).contains(&chrono::Datelike::year(&utc)) {
                 bail!(
-                    "`--evaluated-at` `{stamp}` is past the year 9999 in UTC, which RFC 3339 cannot write; give a \
-                     time up to 9999-12-31T23:59:59Z"
+                    "`--evaluated-at` `{stamp}` is outside the years 0000 to 9999 in UTC, which RFC 3339 cannot \
+                     write; give a time from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
                 );
             }
             utc.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
@@ -265,7 +265,11 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             // The version first: a report of another major version is named as such, not as
             // a field this agentic does not know.
             let version = value.get("schema_version").and_then(Value::as_str).map(str::to_owned);
-            let part = |version: &str, idx: usize| version.split('.').nth(idx).unwrap_or_default().to_owned();
+            // Parts compare as numbers (`01` is `1`).
+            let part = |version: &str, idx: usize| {
+                let text = version.split('.').nth(idx).unwrap_or_default();
+                text.parse::<u64>().map_or_else(|_| text.to_owned(), |number| number.to_string())
+            };
             if let Some(version) = &version {
                 // The schema's form, `MAJOR.MINOR.PATCH` in digits: nothing `agentic check` wrote
                 // looks otherwise.
@@ -955,8 +959,9 @@ fn run_trace(
         let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
             "warning: {path}: {count} OTLP span(s) record no `startTimeUnixNano`{at}, so they are placed at their end \
-             time (as spans that took no time): `before`, `only_after` and `immediately_before` rules may see them \
-             later than they started (export the start time on every span)"
+             time (as spans that took no time; before every other event when they record no end either): `before`, \
+             `only_after` and `immediately_before` rules may see them where they did not run (export the start time on \
+             every span)"
         );
     }
     if outcome.unlinked_scopes > 0 {

@@ -232,9 +232,13 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
             }));
         }
     }
-    // Renames detected whatever `status.renames` says, so the counts are the same on every
+    // Renames detected whatever `status.renames` or a rename limit says, so the counts are the same on every
     // machine (a rename is one change, not a deletion and an addition).
-    let status = git_required(repo, &["status", "--porcelain=v1", "-z", "--untracked-files=all", "--renames"])?;
+    // (`status.renameLimit` 0: no limit, as a lower one turns renames back into pairs.)
+    let status = git_required(
+        repo,
+        &["-c", "status.renameLimit=0", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--renames"],
+    )?;
     let (mut staged, mut unstaged, mut untracked) = (0u64, 0u64, 0u64);
     let mut entries = status.split('\0').filter(|e| !e.is_empty());
     while let Some(entry) = entries.next() {

@@ -73,8 +73,8 @@ pub(crate) fn write_file_whole(path: &std::path::Path, bytes: &[u8]) -> std::io:
         if let Some(metadata) = &existing {
             file.set_permissions(metadata.permissions())?;
         }
-        file.write_all(bytes)?;
-        file.sync_all()?;
+        file.write_all(bytes).map_err(|error| beside("cannot write", error))?;
+        file.sync_all().map_err(|error| beside("cannot write", error))?;
         std::fs::rename(&temporary, &target).map_err(|error| beside("cannot rename", error))
     })();
     if written.is_err() {

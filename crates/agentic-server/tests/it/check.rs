@@ -1095,10 +1095,21 @@ fn evidence_git_facts_do_not_depend_on_git_settings() {
     git(&repo, &["init", "-q"]);
     std::fs::write(repo.join("original.txt"), "text").unwrap();
     std::fs::write(repo.join("moved.txt"), "other text").unwrap();
+    // Two files renamed and edited: renames found by similarity, which a rename limit stops.
+    let long: String = (0..40).map(|line| format!("line {line} of a longer file\n")).collect();
+    std::fs::write(repo.join("first.txt"), format!("first\n{long}")).unwrap();
+    std::fs::write(repo.join("second.txt"), format!("second\n{long}")).unwrap();
     git(&repo, &["add", "."]);
     git(&repo, &["-c", "user.name=Zoë Ünï", "commit", "-q", "-m", "Fix naïve café parsing"]);
     git(&repo, &["config", "i18n.logOutputEncoding", "ISO-8859-1"]);
     git(&repo, &["config", "status.renames", "false"]);
+    git(&repo, &["config", "status.renameLimit", "1"]);
+    git(&repo, &["config", "diff.renameLimit", "1"]);
+    for name in ["first", "second"] {
+        std::fs::remove_file(repo.join(format!("{name}.txt"))).unwrap();
+        std::fs::write(repo.join(format!("{name}-renamed.txt")), format!("{name}\n{long}edited\n")).unwrap();
+    }
+    git(&repo, &["add", "-A", "first.txt", "second.txt", "first-renamed.txt", "second-renamed.txt"]);
     git(&repo, &["mv", "moved.txt", "staged-move.txt"]);
     std::fs::rename(repo.join("original.txt"), repo.join("renamed.txt")).unwrap();
     git(&repo, &["add", "-N", "renamed.txt"]);
@@ -1111,7 +1122,7 @@ fn evidence_git_facts_do_not_depend_on_git_settings() {
         let facts = collect(env);
         assert_eq!(facts["git"]["recent_commits"][0]["author"], json!("Zoë Ünï"), "{env:?}");
         assert_eq!(facts["git"]["recent_commits"][0]["subject"], json!("Fix naïve café parsing"), "{env:?}");
-        assert_eq!(facts["git"]["changes"], json!({"staged": 1, "unstaged": 1, "untracked": 0}), "{env:?}");
+        assert_eq!(facts["git"]["changes"], json!({"staged": 3, "unstaged": 1, "untracked": 0}), "{env:?}");
     }
     // More commits than git can count is refused by the option, not by git.
     let output = agentic().args(["evidence", "git", "--max-commits", "2147483648"]).arg(&repo).output().unwrap();
@@ -1726,7 +1737,10 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     let past =
         agentic().arg("check").args(&args).args(["--evaluated-at", "9999-12-31T23:59:59-01:00"]).output().unwrap();
     assert_eq!(past.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&past.stderr).contains("past the year 9999 in UTC"));
+    assert!(String::from_utf8_lossy(&past.stderr).contains("outside the years 0000 to 9999 in UTC"));
+    let before =
+        agentic().arg("check").args(&args).args(["--evaluated-at", "0000-01-01T00:30:00+01:00"]).output().unwrap();
+    assert_eq!(before.status.code(), Some(2));
 
     // A report of another schema major version is not compared field by field.
     let mut future = report.clone();
