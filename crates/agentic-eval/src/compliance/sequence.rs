@@ -1405,6 +1405,23 @@ impl MatchPlan {
     }
 }
 
+/// An open call: see [`SequenceEngine::open_call_info`].
+#[derive(Debug, Clone, Copy)]
+struct OpenCall {
+    /// [`call_key`] of its start.
+    what: Option<u64>,
+    /// Starts under its id not ended yet.
+    starts: u32,
+}
+
+/// A call's kind and name as one number (`None` without a name), to tell an end of another
+/// call apart.
+fn call_key(agent: bool, name: Option<&str>) -> Option<u64> {
+    use std::hash::BuildHasher as _;
+    let name = name.filter(|name| !name.is_empty())?;
+    Some(foldhash::fast::FixedState::default().hash_one((agent, name)))
+}
+
 /// The first eight bytes of a name as a number: with the length, the whole of a name of at
 /// most eight bytes.
 fn name_key(name: &str) -> u64 {
@@ -1920,6 +1937,11 @@ pub struct SequenceEngine {
     states: Vec<RuleState>,
     scopes: Vec<Option<Scope>>,
     open_calls: SpanSet,
+    /// Per open call: what its start was (kind and name) and how many starts under its id
+    /// have not ended. An end pairs with it only when it is of the same kind and name, so a
+    /// call of another tool that reuses the id (a later run numbering its ids afresh) is a
+    /// call of its own, not absorbed; two starts in flight under one id take two ends.
+    open_call_info: FastMap<SpanKey, OpenCall>,
     open_call_order: VecDeque<SpanKey>,
     /// Starts without a span id that have not ended, by kind, trace and name, with their
     /// arguments, oldest first: an end without an id pairs with one of its name whose
@@ -2235,6 +2257,7 @@ impl SequenceEngine {
             states,
             scopes,
             open_calls: SpanSet::default(),
+            open_call_info: FastMap::default(),
             open_call_order: VecDeque::new(),
             open_idless: HashMap::new(),
             excerpt: VecDeque::new(),
@@ -2395,7 +2418,7 @@ impl SequenceEngine {
             EventType::ToolCallEnd | EventType::AgentInvokeEnd => {
                 let kind = if event.event_type == EventType::ToolCallEnd { CallKind::Tool } else { CallKind::Agent };
                 let started = match span {
-                    Some(span) => !self.open_calls.is_empty() && self.open_calls.remove(span),
+                    Some(span) => !self.open_calls.is_empty() && self.end_open_call(span, kind, event.name),
                     // A start without an id, of the same name, is this call's start.
                     None => !self.open_idless.is_empty() && self.end_idless(kind == CallKind::Agent, event),
                 };
@@ -2413,15 +2436,25 @@ impl SequenceEngine {
         if is_start && span.is_none() {
             self.start_idless(event.event_type == EventType::AgentInvokeStart, event);
         }
-        if is_start
-            && let Some(span) = span
-            && let Some(key) = self.open_calls.insert(span)
-        {
-            self.open_call_order.push_back(key);
-            if self.open_call_order.len() > 2 * MAX_OPEN_SPANS
-                && let Some(oldest) = self.open_call_order.pop_front()
-            {
-                self.open_calls.remove_key(oldest);
+        if is_start && let Some(span) = span {
+            let what = call_key(event.event_type == EventType::AgentInvokeStart, event.name);
+            match self.open_calls.insert(span) {
+                Some(key) => {
+                    self.open_call_info.insert(key, OpenCall { what, starts: 1 });
+                    self.open_call_order.push_back(key);
+                    if self.open_call_order.len() > 2 * MAX_OPEN_SPANS
+                        && let Some(oldest) = self.open_call_order.pop_front()
+                    {
+                        self.open_calls.remove_key(oldest);
+                        self.open_call_info.remove(&oldest);
+                    }
+                }
+                // Another start under an open id: one more end is due.
+                None => {
+                    if let Some(info) = self.open_calls.key_of(span).and_then(|key| self.open_call_info.get_mut(&key)) {
+                        info.starts = info.starts.saturating_add(1);
+                    }
+                }
             }
         }
         // Steps and model calls are spans too: calls under them are in the subtree of their parent.
@@ -2599,6 +2632,26 @@ impl SequenceEngine {
     /// whose arguments equal the end's (or, when one of the two has none, whose arguments
     /// are unknown); false when there is none: an end whose arguments differ from every open
     /// start's is a call of its own (a post-only record after a start that never ended).
+    /// Ends the open call `span` when this end is its (of the same kind and name; an end or a
+    /// start without a name pairs with any): true when it did.
+    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> bool {
+        let Some(key) = self.open_calls.key_of(span) else { return false };
+        if let Some(info) = self.open_call_info.get_mut(&key) {
+            let what = call_key(kind == CallKind::Agent, name);
+            if let (Some(started), Some(ending)) = (info.what, what)
+                && started != ending
+            {
+                return false;
+            }
+            info.starts -= 1;
+            if info.starts > 0 {
+                return true;
+            }
+            self.open_call_info.remove(&key);
+        }
+        self.open_calls.remove(span)
+    }
+
     fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> bool {
         let key = idless_key(agent, event);
         let Some(starts) = self.open_idless.get_mut(&key) else { return false };
@@ -3277,6 +3330,37 @@ mod tests {
         let outcome = SequenceEngine::run(vec![rule(json!({"never": {"tool": "Grep"}}))], events, 10);
         let marked: Vec<bool> = outcome.excerpt.iter().map(|line| line.ends_with(" -> failed")).collect();
         assert_eq!(marked, [true, false, true, false], "{:?}", outcome.excerpt);
+    }
+
+    /// An end pairs with the open start under its id only when it is of the same call: an
+    /// end of another tool under that id (a later run numbering its ids afresh after a crash
+    /// left a start open) is a call of its own, and two starts in flight under one id take
+    /// two ends (two calls, not three).
+    #[test]
+    fn an_end_of_another_call_under_an_open_id_is_a_call_of_its_own() {
+        use EventType::*;
+        let rm = json!({"command": "rm -rf /"});
+        let events = vec![
+            call(ToolCallStart, "Read", json!({}), Some("t-01"), None, 1),
+            call(ToolCallEnd, "Bash", rm.clone(), Some("t-01"), None, 2),
+        ];
+        let never_rm = json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm -rf"}}}});
+        let count_all = json!({"count": {"of": {"tool": "*"}, "at_least": 2, "at_most": 2}});
+        assert_eq!(verdicts(vec![never_rm.clone(), count_all.clone()], events), [false, true]);
+        // The Read's own end still pairs with it afterwards.
+        let events = vec![
+            call(ToolCallStart, "Read", json!({}), Some("t-01"), None, 1),
+            call(ToolCallEnd, "Bash", rm, Some("t-01"), None, 2),
+            call(ToolCallEnd, "Read", json!({}), Some("t-01"), None, 3),
+        ];
+        assert_eq!(verdicts(vec![never_rm, count_all.clone()], events), [false, true]);
+        let events = vec![
+            call(ToolCallStart, "A", json!({"a": 1}), Some("x"), None, 1),
+            call(ToolCallStart, "A", json!({"a": 2}), Some("x"), None, 2),
+            call(ToolCallEnd, "A", json!({"a": 1}), Some("x"), None, 3),
+            call(ToolCallEnd, "A", json!({"a": 2}), Some("x"), None, 4),
+        ];
+        assert_eq!(verdicts(vec![count_all], events), [true]);
     }
 
     #[test]
