@@ -74,6 +74,17 @@ fn args_value(args: ArgsRef<'_>) -> Option<Value> {
     .filter(|value| !value.is_null())
 }
 
+/// True when a call's arguments say nothing: absent, `null`, `{}`, or JSON text that does not
+/// parse (read as absent, as [`args_value`] reads it). Only starts and ends are asked.
+fn bare_args(args: ArgsRef<'_>) -> bool {
+    let empty = |value: &Value| value.is_null() || value.as_object().is_some_and(serde_json::Map::is_empty);
+    match args {
+        ArgsRef::None => true,
+        ArgsRef::Value(value) => empty(value),
+        ArgsRef::Json(text) => serde_json::from_str::<Value>(text).map_or(true, |value| empty(&value)),
+    }
+}
+
 /// How many scope spans that ended, or never get an end event (post-only spans, as in the
 /// seed's JSONL), a scope remembers; the oldest is forgotten first.
 pub const POST_ONLY_SCOPE_WINDOW: usize = 4096;
@@ -1227,6 +1238,9 @@ impl RuleMasks {
 enum Matches<'o, 'a> {
     Lazy(&'o Occurrence<'a>),
     Bits(&'o MatchBits),
+    /// Only the matchers with argument conditions (`args`, `args_text`) of another answer:
+    /// for the end of a call whose start had no arguments.
+    ArgsOnly(&'o Matches<'o, 'a>),
 }
 
 impl Matches<'_, '_> {
@@ -1237,6 +1251,7 @@ impl Matches<'_, '_> {
         match self {
             Matches::Lazy(_) => true,
             Matches::Bits(bits) => ids.may_step(bits),
+            Matches::ArgsOnly(inner) => inner.may_step(ids),
         }
     }
 
@@ -1244,6 +1259,7 @@ impl Matches<'_, '_> {
         match self {
             Matches::Lazy(occurrence) => matcher.matches(occurrence),
             Matches::Bits(bits) => bits.get(id),
+            Matches::ArgsOnly(inner) => matcher.reads_arguments() && inner.check(matcher, id),
         }
     }
 }
@@ -1410,6 +1426,8 @@ impl MatchPlan {
 struct OpenCall {
     /// [`call_key`] of its start.
     what: Option<u64>,
+    /// Its start had no arguments (see [`bare_args`]).
+    bare: bool,
     /// Starts under its id not ended yet.
     starts: u32,
 }
@@ -2409,6 +2427,7 @@ impl SequenceEngine {
     }
 
     fn feed_inner(&mut self, event: &EventRef<'_>, bits: Option<&MatchBits>, hashes: Option<(u64, u64)>) {
+        let mut late_arguments = false;
         self.events += 1;
         self.order += 1;
         let (span, parent) = span_refs(event, hashes);
@@ -2417,11 +2436,15 @@ impl SequenceEngine {
             EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
             EventType::ToolCallEnd | EventType::AgentInvokeEnd => {
                 let kind = if event.event_type == EventType::ToolCallEnd { CallKind::Tool } else { CallKind::Agent };
-                let started = match span {
-                    Some(span) => !self.open_calls.is_empty() && self.end_open_call(span, kind, event.name),
+                let paired = match span {
+                    Some(span) if !self.open_calls.is_empty() => self.end_open_call(span, kind, event.name),
                     // A start without an id, of the same name, is this call's start.
-                    None => !self.open_idless.is_empty() && self.end_idless(kind == CallKind::Agent, event),
+                    None if !self.open_idless.is_empty() => self.end_idless(kind == CallKind::Agent, event),
+                    _ => None,
                 };
+                let started = paired.is_some();
+                // A start without arguments and an end with them: the end tells what ran.
+                late_arguments = paired == Some(true) && !bare_args(event.args);
                 if started
                     && event.failed
                     && let Some(span) = span
@@ -2440,7 +2463,7 @@ impl SequenceEngine {
             let what = call_key(event.event_type == EventType::AgentInvokeStart, event.name);
             match self.open_calls.insert(span) {
                 Some(key) => {
-                    self.open_call_info.insert(key, OpenCall { what, starts: 1 });
+                    self.open_call_info.insert(key, OpenCall { what, bare: bare_args(event.args), starts: 1 });
                     self.open_call_order.push_back(key);
                     if self.open_call_order.len() > 2 * MAX_OPEN_SPANS
                         && let Some(oldest) = self.open_call_order.pop_front()
@@ -2453,6 +2476,7 @@ impl SequenceEngine {
                 None => {
                     if let Some(info) = self.open_calls.key_of(span).and_then(|key| self.open_call_info.get_mut(&key)) {
                         info.starts = info.starts.saturating_add(1);
+                        info.bare |= bare_args(event.args);
                     }
                 }
             }
@@ -2502,6 +2526,9 @@ impl SequenceEngine {
                 self.traces.push(trace.to_owned());
             }
         }
+        if late_arguments {
+            self.step_late_arguments(parent, location, &matches);
+        }
         // With precomputed bits, only rules that can change are visited: those with a
         // scope (which follows every event), those stepped on every event, and those one of
         // whose matchers matched.
@@ -2522,6 +2549,38 @@ impl SequenceEngine {
             None => {
                 for idx in 0..self.rules.len() {
                     self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+                }
+            }
+        }
+    }
+
+    /// The end of a call whose start had no arguments, while the end has them: the call was
+    /// counted at its start, where no argument condition could match it, so the rules whose
+    /// matchers with argument conditions match the end take it here, as a call at the end's
+    /// line (`never` fails on it, `count` counts it, `before` and `only_after` see it there).
+    /// Matchers without argument conditions are left out (they were answered at the start),
+    /// and so is `immediately_before`, whose "call right before" is taken at starts.
+    fn step_late_arguments(&mut self, parent: Option<SpanRef<'_>>, location: Location, matches: &Matches<'_, '_>) {
+        let masked = Matches::ArgsOnly(matches);
+        for idx in 0..self.rules.len() {
+            let (Some(rule), Some(ids), Some(state), Some(scope)) =
+                (self.rules.get(idx), self.ids.get(idx), self.states.get_mut(idx), self.scopes.get_mut(idx))
+            else {
+                continue;
+            };
+            if matches!(rule.relation, Relation::ImmediatelyBefore(..)) || !concerns(&rule.relation, *ids, &masked) {
+                continue;
+            }
+            let in_scope = match (&rule.within, scope.as_mut()) {
+                (Some(_), Some(scope)) => {
+                    parent.is_some_and(|parent| place(&mut self.links, scope, parent) == Climb::Inside)
+                }
+                _ => true,
+            };
+            if in_scope {
+                step_rule(&rule.relation, *ids, state, location, &masked);
+                if let Some(scope) = scope.as_mut() {
+                    note_firsts(state, &mut scope.firsts, self.order);
                 }
             }
         }
@@ -2633,40 +2692,45 @@ impl SequenceEngine {
     /// are unknown); false when there is none: an end whose arguments differ from every open
     /// start's is a call of its own (a post-only record after a start that never ended).
     /// Ends the open call `span` when this end is its (of the same kind and name; an end or a
-    /// start without a name pairs with any): true when it did.
-    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> bool {
-        let Some(key) = self.open_calls.key_of(span) else { return false };
+    /// start without a name pairs with any): `Some(bare)` when it did, `bare` when its start
+    /// had no arguments.
+    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> Option<bool> {
+        let key = self.open_calls.key_of(span)?;
+        let mut bare = false;
         if let Some(info) = self.open_call_info.get_mut(&key) {
             let what = call_key(kind == CallKind::Agent, name);
             if let (Some(started), Some(ending)) = (info.what, what)
                 && started != ending
             {
-                return false;
+                return None;
             }
+            bare = info.bare;
             info.starts -= 1;
             if info.starts > 0 {
-                return true;
+                return Some(bare);
             }
             self.open_call_info.remove(&key);
         }
-        self.open_calls.remove(span)
+        self.open_calls.remove(span).then_some(bare)
     }
 
-    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> bool {
+    /// Ends an open start without an id that this end pairs with: `Some(bare)` when it did,
+    /// `bare` when that start had no arguments.
+    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<bool> {
         let key = idless_key(agent, event);
-        let Some(starts) = self.open_idless.get_mut(&key) else { return false };
+        let starts = self.open_idless.get_mut(&key)?;
         let args = args_value(event.args);
-        let found = match &args {
-            Some(args) => (starts.iter().position(|start| start.as_ref() == Some(args)))
-                .or_else(|| starts.iter().position(Option::is_none)),
-            None => Some(0),
+        let idx = match &args {
+            Some(args) => (starts.iter().position(|start| start.as_ref() == Some(args))).or_else(|| {
+                starts.iter().position(|start| start.as_ref().is_none_or(|start| bare_args(ArgsRef::Value(start))))
+            })?,
+            None => 0,
         };
-        let Some(idx) = found else { return false };
-        starts.remove(idx);
+        let bare = starts.remove(idx)?.is_none_or(|start| bare_args(ArgsRef::Value(&start)));
         if starts.is_empty() {
             self.open_idless.remove(&key);
         }
-        true
+        Some(bare)
     }
 
     fn update_scopes_only(
@@ -3361,6 +3425,43 @@ mod tests {
             call(ToolCallEnd, "A", json!({"a": 2}), Some("x"), None, 4),
         ];
         assert_eq!(verdicts(vec![count_all], events), [true]);
+    }
+
+    /// A call whose start has no arguments and whose end has them is judged on the end's for
+    /// argument conditions (a `pre` without args, then its `post` of `rm -rf /`): a forbidden
+    /// call is not hidden by its start; it still counts once.
+    #[test]
+    fn a_start_without_arguments_is_judged_by_its_ends() {
+        use EventType::*;
+        let rm = json!({"command": "rm -rf /"});
+        let rules = || {
+            vec![
+                json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm -rf"}}}}),
+                json!({"never": {"tool": "Bash", "args_text": {"contains": "rm -rf"}}}),
+                json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}}),
+                json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_least": 1, "at_most": 1}}),
+                json!({"before": {"a": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "b": {"tool": "Read"}}}),
+                json!({"immediately_before": {"a": {"tool": "Bash"}, "b": {"tool": "Read"}}}),
+            ]
+        };
+        let expected = [false, false, true, true, true, true];
+        for (start, end) in [(Some("c1"), Some("c1")), (None, None)] {
+            for bare in [json!(null), json!({})] {
+                let events = vec![
+                    call(ToolCallStart, "Bash", bare.clone(), start, None, 1),
+                    call(ToolCallEnd, "Bash", rm.clone(), end, None, 2),
+                    call(ToolCallStart, "Read", json!({}), Some("r1"), None, 3),
+                ];
+                assert_eq!(verdicts(rules(), events), expected, "{start:?} {bare}");
+            }
+        }
+        // A start with arguments is judged by them (an end that rewrote them does not count again).
+        let events = vec![
+            call(ToolCallStart, "Bash", json!({"command": "rm -rf /"}), Some("c1"), None, 1),
+            call(ToolCallEnd, "Bash", rm, Some("c1"), None, 2),
+            call(ToolCallStart, "Read", json!({}), Some("r1"), None, 3),
+        ];
+        assert_eq!(verdicts(rules(), events), [false, false, true, true, true, true]);
     }
 
     #[test]
