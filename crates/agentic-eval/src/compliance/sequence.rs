@@ -1238,9 +1238,6 @@ impl RuleMasks {
 enum Matches<'o, 'a> {
     Lazy(&'o Occurrence<'a>),
     Bits(&'o MatchBits),
-    /// Only the matchers with argument conditions (`args`, `args_text`) of another answer:
-    /// for the end of a call whose start had no arguments.
-    ArgsOnly(&'o Matches<'o, 'a>),
 }
 
 impl Matches<'_, '_> {
@@ -1251,7 +1248,6 @@ impl Matches<'_, '_> {
         match self {
             Matches::Lazy(_) => true,
             Matches::Bits(bits) => ids.may_step(bits),
-            Matches::ArgsOnly(inner) => inner.may_step(ids),
         }
     }
 
@@ -1259,7 +1255,6 @@ impl Matches<'_, '_> {
         match self {
             Matches::Lazy(occurrence) => matcher.matches(occurrence),
             Matches::Bits(bits) => bits.get(id),
-            Matches::ArgsOnly(inner) => matcher.reads_arguments() && inner.check(matcher, id),
         }
     }
 }
@@ -1421,23 +1416,50 @@ impl MatchPlan {
     }
 }
 
-/// An open call: see [`SequenceEngine::open_call_info`].
-#[derive(Debug, Clone, Copy)]
+/// The starts in flight under one open id: see [`SequenceEngine::open_call_info`].
+#[derive(Debug, Clone, Default)]
 struct OpenCall {
-    /// [`call_key`] of its start.
-    what: Option<u64>,
-    /// Its start had no arguments (see [`bare_args`]).
-    bare: bool,
-    /// Starts under its id not ended yet.
-    starts: u32,
+    /// Per call: [`call_key`] of its start, whether its start had no arguments (see
+    /// [`bare_args`]), and how many such starts have not ended. Almost always one entry.
+    starts: Vec<(Option<u64>, bool, u32)>,
 }
 
-/// A call's kind and name as one number (`None` without a name), to tell an end of another
-/// call apart.
+impl OpenCall {
+    fn start(&mut self, what: Option<u64>, bare: bool) {
+        match self.starts.iter_mut().find(|(w, b, _)| *w == what && *b == bare) {
+            Some((_, _, count)) => *count = count.saturating_add(1),
+            None => self.starts.push((what, bare, 1)),
+        }
+    }
+
+    /// Ends one start this end is of (same kind and name; an end or a start without a name
+    /// pairs with any, the oldest first): `Some(bare)` when one was open.
+    fn end(&mut self, what: Option<u64>) -> Option<bool> {
+        let idx = self
+            .starts
+            .iter()
+            .position(|(w, ..)| *w == what)
+            .or_else(|| self.starts.iter().position(|(w, ..)| w.is_none() || what.is_none()))?;
+        let (_, bare, count) = &mut self.starts[idx];
+        let bare = *bare;
+        *count -= 1;
+        if *count == 0 {
+            self.starts.remove(idx);
+        }
+        Some(bare)
+    }
+}
+
+/// A call's kind and name as one number, to tell an end of another call apart: a tool
+/// call's kind and name (`None` without a name), an agent invocation's kind alone (a
+/// subagent's stop may name its type otherwise than its start).
 fn call_key(agent: bool, name: Option<&str>) -> Option<u64> {
     use std::hash::BuildHasher as _;
+    if agent {
+        return Some(foldhash::fast::FixedState::default().hash_one(true));
+    }
     let name = name.filter(|name| !name.is_empty())?;
-    Some(foldhash::fast::FixedState::default().hash_one((agent, name)))
+    Some(foldhash::fast::FixedState::default().hash_one((false, name)))
 }
 
 /// The first eight bytes of a name as a number: with the length, the whole of a name of at
@@ -1922,6 +1944,10 @@ pub struct TraceOutcome {
     /// conditions (none otherwise): those conditions cannot match such calls, and the notes
     /// of the rules that have them warn.
     pub calls_without_arguments: (u64, Option<u64>),
+    /// Calls whose start had no arguments (absent, `null` or `{}`) and whose end has them,
+    /// with the line of the first such end, when a rule has argument conditions: a call is
+    /// judged at its start, so those conditions did not see the end's arguments.
+    pub calls_with_late_arguments: (u64, Option<u64>),
     /// OTLP tool calls whose `gen_ai.tool.call.arguments` is not a JSON object (text that is
     /// not JSON, such as a language's own printing of a dict, or a lone value), and the line of
     /// the first, when a rule has `args` path conditions (none otherwise): `args_text`
@@ -1978,6 +2004,8 @@ pub struct SequenceEngine {
     misattributed_spawns: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_without_arguments`].
     calls_without_arguments: (u64, Option<u64>),
+    /// See [`TraceOutcome::calls_with_late_arguments`].
+    calls_with_late_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_with_text_arguments`].
     calls_with_text_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_without_name`].
@@ -2286,6 +2314,7 @@ impl SequenceEngine {
             traces: Vec::new(),
             misattributed_spawns: (0, None),
             calls_without_arguments: (0, None),
+            calls_with_late_arguments: (0, None),
             calls_without_name: (0, None),
             calls_with_text_arguments: (0, None),
             out_of_order_spans: (0, None),
@@ -2427,7 +2456,6 @@ impl SequenceEngine {
     }
 
     fn feed_inner(&mut self, event: &EventRef<'_>, bits: Option<&MatchBits>, hashes: Option<(u64, u64)>) {
-        let mut late_arguments = false;
         self.events += 1;
         self.order += 1;
         let (span, parent) = span_refs(event, hashes);
@@ -2443,8 +2471,12 @@ impl SequenceEngine {
                     _ => None,
                 };
                 let started = paired.is_some();
-                // A start without arguments and an end with them: the end tells what ran.
-                late_arguments = paired == Some(true) && !bare_args(event.args);
+                // A start without arguments and an end with them: argument conditions judged
+                // the call at its start, without them; the notes of rules with such
+                // conditions say so.
+                if paired == Some(true) && !bare_args(event.args) {
+                    tally(&mut self.calls_with_late_arguments, event.line);
+                }
                 if started
                     && event.failed
                     && let Some(span) = span
@@ -2463,7 +2495,9 @@ impl SequenceEngine {
             let what = call_key(event.event_type == EventType::AgentInvokeStart, event.name);
             match self.open_calls.insert(span) {
                 Some(key) => {
-                    self.open_call_info.insert(key, OpenCall { what, bare: bare_args(event.args), starts: 1 });
+                    let mut open = OpenCall::default();
+                    open.start(what, bare_args(event.args));
+                    self.open_call_info.insert(key, open);
                     self.open_call_order.push_back(key);
                     if self.open_call_order.len() > 2 * MAX_OPEN_SPANS
                         && let Some(oldest) = self.open_call_order.pop_front()
@@ -2475,8 +2509,7 @@ impl SequenceEngine {
                 // Another start under an open id: one more end is due.
                 None => {
                     if let Some(info) = self.open_calls.key_of(span).and_then(|key| self.open_call_info.get_mut(&key)) {
-                        info.starts = info.starts.saturating_add(1);
-                        info.bare |= bare_args(event.args);
+                        info.start(what, bare_args(event.args));
                     }
                 }
             }
@@ -2526,9 +2559,6 @@ impl SequenceEngine {
                 self.traces.push(trace.to_owned());
             }
         }
-        if late_arguments {
-            self.step_late_arguments(parent, location, &matches);
-        }
         // With precomputed bits, only rules that can change are visited: those with a
         // scope (which follows every event), those stepped on every event, and those one of
         // whose matchers matched.
@@ -2549,38 +2579,6 @@ impl SequenceEngine {
             None => {
                 for idx in 0..self.rules.len() {
                     self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
-                }
-            }
-        }
-    }
-
-    /// The end of a call whose start had no arguments, while the end has them: the call was
-    /// counted at its start, where no argument condition could match it, so the rules whose
-    /// matchers with argument conditions match the end take it here, as a call at the end's
-    /// line (`never` fails on it, `count` counts it, `before` and `only_after` see it there).
-    /// Matchers without argument conditions are left out (they were answered at the start),
-    /// and so is `immediately_before`, whose "call right before" is taken at starts.
-    fn step_late_arguments(&mut self, parent: Option<SpanRef<'_>>, location: Location, matches: &Matches<'_, '_>) {
-        let masked = Matches::ArgsOnly(matches);
-        for idx in 0..self.rules.len() {
-            let (Some(rule), Some(ids), Some(state), Some(scope)) =
-                (self.rules.get(idx), self.ids.get(idx), self.states.get_mut(idx), self.scopes.get_mut(idx))
-            else {
-                continue;
-            };
-            if matches!(rule.relation, Relation::ImmediatelyBefore(..)) || !concerns(&rule.relation, *ids, &masked) {
-                continue;
-            }
-            let in_scope = match (&rule.within, scope.as_mut()) {
-                (Some(_), Some(scope)) => {
-                    parent.is_some_and(|parent| place(&mut self.links, scope, parent) == Climb::Inside)
-                }
-                _ => true,
-            };
-            if in_scope {
-                step_rule(&rule.relation, *ids, state, location, &masked);
-                if let Some(scope) = scope.as_mut() {
-                    note_firsts(state, &mut scope.firsts, self.order);
                 }
             }
         }
@@ -2698,15 +2696,8 @@ impl SequenceEngine {
         let key = self.open_calls.key_of(span)?;
         let mut bare = false;
         if let Some(info) = self.open_call_info.get_mut(&key) {
-            let what = call_key(kind == CallKind::Agent, name);
-            if let (Some(started), Some(ending)) = (info.what, what)
-                && started != ending
-            {
-                return None;
-            }
-            bare = info.bare;
-            info.starts -= 1;
-            if info.starts > 0 {
+            bare = info.end(call_key(kind == CallKind::Agent, name))?;
+            if !info.starts.is_empty() {
                 return Some(bare);
             }
             self.open_call_info.remove(&key);
@@ -2719,7 +2710,9 @@ impl SequenceEngine {
     fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<bool> {
         let key = idless_key(agent, event);
         let starts = self.open_idless.get_mut(&key)?;
-        let args = args_value(event.args);
+        // Arguments that say nothing (absent, `null`, `{}`) pair with any start, the oldest;
+        // others with a start of equal arguments, else with one that had none.
+        let args = args_value(event.args).filter(|args| !bare_args(ArgsRef::Value(args)));
         let idx = match &args {
             Some(args) => (starts.iter().position(|start| start.as_ref() == Some(args))).or_else(|| {
                 starts.iter().position(|start| start.as_ref().is_none_or(|start| bare_args(ArgsRef::Value(start))))
@@ -2934,6 +2927,19 @@ impl SequenceEngine {
                         );
                     }
                 }
+                if let (count @ 1.., first) = self.calls_with_late_arguments
+                    && rule.all_matchers().any(CompiledMatcher::reads_arguments)
+                {
+                    let at = super::report::first_at_line(first);
+                    append_sentence(
+                        &mut outcome.notes,
+                        &format!(
+                            "Warning: {count} call(s) started without arguments and ended with them{at} (the \
+                             line of the end); a call is judged at its start, so this rule's argument conditions \
+                             did not see the end's arguments: record the arguments at the start."
+                        ),
+                    );
+                }
                 if let (count @ 1.., first) = self.calls_without_name
                     && rule.all_matchers().any(CompiledMatcher::misses_nameless)
                 {
@@ -3007,6 +3013,7 @@ impl SequenceEngine {
             traces: self.traces,
             misattributed_spawns: self.misattributed_spawns,
             calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
+            calls_with_late_arguments: if reads_arguments { self.calls_with_late_arguments } else { (0, None) },
             calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
             calls_without_name: if names_calls { self.calls_without_name } else { (0, None) },
             out_of_order_spans: self.out_of_order_spans,
@@ -3424,44 +3431,70 @@ mod tests {
             call(ToolCallEnd, "A", json!({"a": 1}), Some("x"), None, 3),
             call(ToolCallEnd, "A", json!({"a": 2}), Some("x"), None, 4),
         ];
-        assert_eq!(verdicts(vec![count_all], events), [true]);
+        assert_eq!(verdicts(vec![count_all.clone()], events), [true]);
+        // Two calls of different tools in flight under one id: two calls, and the id closes
+        // (a later call under it is one call, not two).
+        let events = vec![
+            call(ToolCallStart, "A", json!({}), Some("x"), None, 1),
+            call(ToolCallStart, "B", json!({}), Some("x"), None, 2),
+            call(ToolCallEnd, "B", json!({}), Some("x"), None, 3),
+            call(ToolCallEnd, "A", json!({}), Some("x"), None, 4),
+        ];
+        assert_eq!(verdicts(vec![count_all.clone()], events.clone()), [true]);
+        let mut again = events;
+        again.push(call(ToolCallStart, "C", json!({}), Some("x"), None, 5));
+        again.push(call(ToolCallEnd, "C", json!({}), Some("x"), None, 6));
+        let count_three = json!({"count": {"of": {"tool": "*"}, "at_least": 3, "at_most": 3}});
+        assert_eq!(verdicts(vec![count_three], again), [true]);
+        // A subagent's stop that names another type than its start still ends it.
+        let events = vec![
+            call(AgentInvokeStart, "reviewer", json!(null), Some("g1"), None, 1),
+            call(AgentInvokeEnd, "code-reviewer", json!(null), Some("g1"), None, 2),
+        ];
+        let one_agent = json!({"count": {"of": {"agent": "*"}, "at_least": 1, "at_most": 1}});
+        assert_eq!(verdicts(vec![one_agent], events), [true]);
     }
 
-    /// A call whose start has no arguments and whose end has them is judged on the end's for
-    /// argument conditions (a `pre` without args, then its `post` of `rm -rf /`): a forbidden
-    /// call is not hidden by its start; it still counts once.
+    /// A call is judged at its start: one whose start has no arguments (absent, `null` or `{}`)
+    /// and whose end has them counts once, and the rules with argument conditions say that
+    /// they did not see the end's arguments (a `pre` without args, then its `post` of
+    /// `rm -rf /`); an end with no arguments pairs with a start that has them.
     #[test]
-    fn a_start_without_arguments_is_judged_by_its_ends() {
+    fn a_start_without_arguments_is_said_to_hide_its_ends() {
         use EventType::*;
         let rm = json!({"command": "rm -rf /"});
         let rules = || {
-            vec![
+            [
                 json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm -rf"}}}}),
-                json!({"never": {"tool": "Bash", "args_text": {"contains": "rm -rf"}}}),
                 json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}}),
-                json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_least": 1, "at_most": 1}}),
-                json!({"before": {"a": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "b": {"tool": "Read"}}}),
-                json!({"immediately_before": {"a": {"tool": "Bash"}, "b": {"tool": "Read"}}}),
             ]
+            .into_iter()
+            .map(rule)
+            .collect::<Vec<_>>()
         };
-        let expected = [false, false, true, true, true, true];
         for (start, end) in [(Some("c1"), Some("c1")), (None, None)] {
             for bare in [json!(null), json!({})] {
                 let events = vec![
                     call(ToolCallStart, "Bash", bare.clone(), start, None, 1),
                     call(ToolCallEnd, "Bash", rm.clone(), end, None, 2),
-                    call(ToolCallStart, "Read", json!({}), Some("r1"), None, 3),
                 ];
-                assert_eq!(verdicts(rules(), events), expected, "{start:?} {bare}");
+                let outcome = SequenceEngine::run(rules(), events, 0);
+                assert_eq!(outcome.calls, 1, "{start:?} {bare}");
+                assert_eq!(outcome.calls_with_late_arguments, (1, Some(2)), "{start:?} {bare}");
+                let notes: Vec<&str> = outcome.outcomes.iter().map(|o| o.notes.as_str()).collect();
+                assert!(notes[0].contains("1 call(s) started without arguments and ended with them"), "{notes:?}");
+                assert!(!notes[1].contains("started without arguments"), "{notes:?}");
             }
         }
-        // A start with arguments is judged by them (an end that rewrote them does not count again).
-        let events = vec![
-            call(ToolCallStart, "Bash", json!({"command": "rm -rf /"}), Some("c1"), None, 1),
-            call(ToolCallEnd, "Bash", rm, Some("c1"), None, 2),
-            call(ToolCallStart, "Read", json!({}), Some("r1"), None, 3),
-        ];
-        assert_eq!(verdicts(rules(), events), [false, false, true, true, true, true]);
+        // An end whose arguments say nothing pairs with a start that has them: one call.
+        for bare in [json!(null), json!({})] {
+            let events = vec![
+                call(ToolCallStart, "Bash", rm.clone(), None, None, 1),
+                call(ToolCallEnd, "Bash", bare.clone(), None, None, 2),
+            ];
+            let outcome = SequenceEngine::run(rules(), events, 0);
+            assert_eq!((outcome.calls, outcome.calls_with_late_arguments.0), (1, 0), "{bare}");
+        }
     }
 
     #[test]

@@ -927,6 +927,14 @@ fn run_trace(
              calls (turn on recording of tool arguments in the instrumentation)"
         );
     }
+    if let (count @ 1.., first) = outcome.calls_with_late_arguments {
+        let at = agentic_eval::compliance::first_at_line(first);
+        say_err!(
+            "warning: {path}: {count} call(s) started without arguments and ended with them{at}: a call is judged at \
+             its start, so rules with `args` or `args_text` conditions did not see the end's arguments (record the \
+             arguments at the start)"
+        );
+    }
     if let (count @ 1.., first) = outcome.calls_with_text_arguments {
         let at = agentic_eval::compliance::first_at_line(first);
         say_err!(
