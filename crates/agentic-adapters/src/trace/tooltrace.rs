@@ -619,11 +619,6 @@ fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>, hour: &mut CheckedHo
     if fields.phase.is_present() && fields.tool_use_id.is_present() {
         return None;
     }
-    // A record of a session goes to the full adapter, whose event carries the session: the
-    // tier-2 engine warns when one file holds several sessions' calls.
-    if fields.session_id.is_present() {
-        return None;
-    }
     // An empty id is an absent one: the full adapter reads such a line.
     if fields.trace_id.is_empty_text()
         | fields.parent_trace_id.is_empty_text()
