@@ -278,6 +278,9 @@ pub struct TooltraceView<'a> {
     pub seq: u64,
     /// The record's text.
     pub raw: &'a str,
+    /// `session_id` (it keys no id: tooltrace ids are file-wide; a file of several sessions
+    /// is warned about).
+    pub session_id: Option<&'a str>,
 }
 
 /// A field's byte range in the scanned bytes, or no value (absent or `null`).
@@ -354,6 +357,7 @@ pub(crate) struct Record {
     pub(crate) args: Field,
     /// The record's text without the whitespace around it.
     pub(crate) raw: Field,
+    pub(crate) session_id: Field,
 }
 
 impl Record {
@@ -371,6 +375,7 @@ impl Record {
             line,
             seq,
             raw: self.raw.str(text)?,
+            session_id: self.session_id.str(text),
         })
     }
 }
@@ -655,6 +660,7 @@ fn accept(bytes: &[u8], fields: &Fields, raw: Range<usize>, hour: &mut CheckedHo
         parent_span_id: fields.parent_trace_id.or(fields.agent_id),
         args: fields.args,
         raw: Field::of(raw),
+        session_id: fields.session_id,
     })
 }
 

@@ -2354,12 +2354,29 @@ impl SequenceEngine {
         if marked(agentic_core::event::START_MISSING).is_some() {
             tally(&mut self.spans_without_start);
         }
+        // Tooltrace ids are file-wide (not keyed by session), but a file of several sessions
+        // is still said to be one, as for the other formats.
+        if let Some(session) = (event.source.as_ref())
+            .filter(|source| source.format == "tooltrace")
+            .and(event.span.as_ref())
+            .and_then(|span| span.trace_id.as_deref())
+        {
+            self.note_session(session);
+        }
         match marked(agentic_core::event::ARGUMENTS_UNREAD).and_then(Value::as_str) {
             Some("absent") => tally(&mut self.calls_without_arguments),
             Some(_) => tally(&mut self.calls_with_text_arguments),
             None => {}
         }
         self.feed_ref(&EventRef::from_event(event));
+    }
+
+    /// Notes the session of a tooltrace record (whose ids are file-wide, so its events carry
+    /// no trace id): a file of several sessions gets the same warning as other formats.
+    pub fn note_session(&mut self, session: &str) {
+        if self.traces.len() < 3 && self.traces.iter().all(|seen| seen != session) {
+            self.traces.push(session.to_owned());
+        }
     }
 
     /// The matchers of this engine's rules, to evaluate events apart from the engine (for

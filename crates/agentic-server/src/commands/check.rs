@@ -1175,6 +1175,7 @@ fn run_stream(
             ControlFlow::Continue(())
         }
         Ok(TraceItem::Tooltrace(view)) => {
+            note_session(engine, &view);
             engine.feed_ref(&view_ref(&view));
             ControlFlow::Continue(())
         }
@@ -1212,13 +1213,15 @@ fn run_fast(
         n => n,
     });
     // One copy per thread: compiled regexes then keep per-thread caches.
-    let make_work = || CheckWork { plan: plan.clone(), summarizer: summarizer.clone(), needed: true };
+    let make_work =
+        || CheckWork { plan: plan.clone(), summarizer: summarizer.clone(), needed: true, sessions: Vec::new() };
     for_each_batch_parallel(&file, format, workers, make_work, |batch| match batch {
         Batch::Item(Ok(TraceItem::Event(event)), _) => {
             engine.feed(&event);
             ControlFlow::Continue(())
         }
         Batch::Item(Ok(TraceItem::Tooltrace(view)), prepared) => {
+            note_session(engine, &view);
             match prepared {
                 Some(prepared) => engine.feed_prepared(&view_ref(&view), prepared),
                 None => engine.feed_ref(&view_ref(&view)),
@@ -1228,8 +1231,12 @@ fn run_fast(
         Batch::Item(Err(error), _) => on_error(error),
         Batch::Records(records) => {
             let locate = |k: u32| records.position(k as usize).map_or((None, 0), |(line, seq)| (Some(line), seq));
-            let applied = records.block().as_ref().is_some_and(|summary| engine.apply_summary(summary, locate));
-            if applied && let Some(summary) = records.block() {
+            let block = records.block();
+            for session in &block.sessions {
+                engine.note_session(session);
+            }
+            let applied = block.summary.as_ref().is_some_and(|summary| engine.apply_summary(summary, locate));
+            if applied && let Some(summary) = &block.summary {
                 // The scoped rules' records, and the calls they wait for.
                 let feed = |engine: &mut SequenceEngine, record: Option<RecordRef<'_, Prepared>>| {
                     if let Some(record) = record
@@ -1265,14 +1272,36 @@ struct CheckWork {
     summarizer: Option<Summarizer>,
     /// Whether the scoped rules need the last line (see [`LineWork::wanted`]).
     needed: bool,
+    /// The block's first sessions (see [`CheckBlock::sessions`]).
+    sessions: Vec<Box<str>>,
+}
+
+/// What a scanning thread makes of a block.
+struct CheckBlock {
+    summary: Option<Summary>,
+    /// The first three sessions of its records, in order (enough to tell a file of several).
+    sessions: Vec<Box<str>>,
+}
+
+/// Notes the session of a tooltrace record fed on its own.
+fn note_session(engine: &mut SequenceEngine, view: &TooltraceView<'_>) {
+    if let Some(session) = view.session_id {
+        engine.note_session(session);
+    }
 }
 
 impl LineWork for CheckWork {
     /// The line's matches.
     type Line = Prepared;
-    type Block = Option<Summary>;
+    type Block = CheckBlock;
 
     fn line(&mut self, view: &TooltraceView<'_>) -> Prepared {
+        if let Some(session) = view.session_id
+            && self.sessions.len() < 3
+            && self.sessions.iter().all(|seen| **seen != *session)
+        {
+            self.sessions.push(session.into());
+        }
         let prepared = self.item(view);
         self.needed = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&prepared));
         prepared
@@ -1289,8 +1318,11 @@ impl LineWork for CheckWork {
         self.needed
     }
 
-    fn block(&mut self) -> Option<Summary> {
-        self.summarizer.as_mut().map(Summarizer::finish)
+    fn block(&mut self) -> CheckBlock {
+        CheckBlock {
+            summary: self.summarizer.as_mut().map(Summarizer::finish),
+            sessions: std::mem::take(&mut self.sessions),
+        }
     }
 }
 

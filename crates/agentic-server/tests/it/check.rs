@@ -2466,6 +2466,52 @@ fn an_otlp_span_without_a_start_is_read_at_its_end_with_a_warning() {
     assert!(!notes[2].contains("no start time"), "{}", notes[2]);
 }
 
+/// Tooltrace records of two sessions in one file are said to be, as hook records are: a call
+/// of one session can satisfy an order rule for the other. All reader settings agree.
+#[test]
+fn tooltrace_records_of_two_sessions_warn() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let line = |session: &str, tool: &str, command: &str, at: u32| {
+        format!(
+            r#"{{"timestamp":"2026-02-19T10:00:0{at}Z","tool_name":"{tool}","span_type":"parent","session_id":"{session}","args":{{"command":"{command}"}}}}"#
+        )
+    };
+    let lines = [
+        line("sess-A", "Bash", "cargo test", 1),
+        line("sess-B", "Bash", "git commit -m x", 2),
+        line("sess-A", "Read", "x", 3),
+    ];
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: t\nspec_version: '1'\ncheckpoints:\n  - id: T1-01\n    tier: 2\n    instruction: test before commit\n    severity: high\n    verification:\n      method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {immediately_before: {a: {tool: Bash, args: {command: {contains: cargo test}}}, b: {tool: Bash, args: {command: {regex: '^git commit'}}}}}\n",
+    )
+    .unwrap();
+    let mut reports = Vec::new();
+    for workers in ["0", "2", "reference"] {
+        let run = check_in(
+            &[
+                spec.to_str().unwrap(),
+                "--trace",
+                trace.to_str().unwrap(),
+                "--threshold",
+                "0",
+                "--evaluated-at",
+                "2026-01-01T00:00:00Z",
+            ],
+            &[("AGENTIC_CHECK_WORKERS", workers)],
+        );
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
+        assert!(notes.contains("more than one session or trace (`sess-A`, `sess-B`)"), "{workers}: {notes}");
+        assert!(run.stderr().contains("sess-A"), "{}", run.stderr());
+        reports.push(run.report);
+    }
+    assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
+}
+
 /// A baseline that is JSON but not an object, or whose `schema_version` is not three numbers,
 /// is refused with what it is, not a deserializer's message.
 #[test]
