@@ -2493,6 +2493,9 @@ impl SequenceEngine {
                 // conditions say so.
                 if paired == Some(true) && !bare_args(event.args) {
                     tally(&mut self.calls_with_late_arguments, event.line);
+                    if let Some(span) = span {
+                        self.note_end_arguments(span.hash, event.args);
+                    }
                 }
                 if started
                     && event.failed
@@ -3495,8 +3498,16 @@ mod tests {
                     call(ToolCallStart, "Bash", bare.clone(), start, None, 1),
                     call(ToolCallEnd, "Bash", rm.clone(), end, None, 2),
                 ];
-                let outcome = SequenceEngine::run(rules(), events, 0);
+                let outcome = SequenceEngine::run(rules(), events, 2);
                 assert_eq!(outcome.calls, 1, "{start:?} {bare}");
+                // The tier-3 excerpt shows what the call ran (its start's line, by span id).
+                if start.is_some() {
+                    assert!(
+                        outcome.excerpt[0].ends_with(r#" -> ended with {"command":"rm -rf /"}"#),
+                        "{:?}",
+                        outcome.excerpt
+                    );
+                }
                 assert_eq!(outcome.calls_with_late_arguments, (1, Some(2)), "{start:?} {bare}");
                 let notes: Vec<&str> = outcome.outcomes.iter().map(|o| o.notes.as_str()).collect();
                 assert!(notes[0].contains("1 call(s) started without arguments and ended with them"), "{notes:?}");

@@ -26,6 +26,16 @@ use super::{
     by_hash, span_hash, span_refs,
 };
 
+/// A call's arguments as the excerpt shows them: their JSON text, at most 160 characters.
+fn excerpt_args(args: ArgsRef<'_>) -> String {
+    let text = match args {
+        ArgsRef::None => String::new(),
+        ArgsRef::Value(value) => value.to_string(),
+        ArgsRef::Json(text) => text.to_owned(),
+    };
+    text.chars().take(160).collect()
+}
+
 /// How the excerpt marks a call that ended with an error.
 const FAILED_MARK: &str = " -> failed";
 
@@ -290,12 +300,7 @@ impl SequenceEngine {
         if self.excerpt.len() == self.excerpt_capacity {
             self.excerpt.pop_front();
         }
-        let args = match event.args {
-            ArgsRef::None => String::new(),
-            ArgsRef::Value(value) => value.to_string(),
-            ArgsRef::Json(text) => text.to_owned(),
-        };
-        let args: String = args.chars().take(160).collect();
+        let args = excerpt_args(event.args);
         let name = event.name.unwrap_or("");
         let mut line = format!("{location}: {name} {args}");
         // A post-only call that failed (tooltrace `status: error`) is whole here (only an end
@@ -304,6 +309,15 @@ impl SequenceEngine {
             line.push_str(FAILED_MARK);
         }
         self.excerpt.push_back((span, line));
+    }
+
+    /// The end of a call whose start had no arguments, while the end has them: the start's
+    /// line in the excerpt shows them too (a judge reading `Bash {}` would miss what ran).
+    pub(super) fn note_end_arguments(&mut self, span: u64, args: ArgsRef<'_>) {
+        if let Some((_, line)) = self.excerpt.iter_mut().rev().find(|(hash, _)| *hash == Some(span)) {
+            line.push_str(" -> ended with ");
+            line.push_str(&excerpt_args(args));
+        }
     }
 
     /// The end of a call whose start is in the excerpt: a failure is marked on that line.
