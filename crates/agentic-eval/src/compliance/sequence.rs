@@ -691,6 +691,19 @@ pub enum Relation {
     Count(CompiledMatcher, Option<u64>, Option<u64>),
 }
 
+/// Appends the warning `sentence(count, at)` to `notes` when `applies` and the tally counted
+/// something (`at` is " (first at line N)", or empty).
+fn warn_of_tally(
+    notes: &mut String,
+    (count, first): (u64, Option<u64>),
+    applies: bool,
+    sentence: impl FnOnce(u64, &str) -> String,
+) {
+    if count > 0 && applies {
+        append_sentence(notes, &sentence(count, &super::report::first_at_line(first)));
+    }
+}
+
 /// Counts one more event of a kind a warning tells of, keeping the line of the first.
 fn tally((count, first): &mut (u64, Option<u64>), line: Option<u64>) {
     *count += 1;
@@ -1420,8 +1433,9 @@ impl MatchPlan {
 #[derive(Debug, Clone, Default)]
 struct OpenCall {
     /// Per call: [`call_key`] of its start, whether its start had no arguments (see
-    /// [`bare_args`]), and how many such starts have not ended. Almost always one entry.
-    starts: Vec<(Option<u64>, bool, u32)>,
+    /// [`bare_args`]), and how many such starts have not ended. Almost always one entry,
+    /// kept inline: every start of a hook or OTLP trace makes one.
+    starts: smallvec::SmallVec<[(Option<u64>, bool, u32); 1]>,
 }
 
 impl OpenCall {
@@ -2906,23 +2920,21 @@ impl SequenceEngine {
                         ),
                     );
                 }
-                if let (Some(_), (count @ 1.., first)) = (&rule.within, self.misattributed_spawns) {
-                    let at = super::report::first_at_line(first);
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
-                            "Warning: {count} spawning call(s) ended without a subagent while an earlier call of \
-                             their session and subagent type, linked to a subagent, had not ended{at}: that \
-                             subagent was most likely the later call's (the earlier call was denied, which Claude \
-                             Code ends without a record), so its calls may be counted under the wrong call."
-                        ),
-                    );
-                }
+                let notes = &mut outcome.notes;
+                warn_of_tally(notes, self.misattributed_spawns, rule.within.is_some(), |count, at| {
+                    format!(
+                        "Warning: {count} spawning call(s) ended without a subagent while an earlier call of their \
+                         session and subagent type, linked to a subagent, had not ended{at}: that subagent was most \
+                         likely the later call's (the earlier call was denied, which Claude Code ends without a \
+                         record), so its calls may be counted under the wrong call."
+                    )
+                });
                 // OTLP calls whose arguments an argument condition could not read.
+                let reads_arguments = rule.all_matchers().any(CompiledMatcher::reads_arguments);
                 let unread = [
                     (
                         self.calls_without_arguments,
-                        rule.all_matchers().any(CompiledMatcher::reads_arguments),
+                        reads_arguments,
                         "no arguments",
                         " (`gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions), so `args` \
                          conditions could not match them; record the arguments",
@@ -2935,72 +2947,42 @@ impl SequenceEngine {
                          arguments as a JSON object",
                     ),
                 ];
-                for ((count, first), reads, what, why) in unread {
-                    if count > 0 && reads {
-                        let at = super::report::first_at_line(first);
-                        append_sentence(
-                            &mut outcome.notes,
-                            &format!(
-                                "Warning: {count} OTLP tool call(s) record {what}{at}{why} to check this rule on \
-                                 every call."
-                            ),
-                        );
-                    }
+                for (tally, reads, what, why) in unread {
+                    warn_of_tally(notes, tally, reads, |count, at| {
+                        format!("Warning: {count} OTLP tool call(s) record {what}{at}{why} to check this rule on every call.")
+                    });
                 }
-                if let (count @ 1.., first) = self.calls_with_late_arguments
-                    && rule.all_matchers().any(CompiledMatcher::reads_arguments)
-                {
-                    let at = super::report::first_at_line(first);
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
-                            "Warning: {count} call(s) started without arguments and ended with them{at} (the \
-                             line of the end); a call is judged at its start, so this rule's argument conditions \
-                             did not see the end's arguments: record the arguments at the start."
-                        ),
-                    );
-                }
-                if let (count @ 1.., first) = self.calls_without_name
-                    && rule.all_matchers().any(CompiledMatcher::misses_nameless)
-                {
-                    let at = super::report::first_at_line(first);
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
-                            "Warning: {count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or \
-                             `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name` and with nothing \
-                             after the operation in its span name, or a Claude Code `SubagentStart` without \
-                             `agent_type`), so matchers by name could not match them; record the name to check this \
-                             rule on every call."
-                        ),
-                    );
-                }
-                if let (count @ 1.., first) = self.out_of_order_spans
-                    && rule.relation.is_order()
-                {
-                    let at = super::report::first_at_line(first);
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
-                            "Warning: {count} OTLP span(s) came after more records than the reader holds to order \
-                             spans by time{at} and are placed after events that started later, so this rule may \
-                             see calls out of order; check one run per file, or export each run in fewer records."
-                        ),
-                    );
-                }
-                if let (count @ 1.., first) = self.spans_without_start
-                    && rule.relation.is_order()
-                {
-                    let at = super::report::first_at_line(first);
-                    append_sentence(
-                        &mut outcome.notes,
-                        &format!(
-                            "Warning: {count} OTLP span(s) record no start time{at} and are placed at their end \
-                             time (before every other event when they record no end either), so this rule may see \
-                             them where they did not run; export `startTimeUnixNano` on every span."
-                        ),
-                    );
-                }
+                warn_of_tally(notes, self.calls_with_late_arguments, reads_arguments, |count, at| {
+                    format!(
+                        "Warning: {count} call(s) started without arguments and ended with them{at} (the line of the \
+                         end); a call is judged at its start, so this rule's argument conditions did not see the end's \
+                         arguments: record the arguments at the start."
+                    )
+                });
+                let names_calls = rule.all_matchers().any(CompiledMatcher::misses_nameless);
+                warn_of_tally(notes, self.calls_without_name, names_calls, |count, at| {
+                    format!(
+                        "Warning: {count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or \
+                         `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name` and with nothing after \
+                         the operation in its span name, or a Claude Code `SubagentStart` without `agent_type`), so \
+                         matchers by name could not match them; record the name to check this rule on every call."
+                    )
+                });
+                let order = rule.relation.is_order();
+                warn_of_tally(notes, self.out_of_order_spans, order, |count, at| {
+                    format!(
+                        "Warning: {count} OTLP span(s) came after more records than the reader holds to order spans \
+                         by time{at} and are placed after events that started later, so this rule may see calls out \
+                         of order; check one run per file, or export each run in fewer records."
+                    )
+                });
+                warn_of_tally(notes, self.spans_without_start, order, |count, at| {
+                    format!(
+                        "Warning: {count} OTLP span(s) record no start time{at} and are placed at their end time \
+                         (before every other event when they record no end either), so this rule may see them where \
+                         they did not run; export `startTimeUnixNano` on every span."
+                    )
+                });
                 if let [first, second, more @ ..] = self.traces.as_slice()
                     && rule.relation.is_order()
                 {
