@@ -251,15 +251,9 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 || format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)");
             let mut value: Value = agentic_core::json_strict::from_str(&text).with_context(not_a_report)?;
             if !value.is_object() {
-                let kind = match value {
-                    Value::Array(_) => "a JSON array",
-                    Value::String(_) => "a JSON string",
-                    Value::Number(_) => "a JSON number",
-                    Value::Bool(_) => "a JSON boolean",
-                    _ => "JSON null",
-                };
                 bail!(
-                    "baseline `{path}` holds {kind}, not a JSON object; give a report written by `agentic check --json`"
+                    "baseline `{path}` holds {}, not a JSON object; give a report written by `agentic check --json`",
+                    json_kind(&value)
                 );
             }
             // The version first: a report of another major version is named as such, not as
@@ -753,19 +747,24 @@ fn prune_in(value: &mut Value, schema: &Value, root: &Value, at: &str, ignored: 
     }
 }
 
+/// What kind of JSON value `value` is, for a message: "a list", "a string", "null".
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Object(_) => "an object",
+        Value::Array(_) => "a list",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Null => "null",
+    }
+}
+
 /// Strict JSON (a key given twice is refused) read into `T`; a value of the wrong shape is
 /// named by its place (`cases[0].human.P3-01: unknown variant ...`).
 fn from_strict_json<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Result<T> {
     let value: Value = agentic_core::json_strict::from_str(text)?;
     if !value.is_object() {
-        let kind = match value {
-            Value::Array(_) => "a list",
-            Value::String(_) => "a string",
-            Value::Number(_) => "a number",
-            Value::Bool(_) => "a boolean",
-            _ => "null",
-        };
-        bail!("expected a JSON object, found {kind}");
+        bail!("expected a JSON object, found {}", json_kind(&value));
     }
     serde_path_to_error::deserialize(value).map_err(|error| {
         let place = error.path().to_string();
@@ -911,67 +910,65 @@ fn run_trace(
              evidence (is the trace capture installed, and is --trace-format right?)"
         );
     }
-    if let (count @ 1.., first) = outcome.misattributed_spawns {
-        let at = agentic_eval::compliance::first_at_line(first);
-        say_err!(
-            "warning: {path}: {count} spawning call(s) ended without a subagent while an earlier call of their type, \
-             linked to one, had not ended{at}: the subagent was most likely the later call's (Claude Code ends a \
-             denied call without a record), so `within` rules may count its calls under the wrong call"
-        );
-    }
-    if let (count @ 1.., first) = outcome.calls_without_arguments {
-        let at = agentic_eval::compliance::first_at_line(first);
-        say_err!(
-            "warning: {path}: {count} OTLP tool call(s) record no arguments{at}: `gen_ai.tool.call.arguments` is \
-             opt-in in the OpenTelemetry GenAI conventions, so rules with `args` conditions could not match those \
-             calls (turn on recording of tool arguments in the instrumentation)"
-        );
-    }
-    if let (count @ 1.., first) = outcome.calls_with_late_arguments {
-        let at = agentic_eval::compliance::first_at_line(first);
-        say_err!(
-            "warning: {path}: {count} call(s) started without arguments and ended with them{at}: a call is judged at \
-             its start, so rules with `args` or `args_text` conditions did not see the end's arguments (record the \
-             arguments at the start)"
-        );
-    }
-    if let (count @ 1.., first) = outcome.calls_with_text_arguments {
-        let at = agentic_eval::compliance::first_at_line(first);
-        say_err!(
-            "warning: {path}: {count} OTLP tool call(s) record `gen_ai.tool.call.arguments` that is not a JSON object{at}, \
-             so rules with `args` conditions could not match those calls (`args_text` matches such text; record the \
-             arguments as a JSON object)"
-        );
-    }
-    if let (count @ 1.., first) = outcome.calls_without_name {
-        let at = agentic_eval::compliance::first_at_line(first);
-        say_err!(
-            "warning: {path}: {count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or \
-             `invoke_agent` span without `gen_ai.tool.name` or `gen_ai.agent.name`, named only by its operation, or a \
-             Claude Code `SubagentStart` without `agent_type`), so rules that match calls by name could not match them \
-             (record the name in the instrumentation)"
-        );
-    }
-    if let (count @ 1.., first) = outcome.out_of_order_spans {
-        let at = agentic_eval::compliance::first_at_line(first);
-        say_err!(
-            "warning: {path}: {count} OTLP span(s) came after more records than the reader holds to order spans by \
-             time ({} MiB of records or {} spans){at}, so they are placed after events that started later: \
-             `before`, `only_after` and `immediately_before` rules may see calls out of order (check one run per \
-             file, or export each run in fewer records)",
+    // Counted marks the readers left on events, each with the line of the first.
+    let warn = |(count, first): (u64, Option<u64>), rest: &dyn Fn(u64, &str) -> String| {
+        if count > 0 {
+            say_err!("warning: {path}: {}", rest(count, &agentic_eval::compliance::first_at_line(first)));
+        }
+    };
+    warn(outcome.misattributed_spawns, &|count, at| {
+        format!(
+            "{count} spawning call(s) ended without a subagent while an earlier call of their type, linked to one, \
+             had not ended{at}: the subagent was most likely the later call's (Claude Code ends a denied call without \
+             a record), so `within` rules may count its calls under the wrong call"
+        )
+    });
+    warn(outcome.calls_without_arguments, &|count, at| {
+        format!(
+            "{count} OTLP tool call(s) record no arguments{at}: `gen_ai.tool.call.arguments` is opt-in in the \
+             OpenTelemetry GenAI conventions, so rules with `args` conditions could not match those calls (turn on \
+             recording of tool arguments in the instrumentation)"
+        )
+    });
+    warn(outcome.calls_with_late_arguments, &|count, at| {
+        format!(
+            "{count} call(s) started without arguments and ended with them{at}: a call is judged at its start, so \
+             rules with `args` or `args_text` conditions did not see the end's arguments (record the arguments at the \
+             start)"
+        )
+    });
+    warn(outcome.calls_with_text_arguments, &|count, at| {
+        format!(
+            "{count} OTLP tool call(s) record `gen_ai.tool.call.arguments` that is not a JSON object{at}, so rules \
+             with `args` conditions could not match those calls (`args_text` matches such text; record the arguments \
+             as a JSON object)"
+        )
+    });
+    warn(outcome.calls_without_name, &|count, at| {
+        format!(
+            "{count} call(s) record no tool or agent name{at} (an OTLP `execute_tool` or `invoke_agent` span without \
+             `gen_ai.tool.name` or `gen_ai.agent.name`, named only by its operation, or a Claude Code \
+             `SubagentStart` without `agent_type`), so rules that match calls by name could not match them (record \
+             the name in the instrumentation)"
+        )
+    });
+    warn(outcome.out_of_order_spans, &|count, at| {
+        format!(
+            "{count} OTLP span(s) came after more records than the reader holds to order spans by time ({} MiB of \
+             records or {} spans){at}, so they are placed after events that started later: `before`, `only_after` \
+             and `immediately_before` rules may see calls out of order (check one run per file, or export each run \
+             in fewer records)",
             agentic_adapters::trace::ORDER_WINDOW_BYTES / (1024 * 1024),
             agentic_adapters::trace::ORDER_WINDOW_SPANS
-        );
-    }
-    if let (count @ 1.., first) = outcome.spans_without_start {
-        let at = agentic_eval::compliance::first_at_line(first);
-        say_err!(
-            "warning: {path}: {count} OTLP span(s) record no `startTimeUnixNano`{at}, so they are placed at their end \
-             time (as spans that took no time; before every other event when they record no end either): `before`, \
-             `only_after` and `immediately_before` rules may see them where they did not run (export the start time on \
-             every span)"
-        );
-    }
+        )
+    });
+    warn(outcome.spans_without_start, &|count, at| {
+        format!(
+            "{count} OTLP span(s) record no `startTimeUnixNano`{at}, so they are placed at their end time (as spans \
+             that took no time; before every other event when they record no end either): `before`, `only_after` and \
+             `immediately_before` rules may see them where they did not run (export the start time on every span)"
+        )
+    });
     if outcome.unlinked_scopes > 0 {
         say_err!(
             "warning: {path}: {} `within` rule(s) matched their scope, but no tool call in the trace records a parent \

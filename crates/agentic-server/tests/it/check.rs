@@ -2520,9 +2520,9 @@ fn a_baseline_that_is_no_report_is_named_as_such() {
     let first = run_example("feature-workflow", "feature-workflow.trace.tooltrace.jsonl", &[]);
     let against = |report: &Value| example_against(dir.path(), report);
     for (value, expected) in [
-        (json!([1, 2]), "holds a JSON array, not a JSON object"),
-        (json!("report"), "holds a JSON string, not a JSON object"),
-        (json!(null), "holds JSON null, not a JSON object"),
+        (json!([1, 2]), "holds a list, not a JSON object"),
+        (json!("report"), "holds a string, not a JSON object"),
+        (json!(null), "holds null, not a JSON object"),
     ] {
         let run = against(&value);
         assert_eq!(run.code(), 2, "{}", run.stderr());
