@@ -256,13 +256,7 @@ impl Builder {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 self.charge(0, text.len(), &span)?;
-                let tag_name = match core_tag(tag.as_deref(), Kind::Scalar) {
-                    Ok(name) => name,
-                    Err(error) => {
-                        self.deferred.push((*error).at(position(&span)));
-                        None
-                    }
-                };
+                let tag_name = self.read_tag(tag.as_deref(), Kind::Scalar, &span).unwrap_or(None);
                 if style == ScalarStyle::Plain
                     && !matches!(tag_name, Some("str"))
                     && let Some(what) = non_finite(&text)
@@ -307,9 +301,7 @@ impl Builder {
                 ]),
             },
             Event::SequenceStart(anchor, tag) => {
-                if let Err(error) = core_tag(tag.as_deref(), Kind::Sequence) {
-                    self.deferred.push((*error).at(position(&span)));
-                }
+                let _ = self.read_tag(tag.as_deref(), Kind::Sequence, &span);
                 let mut items = Vec::new();
                 loop {
                     let (event, span) = self.required(parser)?;
@@ -326,9 +318,7 @@ impl Builder {
                 Ok(value)
             }
             Event::MappingStart(anchor, tag) => {
-                if let Err(error) = core_tag(tag.as_deref(), Kind::Mapping) {
-                    self.deferred.push((*error).at(position(&span)));
-                }
+                let _ = self.read_tag(tag.as_deref(), Kind::Mapping, &span);
                 let mut map = Map::new();
                 let mut merges: Vec<(Value, Position)> = Vec::new();
                 loop {
@@ -340,26 +330,9 @@ impl Builder {
                     let (key, merge) = match key_event {
                         Event::Scalar(text, style, _, tag) => {
                             self.charge(0, text.len(), &key_span)?;
-                            // Keys are text: `!!str` (or `!`) says so, any other tag is an
-                            // error, not dropped; a tagged `<<` is an ordinary key.
-                            let tag_name = match core_tag(tag.as_deref(), Kind::Scalar) {
-                                Ok(name) => name,
-                                Err(error) => {
-                                    self.deferred.push((*error).at(position(&key_span)));
-                                    Some("")
-                                }
-                            };
-                            if let Some(name @ ("int" | "float" | "bool" | "null")) = tag_name {
-                                self.deferred.push(
-                                    Diagnostic::error(
-                                        "yaml-tag",
-                                        format!("the tag `!!{name}` on the key `{text}`: keys are text"),
-                                    )
-                                    .at(position(&key_span))
-                                    .with_hint(format!("remove `!!{name}`")),
-                                );
-                            }
-                            let merge = style == ScalarStyle::Plain && text == "<<" && tag_name.is_none();
+                            // A tagged `<<` (`!!str <<`) is an ordinary key.
+                            let untagged = matches!(self.read_tag(tag.as_deref(), Kind::Key, &key_span), Ok(None));
+                            let merge = style == ScalarStyle::Plain && text == "<<" && untagged;
                             (text.into_owned(), merge)
                         }
                         _ => {
@@ -447,31 +420,47 @@ impl Builder {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Scalar,
+    /// A mapping key: text, so only `!!str` and `!` fit.
+    Key,
     Sequence,
     Mapping,
+}
+
+impl Builder {
+    /// The core-schema name of a node's tag (see [`core_tag`]); a tag that does not fit is
+    /// an error at the node (`Err`, and the node reads as untagged), never dropped.
+    fn read_tag(
+        &mut self,
+        tag: Option<&saphyr_parser::Tag>,
+        kind: Kind,
+        span: &Span,
+    ) -> Result<Option<&'static str>, ()> {
+        core_tag(tag, kind).map_err(|error| self.deferred.push((*error).at(position(span))))
+    }
 }
 
 /// The core-schema name of a node's tag (`str`, `int`, `float`, `bool`, `null` on a scalar;
 /// `seq` and `map` on collections), `None` for no tag or the non-specific `!`, or an error
 /// for a tag this reader cannot honour (`!!binary`, `!!timestamp`, `!!set`, a local `!mytag`):
 /// a tag's meaning is never dropped in silence.
-fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>, Box<Diagnostic>> {
+fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&'static str>, Box<Diagnostic>> {
     let Some(tag) = tag else { return Ok(None) };
     if matches!((tag.handle.as_str(), tag.suffix.as_str()), ("!", "") | ("", "!")) {
-        // `! text`: the non-specific tag, a plain string for a scalar.
-        return Ok((kind == Kind::Scalar).then_some("str"));
+        // `! text`: the non-specific tag, a plain string for a scalar or a key.
+        return Ok(matches!(kind, Kind::Scalar | Kind::Key).then_some("str"));
     }
     // `!!int`, a `%TAG` handle for the core schema, or the verbatim `!<tag:yaml.org,2002:int>`.
     const CORE: &str = "tag:yaml.org,2002:";
     let verbatim = tag.handle.is_empty().then(|| tag.suffix.strip_prefix(CORE)).flatten();
     let core = tag.is_yaml_core_schema() || verbatim.is_some();
     let name = verbatim.unwrap_or(tag.suffix.as_str());
-    let fits = match kind {
-        Kind::Scalar => matches!(name, "str" | "int" | "float" | "bool" | "null"),
-        Kind::Sequence => name == "seq",
-        Kind::Mapping => name == "map",
+    let fitting: &[&'static str] = match kind {
+        Kind::Scalar => &["str", "int", "float", "bool", "null"],
+        Kind::Key => &["str"],
+        Kind::Sequence => &["seq"],
+        Kind::Mapping => &["map"],
     };
-    if core && fits {
+    if core && let Some(&name) = fitting.iter().find(|&&fits| fits == name) {
         return Ok(Some(name));
     }
     let written = match (core, tag.handle.is_empty()) {
@@ -481,6 +470,7 @@ fn core_tag(tag: Option<&saphyr_parser::Tag>, kind: Kind) -> Result<Option<&str>
     };
     let what = match kind {
         Kind::Scalar => "a value",
+        Kind::Key => "a key (keys are text)",
         Kind::Sequence => "a list",
         Kind::Mapping => "a mapping",
     };
