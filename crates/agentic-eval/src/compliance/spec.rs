@@ -1837,28 +1837,23 @@ checkpoints:
             "checkpoints:\n  - id: P1-00\n    tier: 3\n    instruction: new\n    severity: low\n    verification:\n      method: content_analysis\n      evidence_sources: [pr_body]\n",
         );
         assert_eq!(check(&lower), vec!["id-not-appended"]);
+        // The findings of `new` against `old`, both spec texts.
+        let compare = |old: &str, new: &str| {
+            let old: CheckpointSpec =
+                serde_json::from_value(agentic_core::yaml::parse_yaml(old).unwrap().value).unwrap();
+            let document = agentic_core::yaml::parse_yaml(new).unwrap();
+            let current: CheckpointSpec = serde_json::from_value(document.value.clone()).unwrap();
+            lint_against_previous(&old, &current, "new.yaml", &document.source_map)
+        };
         // The previous highest id is named as written, and the next keeps its width.
         let wide = |text: &str| text.replace("P1-0", "P1-00");
-        let old_wide: CheckpointSpec =
-            serde_json::from_value(agentic_core::yaml::parse_yaml(&wide(SPEC)).unwrap().value).unwrap();
-        let document = agentic_core::yaml::parse_yaml(&wide(&lower)).unwrap();
-        let current: CheckpointSpec = serde_json::from_value(document.value.clone()).unwrap();
-        let found = lint_against_previous(&old_wide, &current, "new.yaml", &document.source_map);
+        let found = compare(&wide(SPEC), &wide(&lower));
         assert_eq!(found.len(), 1, "{found:?}");
-        let top = old_wide.checkpoints.iter().filter(|c| c.id.starts_with("P1-")).map(|c| c.id.clone()).max().unwrap();
-        assert!(found[0].message.ends_with(&format!("the previous highest `{top}`")), "{}", found[0].message);
-        let next: u64 = top["P1-".len()..].parse::<u64>().unwrap() + 1;
-        assert_eq!(
-            found[0].hint.as_deref(),
-            Some(format!("new checkpoints take the next free number, `P1-{next:03}`").as_str())
-        );
+        assert!(found[0].message.ends_with("the previous highest `P1-001`"), "{}", found[0].message);
+        assert_eq!(found[0].hint.as_deref(), Some("new checkpoints take the next free number, `P1-002`"));
         // The highest number there is has no next: said, not wrapped around (or a panic).
         let huge = |text: &str| wide(text).replace("P1-001", "P1-18446744073709551615");
-        let old_huge: CheckpointSpec =
-            serde_json::from_value(agentic_core::yaml::parse_yaml(&huge(SPEC)).unwrap().value).unwrap();
-        let document = agentic_core::yaml::parse_yaml(&huge(&lower)).unwrap();
-        let current: CheckpointSpec = serde_json::from_value(document.value.clone()).unwrap();
-        let found = lint_against_previous(&old_huge, &current, "new.yaml", &document.source_map);
+        let found = compare(&huge(SPEC), &huge(&lower));
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].hint.as_deref().is_some_and(|hint| hint.contains("the highest number there is")), "{found:?}");
         // `P1-+7` is no number: not compared as 7.

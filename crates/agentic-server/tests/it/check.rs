@@ -973,12 +973,18 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
 }
 
+/// A new, empty git repository `name` under `parent`.
+fn new_repo(parent: &Path, name: &str) -> PathBuf {
+    let repo = parent.join(name);
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    repo
+}
+
 #[test]
 fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     let dir = tempfile::tempdir().unwrap();
-    let repo: PathBuf = dir.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
+    let repo = new_repo(dir.path(), "repo");
     std::fs::write(repo.join("a.txt"), "a").unwrap();
     git(&repo, &["add", "a.txt"]);
     git(&repo, &["commit", "-q", "-m", "first"]);
@@ -1007,9 +1013,7 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
     assert_eq!(evidence["issue_tracker_state"]["status"], json!("In Progress"));
     // Names and subjects may hold any byte but NUL: control characters (the separators an
     // earlier format used) and an empty subject keep every commit and field in place.
-    let odd_repo = dir.path().join("odd");
-    std::fs::create_dir(&odd_repo).unwrap();
-    git(&odd_repo, &["init", "-q"]);
+    let odd_repo = new_repo(dir.path(), "odd");
     git(&odd_repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
     git(&odd_repo, &["-c", "user.name=evil\x1ename", "commit", "-q", "--allow-empty", "-m", "rs\x1ein\x1fsubject"]);
     git(
@@ -1090,9 +1094,7 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
 #[test]
 fn evidence_git_facts_do_not_depend_on_git_settings() {
     let dir = tempfile::tempdir().unwrap();
-    let repo: PathBuf = dir.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
+    let repo = new_repo(dir.path(), "repo");
     std::fs::write(repo.join("original.txt"), "text").unwrap();
     std::fs::write(repo.join("moved.txt"), "other text").unwrap();
     // Two files renamed and edited: renames found by similarity, which a rename limit stops.
@@ -1139,9 +1141,7 @@ fn evidence_git_facts_do_not_depend_on_git_settings() {
 #[test]
 fn evidence_git_refuses_a_repository_git_cannot_read() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
+    let repo = new_repo(dir.path(), "repo");
     git(&repo, &["commit", "-q", "--allow-empty", "-m", "first"]);
     // `log.showSignature` must not put signature text among the fields.
     git(&repo, &["config", "log.showSignature", "true"]);
@@ -2425,38 +2425,26 @@ fn a_baseline_of_a_newer_minor_version_is_read() {
 /// every sibling), and order rules say so on stderr and in their notes.
 #[test]
 fn an_otlp_span_without_a_start_is_read_at_its_end_with_a_warning() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("spec.yaml");
-    let rule = |id: &str, rule: &str| {
-        format!(
-            "  - id: {id}\n    tier: 2\n    instruction: read first\n    severity: high\n    verification:\n      \
-             method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {rule}\n"
-        )
-    };
-    let text = format!(
-        "workflow: t\nspec_version: '1'\ncheckpoints:\n{}{}{}",
-        rule("T1-01", "{before: {a: {tool: read}, b: {tool: bash}}}"),
-        rule("T1-02", "{only_after: {a: {tool: read}, b: {tool: bash}}}"),
-        rule("T1-03", "{count: {of: {tool: bash}, at_most: 1}}"),
-    );
-    std::fs::write(&spec, text).unwrap();
     let span = |id: &str, name: &str, times: &str| {
         format!(
             r#"{{"traceId":"0123456789abcdef0123456789abcdef","spanId":"{id}","parentSpanId":"a000000000000001","name":"execute_tool {name}",{times}"attributes":[{{"key":"gen_ai.tool.name","value":{{"stringValue":"{name}"}}}}]}}"#
         )
     };
-    let trace = dir.path().join("trace.json");
     let doc = format!(
         r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{{"traceId":"0123456789abcdef0123456789abcdef","spanId":"a000000000000001","name":"invoke_agent planner","startTimeUnixNano":"1000","endTimeUnixNano":"10000"}},{},{}]}}]}}]}}"#,
         span("b000000000000001", "read", r#""startTimeUnixNano":"1000","endTimeUnixNano":"2000","#),
         span("c000000000000001", "bash", r#""endTimeUnixNano":"5000","#),
     );
-    std::fs::write(&trace, doc).unwrap();
-    let run = check(&[spec.to_str().unwrap(), "--trace", trace.to_str().unwrap(), "--threshold", "0"]);
+    let run = check_rules(
+        &[
+            ("T1-01", "{before: {a: {tool: read}, b: {tool: bash}}}"),
+            ("T1-02", "{only_after: {a: {tool: read}, b: {tool: bash}}}"),
+            ("T1-03", "{count: {of: {tool: bash}, at_most: 1}}"),
+        ],
+        &doc,
+    );
     assert_eq!(run.code(), 0, "{}", run.stderr());
-    let results: Vec<(String, String)> = run.results().into_iter().map(|(id, result, _)| (id, result)).collect();
-    let pass = |id: &str| (id.to_owned(), "PASS".to_owned());
-    assert_eq!(results, [pass("T1-01"), pass("T1-02"), pass("T1-03")]);
+    assert_eq!(run.results(), owned(&[("T1-01", "PASS", 1.0), ("T1-02", "PASS", 1.0), ("T1-03", "PASS", 1.0)]));
     assert!(run.stderr().contains("1 OTLP span(s) record no `startTimeUnixNano`"), "{}", run.stderr());
     let notes: Vec<&str> =
         run.report["checkpoints"].as_array().unwrap().iter().map(|c| c["notes"].as_str().unwrap()).collect();
@@ -2470,8 +2458,6 @@ fn an_otlp_span_without_a_start_is_read_at_its_end_with_a_warning() {
 /// of one session can satisfy an order rule for the other. All reader settings agree.
 #[test]
 fn tooltrace_records_of_two_sessions_warn() {
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
     let line = |session: &str, tool: &str, command: &str, at: u32| {
         format!(
             r#"{{"timestamp":"2026-02-19T10:00:0{at}Z","tool_name":"{tool}","span_type":"parent","session_id":"{session}","args":{{"command":"{command}"}}}}"#
@@ -2482,25 +2468,14 @@ fn tooltrace_records_of_two_sessions_warn() {
         line("sess-B", "Bash", "git commit -m x", 2),
         line("sess-A", "Read", "x", 3),
     ];
-    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
-    let spec = dir.path().join("spec.yaml");
-    std::fs::write(
-        &spec,
-        "workflow: t\nspec_version: '1'\ncheckpoints:\n  - id: T1-01\n    tier: 2\n    instruction: test before commit\n    severity: high\n    verification:\n      method: tool_sequence\n      evidence_sources: [trace_file]\n      rule: {immediately_before: {a: {tool: Bash, args: {command: {contains: cargo test}}}, b: {tool: Bash, args: {command: {regex: '^git commit'}}}}}\n",
-    )
-    .unwrap();
+    let trace = lines.join("\n") + "\n";
+    let rule = "{immediately_before: {a: {tool: Bash, args: {command: {contains: cargo test}}}, b: {tool: Bash, args: {command: {regex: '^git commit'}}}}}";
     let mut reports = Vec::new();
     for workers in ["0", "2", "reference"] {
-        let run = check_in(
-            &[
-                spec.to_str().unwrap(),
-                "--trace",
-                trace.to_str().unwrap(),
-                "--threshold",
-                "0",
-                "--evaluated-at",
-                "2026-01-01T00:00:00Z",
-            ],
+        let run = check_rules_in(
+            &[("T1-01", rule)],
+            &trace,
+            &["--evaluated-at", "2026-01-01T00:00:00Z"],
             &[("AGENTIC_CHECK_WORKERS", workers)],
         );
         assert_eq!(run.code(), 0, "{}", run.stderr());
