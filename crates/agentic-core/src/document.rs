@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, did_you_mean};
-use crate::yaml::{SourceMap, YamlDocument, YamlLimits, parse_yaml_recovering, pointer_segment};
+use crate::yaml::{SourceMap, YamlDocument, parse_yaml_recovering, pointer_segment};
 
 /// The JSON Schema of `T` as published in `docs/schema/`.
 pub fn schema_for<T: JsonSchema>() -> Value {
@@ -88,7 +88,7 @@ impl DocumentLoader {
     pub fn load<T: DeserializeOwned>(&self, text: &str) -> Loaded<T> {
         // A repeated key or a tag that does not fit its value leaves a whole document: it is
         // checked on, so those errors hide none of the others.
-        let (mut document, recovered) = match parse_yaml_recovering(text, YamlLimits::default()) {
+        let (mut document, recovered) = match parse_yaml_recovering(text) {
             Ok(parsed) => parsed,
             Err(diagnostics) => {
                 return Loaded { value: None, document: None, diagnostics, repaired: None };

@@ -96,7 +96,7 @@ pub fn parse_yaml(text: &str) -> Result<YamlDocument, Vec<Diagnostic>> {
 
 /// Parses one YAML document. On failure returns at least one diagnostic (without a file).
 pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocument, Vec<Diagnostic>> {
-    match parse_yaml_recovering(text, limits)? {
+    match recovering_with_limits(text, limits)? {
         (document, errors) if errors.is_empty() => Ok(document),
         (_, errors) => Err(errors),
     }
@@ -106,11 +106,12 @@ pub fn parse_yaml_with_limits(text: &str, limits: YamlLimits) -> Result<YamlDocu
 /// given twice (the later value stays), a tag that does not fit its value or is not read
 /// (the value as if untagged), a non-finite number (a string). Those come back beside the
 /// document, so a caller can report what else is wrong with it in the same pass; anything
-/// else (a syntax error, a document too large or too deep) is `Err`.
-pub fn parse_yaml_recovering(
-    text: &str,
-    limits: YamlLimits,
-) -> Result<(YamlDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
+/// else (a syntax error, a document too large or too deep) is `Err`. Default limits.
+pub fn parse_yaml_recovering(text: &str) -> Result<(YamlDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
+    recovering_with_limits(text, YamlLimits::default())
+}
+
+fn recovering_with_limits(text: &str, limits: YamlLimits) -> Result<(YamlDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
     if text.len() > limits.max_bytes {
         return Err(vec![
             Diagnostic::error(

@@ -427,7 +427,7 @@ pub fn load_rubric(text: &str, file: &str, registry: &FormulaRegistry) -> Rubric
 /// rubric files from workflows).
 pub fn looks_like_rubric(text: &str) -> bool {
     // Also when it repeats a key (an error its lint reports with the rest).
-    agentic_core::yaml::parse_yaml_recovering(text, agentic_core::yaml::YamlLimits::default())
+    agentic_core::yaml::parse_yaml_recovering(text)
         .ok()
         .is_some_and(|(document, _)| document.value.as_object().is_some_and(|map| map.contains_key("rubric_id")))
 }
@@ -442,8 +442,7 @@ pub fn lint_rubric(text: &str, file: &str) -> Vec<Diagnostic> {
 /// given params, and the floor (a bare number above 1 is ambiguous). Fields an inline
 /// criterion may inherit from a profile or rubric (weight, anchors) are not required here.
 pub fn lint_workflow_evaluation(text: &str, file: &str) -> Vec<Diagnostic> {
-    let Ok((document, _)) = agentic_core::yaml::parse_yaml_recovering(text, agentic_core::yaml::YamlLimits::default())
-    else {
+    let Ok((document, _)) = agentic_core::yaml::parse_yaml_recovering(text) else {
         return Vec::new();
     };
     let Some(evaluation) = document.value.get("evaluation") else {

@@ -410,8 +410,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         if path == "-" {
             return std::io::stdout().write_all(text.as_bytes()).context("cannot write to standard output");
         }
-        // Whole or not at all: a failed write keeps the old report.
-        super::write_file_whole(Path::new(path), text.as_bytes()).with_context(|| format!("writing `{path}`"))
+        super::write_output(path, text.as_bytes())
     };
     if let Some(path) = &args.json {
         let mut text = serde_json::to_string_pretty(&report)?;
@@ -1359,9 +1358,7 @@ pub(crate) fn other_document_kind(text: &str) -> Option<&'static str> {
 /// The YAML document of `text` to tell its kind by, also when it repeats a key or has a tag
 /// that does not fit (errors its linter reports with the rest).
 fn parsed_for_kind(text: &str) -> Option<Value> {
-    agentic_core::yaml::parse_yaml_recovering(text, agentic_core::yaml::YamlLimits::default())
-        .ok()
-        .map(|(document, _)| document.value)
+    agentic_core::yaml::parse_yaml_recovering(text).ok().map(|(document, _)| document.value)
 }
 
 /// True when YAML text is a checkpoint spec (its top level has `checkpoints`).

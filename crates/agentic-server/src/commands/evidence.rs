@@ -71,9 +71,7 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
     let mut text = serde_json::to_string_pretty(&Value::Object(evidence))?;
     text.push('\n');
     match &args.out {
-        // Whole or not at all: a failed write keeps the old evidence.
-        Some(path) => super::write_file_whole(std::path::Path::new(path), text.as_bytes())
-            .with_context(|| format!("writing `{path}`"))?,
+        Some(path) => super::write_output(path, text.as_bytes())?,
         None => stdout_text!("{text}")?,
     }
     Ok(ExitCode::SUCCESS)

@@ -83,6 +83,18 @@ pub(crate) fn write_file_whole(path: &std::path::Path, bytes: &[u8]) -> std::io:
     written
 }
 
+/// Writes an output file the user named (`--json`, `--markdown`, `--out`) whole or not at
+/// all ([`write_file_whole`]), with an error that says what was kept and what to do.
+pub(crate) fn write_output(path: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    write_file_whole(Path::new(path), bytes).with_context(|| {
+        format!(
+            "cannot write `{path}` (a file already there is left as it was); give a path in a directory you can \
+             create files in, on a disk with free space"
+        )
+    })
+}
+
 /// The file a write to `path` creates or replaces: its canonical path, following a symbolic
 /// link whose target does not exist yet (writing through it creates the target).
 pub(crate) fn where_written(path: &Path) -> Option<PathBuf> {

@@ -1716,6 +1716,15 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     assert!(String::from_utf8_lossy(&same.stderr).contains("give each report its own file"));
 
     let dir = tempfile::tempdir().unwrap();
+    // A report that cannot be written says where and what to do (exit 2, nothing written).
+    let nowhere = dir.path().join("missing").join("report.json");
+    let failed = agentic().arg("check").args(&args).arg("--json").arg(&nowhere).output().unwrap();
+    assert_eq!(failed.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains(&format!("cannot write `{}`", nowhere.display())), "{stderr}");
+    assert!(stderr.contains("give a path in a directory you can create files in"), "{stderr}");
+    assert!(stderr.contains("cannot create `"), "{stderr}");
+    assert!(!nowhere.exists());
     let other = dir.path().join("code-review.json");
     let mut review = full_example("code-review", "code-review.trace.claude_hook.jsonl");
     review.extend(["--json".to_owned(), other.to_str().unwrap().to_owned()]);
