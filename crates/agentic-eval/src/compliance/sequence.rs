@@ -710,6 +710,16 @@ fn tally((count, first): &mut (u64, Option<u64>), line: Option<u64>) {
     *first = first.or(line);
 }
 
+/// Whether `rule` (the `idx`-th) has argument conditions that cannot see the arguments a
+/// call's end brings after a start without them: those of an order rule, which places the
+/// call at its start, of a rule past the 64th (see [`Bare`]), and of a scope (opened at the
+/// start).
+fn misses_late_arguments(idx: usize, rule: &CompiledRule) -> bool {
+    let relation_reads = rule.relation.matchers().into_iter().any(CompiledMatcher::reads_arguments);
+    ((rule.relation.is_order() || idx >= 64) && relation_reads)
+        || rule.within.as_ref().is_some_and(CompiledMatcher::reads_arguments)
+}
+
 impl CompiledRule {
     /// The rule's matchers: its relation's, then its scope's.
     fn all_matchers(&self) -> impl Iterator<Item = &CompiledMatcher> {
@@ -1432,14 +1442,19 @@ impl MatchPlan {
 /// The starts in flight under one open id: see [`SequenceEngine::open_call_info`].
 #[derive(Debug, Clone, Default)]
 struct OpenCall {
-    /// Per call: [`call_key`] of its start, whether its start had no arguments (see
-    /// [`bare_args`]), and how many such starts have not ended. Almost always one entry,
-    /// kept inline: every start of a hook or OTLP trace makes one.
-    starts: smallvec::SmallVec<[(Option<u64>, bool, u32); 1]>,
+    /// Per call: [`call_key`] of its start, what its start's lack of arguments hid (see
+    /// [`Bare`]), and how many such starts have not ended. Almost always one entry, kept
+    /// inline: every start of a hook or OTLP trace makes one.
+    starts: smallvec::SmallVec<[(Option<u64>, Bare, u32); 1]>,
 }
 
+/// Whether a call's start had no arguments (see [`bare_args`]), and then which `never` and
+/// `count` rules (bit `i`: rule `i`, the first 64) its start matched: when its end brings
+/// the arguments, the others are checked against them ([`SequenceEngine::feed_inner`]).
+type Bare = Option<u64>;
+
 impl OpenCall {
-    fn start(&mut self, what: Option<u64>, bare: bool) {
+    fn start(&mut self, what: Option<u64>, bare: Bare) {
         match self.starts.iter_mut().find(|(w, b, _)| *w == what && *b == bare) {
             Some((_, _, count)) => *count = count.saturating_add(1),
             None => self.starts.push((what, bare, 1)),
@@ -1448,7 +1463,7 @@ impl OpenCall {
 
     /// Ends one start this end is of (same kind and name; an end or a start without a name
     /// pairs with any, the oldest first): `Some(bare)` when one was open.
-    fn end(&mut self, what: Option<u64>) -> Option<bool> {
+    fn end(&mut self, what: Option<u64>) -> Option<Bare> {
         let idx = self
             .starts
             .iter()
@@ -1959,8 +1974,9 @@ pub struct TraceOutcome {
     /// of the rules that have them warn.
     pub calls_without_arguments: (u64, Option<u64>),
     /// Calls whose start had no arguments (absent, `null` or `{}`) and whose end has them,
-    /// with the line of the first such end, when a rule has argument conditions: a call is
-    /// judged at its start, so those conditions did not see the end's arguments.
+    /// with the line of the first such end, when an order rule (`before`, `only_after`,
+    /// `immediately_before`) has argument conditions: it places a call at its start, so those
+    /// conditions did not see the end's arguments (`never` and `count` rules do).
     pub calls_with_late_arguments: (u64, Option<u64>),
     /// OTLP tool calls whose `gen_ai.tool.call.arguments` is not a JSON object (text that is
     /// not JSON, such as a language's own printing of a dict, or a lone value), and the line of
@@ -2005,7 +2021,7 @@ pub struct SequenceEngine {
     /// arguments, oldest first: an end without an id pairs with one of its name whose
     /// arguments agree (at most [`MAX_IDLESS_NAMES`] names, and as many starts per name, are
     /// tracked).
-    open_idless: HashMap<IdlessKey, VecDeque<Option<Value>>>,
+    open_idless: HashMap<IdlessKey, VecDeque<(Option<Value>, Bare)>>,
     /// The last calls, with their span's hash (to mark a failed end on its start's line).
     excerpt: VecDeque<(Option<u64>, String)>,
     excerpt_capacity: usize,
@@ -2490,6 +2506,24 @@ impl SequenceEngine {
         self.events += 1;
         self.order += 1;
         let (span, parent) = span_refs(event, hashes);
+        let call_kind = match event.event_type {
+            EventType::ToolCallStart | EventType::ToolCallEnd => Some(CallKind::Tool),
+            EventType::AgentInvokeStart | EventType::AgentInvokeEnd => Some(CallKind::Agent),
+            _ => None,
+        };
+        let occurrence;
+        let matches = match (bits, call_kind) {
+            (_, None) => None,
+            (Some(bits), Some(_)) => Some(Matches::Bits(bits)),
+            (None, Some(kind)) => {
+                let name = event.name.unwrap_or("");
+                occurrence = Occurrence { kind, name, raw_args: event.args, parsed_args: std::cell::OnceCell::new() };
+                Some(Matches::Lazy(&occurrence))
+            }
+        };
+        // The `never` and `count` rules an end with the arguments its start lacked matches
+        // and the start did not: they take the call in at the end (order rules cannot).
+        let mut late_rules = 0u64;
         let (kind, counts) = match event.event_type {
             EventType::ToolCallStart => (Some(CallKind::Tool), true),
             EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
@@ -2502,11 +2536,16 @@ impl SequenceEngine {
                     _ => None,
                 };
                 let started = paired.is_some();
-                // A start without arguments and an end with them: argument conditions judged
-                // the call at its start, without them; the notes of rules with such
-                // conditions say so.
-                if paired == Some(true) && !bare_args(event.args) {
+                // A start without arguments and an end with them: order rules judged the call
+                // at its start, without them (their notes say so); `never` and `count` rules
+                // the start did not match check the end's.
+                if let Some(Some(start_matched)) = paired
+                    && !bare_args(event.args)
+                {
                     tally(&mut self.calls_with_late_arguments, event.line);
+                    if let Some(matches) = &matches {
+                        late_rules = self.unordered_matches(matches) & !start_matched;
+                    }
                     if let Some(span) = span {
                         self.note_end_arguments(span.hash, event.args);
                     }
@@ -2522,15 +2561,19 @@ impl SequenceEngine {
             _ => (None, false),
         };
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
+        let bare = match &matches {
+            Some(matches) if is_start && bare_args(event.args) => Some(self.unordered_matches(matches)),
+            _ => None,
+        };
         if is_start && span.is_none() {
-            self.start_idless(event.event_type == EventType::AgentInvokeStart, event);
+            self.start_idless(event.event_type == EventType::AgentInvokeStart, event, bare);
         }
         if is_start && let Some(span) = span {
             let what = call_key(event.event_type == EventType::AgentInvokeStart, event.name);
             match self.open_calls.insert(span) {
                 Some(key) => {
                     let mut open = OpenCall::default();
-                    open.start(what, bare_args(event.args));
+                    open.start(what, bare);
                     self.open_call_info.insert(key, open);
                     self.open_call_order.push_back(key);
                     if self.open_call_order.len() > 2 * MAX_OPEN_SPANS
@@ -2543,7 +2586,7 @@ impl SequenceEngine {
                 // Another start under an open id: one more end is due.
                 None => {
                     if let Some(info) = self.open_calls.key_of(span).and_then(|key| self.open_call_info.get_mut(&key)) {
-                        info.start(what, bare_args(event.args));
+                        info.start(what, bare);
                     }
                 }
             }
@@ -2565,21 +2608,13 @@ impl SequenceEngine {
         {
             self.links.note(span.hash, parent.map_or(0, |parent| parent.hash));
         }
-        let Some(kind) = kind else {
+        let (Some(kind), Some(matches)) = (kind, matches) else {
             self.update_scopes_only(span, parent, is_container, is_end);
             return;
         };
         self.parented_calls |= self.scoped && parent.is_some() && kind == CallKind::Tool;
         let name = event.name.unwrap_or("");
         let location = Location::of(event);
-        let occurrence;
-        let matches = match bits {
-            Some(bits) => Matches::Bits(bits),
-            None => {
-                occurrence = Occurrence { kind, name, raw_args: event.args, parsed_args: std::cell::OnceCell::new() };
-                Matches::Lazy(&occurrence)
-            }
-        };
         if counts {
             self.calls += 1;
             if name.is_empty() {
@@ -2616,6 +2651,31 @@ impl SequenceEngine {
                 }
             }
         }
+        // The end's arguments for the rules they make match: a call without an id of its own
+        // at the end's place, its scope that of its parent (the start's, as ends carry the
+        // same), unless it is the rule's scope root (the start opened that).
+        while late_rules != 0 {
+            let idx = late_rules.trailing_zeros() as usize;
+            late_rules &= late_rules - 1;
+            let (Some(rule), Some(ids)) = (self.rules.get(idx), self.ids.get(idx)) else { continue };
+            if !rule.within.as_ref().is_some_and(|root| matches.check(root, ids.within)) {
+                self.step(idx, true, false, false, None, parent, location, &matches);
+            }
+        }
+    }
+
+    /// The `never` and `count` rules among the first 64 (bit `i`: rule `i`) whose matcher
+    /// `matches` satisfies: see [`Bare`].
+    fn unordered_matches(&self, matches: &Matches<'_, '_>) -> u64 {
+        let mut found = 0;
+        for (idx, (rule, ids)) in self.rules.iter().zip(&self.ids).enumerate().take(64) {
+            if let Relation::Never(matcher) | Relation::Count(matcher, ..) = &rule.relation
+                && matches.check(matcher, ids.first)
+            {
+                found |= 1 << idx;
+            }
+        }
+        found
     }
 
     /// One rule on one event: its scope follows the event, and its relation steps when the
@@ -2707,7 +2767,7 @@ impl SequenceEngine {
         }
     }
 
-    fn start_idless(&mut self, agent: bool, event: &EventRef<'_>) {
+    fn start_idless(&mut self, agent: bool, event: &EventRef<'_>, bare: Bare) {
         let key = idless_key(agent, event);
         if self.open_idless.len() >= MAX_IDLESS_NAMES && !self.open_idless.contains_key(&key) {
             return;
@@ -2716,7 +2776,7 @@ impl SequenceEngine {
         if starts.len() == MAX_IDLESS_NAMES {
             starts.pop_front();
         }
-        starts.push_back(args_value(event.args));
+        starts.push_back((args_value(event.args), bare));
     }
 
     /// Pairs an end without an id with the oldest open start of its kind, trace and name
@@ -2724,11 +2784,10 @@ impl SequenceEngine {
     /// are unknown); false when there is none: an end whose arguments differ from every open
     /// start's is a call of its own (a post-only record after a start that never ended).
     /// Ends the open call `span` when this end is its (of the same kind and name; an end or a
-    /// start without a name pairs with any): `Some(bare)` when it did, `bare` when its start
-    /// had no arguments.
-    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> Option<bool> {
+    /// start without a name pairs with any): `Some(bare)` when it did (see [`Bare`]).
+    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> Option<Bare> {
         let key = self.open_calls.key_of(span)?;
-        let mut bare = false;
+        let mut bare = None;
         if let Some(info) = self.open_call_info.get_mut(&key) {
             bare = info.end(call_key(kind == CallKind::Agent, name))?;
             if !info.starts.is_empty() {
@@ -2739,21 +2798,21 @@ impl SequenceEngine {
         self.open_calls.remove(span).then_some(bare)
     }
 
-    /// Ends an open start without an id that this end pairs with: `Some(bare)` when it did,
-    /// `bare` when that start had no arguments.
-    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<bool> {
+    /// Ends an open start without an id that this end pairs with: `Some(bare)` when it did
+    /// (see [`Bare`]).
+    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<Bare> {
         let key = idless_key(agent, event);
         let starts = self.open_idless.get_mut(&key)?;
         // Arguments that say nothing (absent, `null`, `{}`) pair with any start, the oldest;
         // others with a start of equal arguments, else with one that had none.
         let args = args_value(event.args).filter(|args| !bare_args(ArgsRef::Value(args)));
         let idx = match &args {
-            Some(args) => (starts.iter().position(|start| start.as_ref() == Some(args))).or_else(|| {
-                starts.iter().position(|start| start.as_ref().is_none_or(|start| bare_args(ArgsRef::Value(start))))
+            Some(args) => (starts.iter().position(|(start, _)| start.as_ref() == Some(args))).or_else(|| {
+                starts.iter().position(|(start, _)| start.as_ref().is_none_or(|start| bare_args(ArgsRef::Value(start))))
             })?,
             None => 0,
         };
-        let bare = starts.remove(idx)?.is_none_or(|start| bare_args(ArgsRef::Value(&start)));
+        let (_, bare) = starts.remove(idx)?;
         if starts.is_empty() {
             self.open_idless.remove(&key);
         }
@@ -2798,6 +2857,7 @@ impl SequenceEngine {
         let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         let reads_arguments = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
+        let late_arguments_missed = self.rules.iter().enumerate().any(|(idx, rule)| misses_late_arguments(idx, rule));
         let reads_argument_paths =
             self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_argument_paths));
         let names_calls = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::misses_nameless));
@@ -2806,7 +2866,8 @@ impl SequenceEngine {
             .iter()
             .zip(&self.states)
             .zip(&self.scopes)
-            .map(|((rule, state), scope)| {
+            .enumerate()
+            .map(|(idx, ((rule, state), scope))| {
                 // A scoped rule saw only the calls inside its scope: "no Bash" is inside it.
                 let place = if rule.within.is_some() { "inside the scope" } else { "in the trace" };
                 let mut outcome = conclude(&rule.relation, state, place);
@@ -2952,11 +3013,11 @@ impl SequenceEngine {
                         format!("Warning: {count} OTLP tool call(s) record {what}{at}{why} to check this rule on every call.")
                     });
                 }
-                warn_of_tally(notes, self.calls_with_late_arguments, reads_arguments, |count, at| {
+                warn_of_tally(notes, self.calls_with_late_arguments, misses_late_arguments(idx, rule), |count, at| {
                     format!(
                         "Warning: {count} call(s) started without arguments and ended with them{at} (the line of the \
-                         end); a call is judged at its start, so this rule's argument conditions did not see the end's \
-                         arguments: record the arguments at the start."
+                         end); an order rule places a call at its start, so this rule's argument conditions did not \
+                         see the end's arguments: record the arguments at the start."
                     )
                 });
                 let names_calls = rule.all_matchers().any(CompiledMatcher::misses_nameless);
@@ -3015,7 +3076,7 @@ impl SequenceEngine {
             traces: self.traces,
             misattributed_spawns: self.misattributed_spawns,
             calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
-            calls_with_late_arguments: if reads_arguments { self.calls_with_late_arguments } else { (0, None) },
+            calls_with_late_arguments: if late_arguments_missed { self.calls_with_late_arguments } else { (0, None) },
             calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
             calls_without_name: if names_calls { self.calls_without_name } else { (0, None) },
             out_of_order_spans: self.out_of_order_spans,
@@ -3462,13 +3523,17 @@ mod tests {
     /// they did not see the end's arguments (a `pre` without args, then its `post` of
     /// `rm -rf /`); an end with no arguments pairs with a start that has them.
     #[test]
-    fn a_start_without_arguments_is_said_to_hide_its_ends() {
+    fn arguments_an_end_brings_reach_never_and_count_rules() {
         use EventType::*;
         let rm = json!({"command": "rm -rf /"});
         let rules = || {
             [
                 json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm -rf"}}}}),
                 json!({"count": {"of": {"tool": "Bash"}, "at_least": 1, "at_most": 1}}),
+                json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_most": 0}}),
+                json!({"before": {"a": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "b": {"tool": "Read"}}}),
+                json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm -rf"}}}, "within": {"tool": "Task"}}),
+                json!({"never": {"tool": "Bash", "args_text": {"regex": "^\\{\\}$"}}}),
             ]
             .into_iter()
             .map(rule)
@@ -3479,9 +3544,17 @@ mod tests {
                 let events = vec![
                     call(ToolCallStart, "Bash", bare.clone(), start, None, 1),
                     call(ToolCallEnd, "Bash", rm.clone(), end, None, 2),
+                    call(ToolCallEnd, "Read", json!({}), None, None, 3),
                 ];
                 let outcome = SequenceEngine::run(rules(), events, 2);
-                assert_eq!(outcome.calls, 1, "{start:?} {bare}");
+                assert_eq!(outcome.calls, 2, "{start:?} {bare}");
+                let got: Vec<bool> = outcome.outcomes.iter().map(|o| o.passed).collect();
+                // The `never` rule fails at the end's line; the call counts once; the order
+                // rule placed the call at its start, without arguments (and says so); outside
+                // any scope, the scoped rule holds; the start's `{}` is not counted again.
+                let braces = bare == json!({});
+                assert_eq!(got, [false, true, false, false, true, !braces], "{start:?} {bare}");
+                assert!(outcome.outcomes[0].notes.contains("line 2"), "{:?}", outcome.outcomes[0].notes);
                 // The tier-3 excerpt shows what the call ran (its start's line, by span id).
                 if start.is_some() {
                     assert!(
@@ -3492,10 +3565,37 @@ mod tests {
                 }
                 assert_eq!(outcome.calls_with_late_arguments, (1, Some(2)), "{start:?} {bare}");
                 let notes: Vec<&str> = outcome.outcomes.iter().map(|o| o.notes.as_str()).collect();
-                assert!(notes[0].contains("1 call(s) started without arguments and ended with them"), "{notes:?}");
-                assert!(!notes[1].contains("started without arguments"), "{notes:?}");
+                let warned: Vec<bool> = notes.iter().map(|n| n.contains("started without arguments")).collect();
+                assert_eq!(warned, [false, false, false, true, false, false], "{notes:?}");
             }
         }
+        // Inside a scope, the end's arguments count there (its parent is the start's).
+        let events = vec![
+            call(ToolCallEnd, "Task", json!({}), Some("t1"), None, 1),
+            call(ToolCallStart, "Bash", json!(null), Some("c1"), Some("t1"), 2),
+            call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), Some("t1"), 3),
+        ];
+        assert_eq!(
+            verdicts(
+                vec![
+                    json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "within": {"tool": "Task"}})
+                ],
+                events
+            ),
+            [false]
+        );
+        // A start that had the arguments is not counted again at its end.
+        let events = vec![
+            call(ToolCallStart, "Bash", rm.clone(), Some("c1"), None, 1),
+            call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), None, 2),
+        ];
+        assert_eq!(
+            verdicts(
+                vec![json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_most": 1}})],
+                events
+            ),
+            [true]
+        );
         // An end whose arguments say nothing pairs with a start that has them: one call.
         for bare in [json!(null), json!({})] {
             let events = vec![

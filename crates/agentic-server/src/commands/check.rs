@@ -931,9 +931,9 @@ fn run_trace(
     });
     warn(outcome.calls_with_late_arguments, &|count, at| {
         format!(
-            "{count} call(s) started without arguments and ended with them{at}: a call is judged at its start, so \
-             rules with `args` or `args_text` conditions did not see the end's arguments (record the arguments at the \
-             start)"
+            "{count} call(s) started without arguments and ended with them{at}: order rules (`before`, \
+             `only_after`, `immediately_before`) and scopes place a call at its start, so their `args` or `args_text` \
+             conditions did not see the end's arguments (`never` and `count` did; record the arguments at the start)"
         )
     });
     warn(outcome.calls_with_text_arguments, &|count, at| {

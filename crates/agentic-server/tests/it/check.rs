@@ -2496,6 +2496,47 @@ fn tooltrace_records_of_two_sessions_warn() {
     assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
 }
 
+/// A tooltrace v2 call whose `pre` has no arguments and whose `post` has them: `never` and
+/// `count` see the end's arguments (on the fast path as on the reference reader), order rules
+/// warn that they did not.
+#[test]
+fn a_forbidden_command_shown_only_at_its_end_fails_never() {
+    let trace = [
+        r#"{"timestamp":"2026-02-19T10:00:01Z","tool_name":"Bash","phase":"pre","trace_id":"c1"}"#,
+        r#"{"timestamp":"2026-02-19T10:00:02Z","tool_name":"Read","span_type":"parent","trace_id":"r1","args":{"file_path":"a.rs"}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:03Z","tool_name":"Bash","phase":"post","trace_id":"c1","args":{"command":"rm -rf /"}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let rules = [
+        ("T2-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}}"),
+        ("T2-02", "{count: {of: {tool: Bash}, at_least: 1, at_most: 1}}"),
+        ("T2-03", "{before: {a: {tool: Bash, args: {command: {contains: rm}}}, b: {tool: Read}}}"),
+    ];
+    let mut reports = Vec::new();
+    for workers in ["0", "2", "reference"] {
+        let run = check_rules_in(
+            &rules,
+            &trace,
+            &["--evaluated-at", "2026-01-01T00:00:00Z"],
+            &[("AGENTIC_CHECK_WORKERS", workers)],
+        );
+        let results: Vec<&str> = (0..3).map(|idx| run.report["checkpoints"][idx]["result"].as_str().unwrap()).collect();
+        assert_eq!(results, ["FAIL", "PASS", "FAIL"], "{workers}: {}", run.report);
+        let notes = |idx: usize| run.report["checkpoints"][idx]["notes"].as_str().unwrap().to_owned();
+        assert!(notes(0).contains("line 3"), "{}", notes(0));
+        assert!(!notes(0).contains("started without arguments"), "{}", notes(0));
+        assert!(
+            notes(2).contains("1 call(s) started without arguments and ended with them (first at line 3)"),
+            "{}",
+            notes(2)
+        );
+        assert!(run.stderr().contains("order rules"), "{}", run.stderr());
+        reports.push(run.report);
+    }
+    assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
+}
+
 /// A baseline that is JSON but not an object, or whose `schema_version` is not three numbers,
 /// is refused with what it is, not a deserializer's message.
 #[test]
