@@ -15,6 +15,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 events=${EVENTS:-1000000}
 runs=${RUNS:-7}
 work=${WORK_DIR:-$(mktemp -d)}
+mkdir -p "$work"
 command -v jq >/dev/null || { echo "error: jq is required (apt-get install jq)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "error: python3 is required for the timing (apt-get install python3)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "error: GNU time is required (apt-get install time)" >&2; exit 2; }
