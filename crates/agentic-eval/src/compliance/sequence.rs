@@ -712,8 +712,8 @@ fn tally((count, first): &mut (u64, Option<u64>), line: Option<u64>) {
 
 /// Whether `rule` (the `idx`-th) has argument conditions that cannot see the arguments a
 /// call's end brings after a start without them: those of an order rule, which places the
-/// call at its start, of a rule past the 64th (see [`Bare`]), and of a scope (opened at the
-/// start).
+/// call at its start, of a rule past the 64th (see [`StartMatch`]), and of a scope (opened at
+/// the start).
 fn misses_late_arguments(idx: usize, rule: &CompiledRule) -> bool {
     let relation_reads = rule.relation.matchers().into_iter().any(CompiledMatcher::reads_arguments);
     ((rule.relation.is_order() || idx >= 64) && relation_reads)
@@ -1442,19 +1442,25 @@ impl MatchPlan {
 /// The starts in flight under one open id: see [`SequenceEngine::open_call_info`].
 #[derive(Debug, Clone, Default)]
 struct OpenCall {
-    /// Per call: [`call_key`] of its start, what its start's lack of arguments hid (see
-    /// [`Bare`]), and how many such starts have not ended. Almost always one entry, kept
-    /// inline: every start of a hook or OTLP trace makes one.
-    starts: smallvec::SmallVec<[(Option<u64>, Bare, u32); 1]>,
+    /// Per call: [`call_key`] of its start, what the rules made of its start, and how many
+    /// such starts have not ended. Almost always one entry, kept inline: every start of a
+    /// hook or OTLP trace makes one.
+    starts: smallvec::SmallVec<[(Option<u64>, StartMatch, u32); 1]>,
 }
 
-/// Whether a call's start had no arguments (see [`bare_args`]), and then which `never` and
-/// `count` rules (bit `i`: rule `i`, the first 64) its start matched: when its end brings
-/// the arguments, the others are checked against them ([`SequenceEngine::feed_inner`]).
-type Bare = Option<u64>;
+/// What a call's start told the rules, for its end: whether it had no arguments (see
+/// [`bare_args`]), and which `never` and `count` rules with argument conditions (bit `i`:
+/// rule `i`, the first 64) its start matched. An end with arguments is checked against the
+/// others: a start without arguments, or an input a hook rewrote, hid them from the start
+/// ([`SequenceEngine::feed_inner`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct StartMatch {
+    bare: bool,
+    matched: u64,
+}
 
 impl OpenCall {
-    fn start(&mut self, what: Option<u64>, bare: Bare) {
+    fn start(&mut self, what: Option<u64>, bare: StartMatch) {
         match self.starts.iter_mut().find(|(w, b, _)| *w == what && *b == bare) {
             Some((_, _, count)) => *count = count.saturating_add(1),
             None => self.starts.push((what, bare, 1)),
@@ -1463,7 +1469,7 @@ impl OpenCall {
 
     /// Ends one start this end is of (same kind and name; an end or a start without a name
     /// pairs with any, the oldest first): `Some(bare)` when one was open.
-    fn end(&mut self, what: Option<u64>) -> Option<Bare> {
+    fn end(&mut self, what: Option<u64>) -> Option<StartMatch> {
         let idx = self
             .starts
             .iter()
@@ -1978,6 +1984,10 @@ pub struct TraceOutcome {
     /// `immediately_before`) has argument conditions: it places a call at its start, so those
     /// conditions did not see the end's arguments (`never` and `count` rules do).
     pub calls_with_late_arguments: (u64, Option<u64>),
+    /// Calls whose end has arguments other than its start's that match a `never` or `count`
+    /// rule the start's did not (a hook that rewrote the input), with the line of the first
+    /// such end: those rules took the calls in at the end.
+    pub calls_with_changed_arguments: (u64, Option<u64>),
     /// OTLP tool calls whose `gen_ai.tool.call.arguments` is not a JSON object (text that is
     /// not JSON, such as a language's own printing of a dict, or a lone value), and the line of
     /// the first, when a rule has `args` path conditions (none otherwise): `args_text`
@@ -2021,7 +2031,7 @@ pub struct SequenceEngine {
     /// arguments, oldest first: an end without an id pairs with one of its name whose
     /// arguments agree (at most [`MAX_IDLESS_NAMES`] names, and as many starts per name, are
     /// tracked).
-    open_idless: HashMap<IdlessKey, VecDeque<(Option<Value>, Bare)>>,
+    open_idless: HashMap<IdlessKey, VecDeque<(Option<Value>, StartMatch)>>,
     /// The last calls, with their span's hash (to mark a failed end on its start's line).
     excerpt: VecDeque<(Option<u64>, String)>,
     excerpt_capacity: usize,
@@ -2036,6 +2046,11 @@ pub struct SequenceEngine {
     calls_without_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_with_late_arguments`].
     calls_with_late_arguments: (u64, Option<u64>),
+    /// See [`TraceOutcome::calls_with_changed_arguments`].
+    calls_with_changed_arguments: (u64, Option<u64>),
+    /// The `never` and `count` rules among the first 64 whose matcher reads arguments (bit
+    /// `i`: rule `i`): an end can show them what its start did not (see [`StartMatch`]).
+    late_capable: u64,
     /// See [`TraceOutcome::calls_with_text_arguments`].
     calls_with_text_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_without_name`].
@@ -2325,6 +2340,10 @@ impl SequenceEngine {
             })
             .collect();
         let masks = RuleMasks::new(&rules, &ids);
+        let late_capable = rules.iter().take(64).enumerate().fold(0u64, |mask, (idx, rule)| match &rule.relation {
+            Relation::Never(matcher) | Relation::Count(matcher, ..) if matcher.reads_arguments() => mask | 1 << idx,
+            _ => mask,
+        });
         SequenceEngine {
             rules,
             ids,
@@ -2345,6 +2364,8 @@ impl SequenceEngine {
             misattributed_spawns: (0, None),
             calls_without_arguments: (0, None),
             calls_with_late_arguments: (0, None),
+            calls_with_changed_arguments: (0, None),
+            late_capable,
             calls_without_name: (0, None),
             calls_with_text_arguments: (0, None),
             out_of_order_spans: (0, None),
@@ -2536,18 +2557,24 @@ impl SequenceEngine {
                     _ => None,
                 };
                 let started = paired.is_some();
-                // A start without arguments and an end with them: order rules judged the call
-                // at its start, without them (their notes say so); `never` and `count` rules
-                // the start did not match check the end's.
-                if let Some(Some(start_matched)) = paired
+                // An end with arguments its start did not show (it had none, or a hook
+                // rewrote the input): `never` and `count` rules the start did not match check
+                // the end's; order rules judged the call at its start (their notes say so).
+                if let Some(start) = paired
                     && !bare_args(event.args)
                 {
-                    tally(&mut self.calls_with_late_arguments, event.line);
-                    if let Some(matches) = &matches {
-                        late_rules = self.unordered_matches(matches) & !start_matched;
+                    if self.late_capable != 0
+                        && let Some(matches) = &matches
+                    {
+                        late_rules = self.unordered_matches(matches) & !start.matched;
                     }
-                    if let Some(span) = span {
-                        self.note_end_arguments(span.hash, event.args);
+                    if start.bare {
+                        tally(&mut self.calls_with_late_arguments, event.line);
+                        if let Some(span) = span {
+                            self.note_end_arguments(span.hash, event.args);
+                        }
+                    } else if late_rules != 0 {
+                        tally(&mut self.calls_with_changed_arguments, event.line);
                     }
                 }
                 if started
@@ -2562,8 +2589,11 @@ impl SequenceEngine {
         };
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
         let bare = match &matches {
-            Some(matches) if is_start && bare_args(event.args) => Some(self.unordered_matches(matches)),
-            _ => None,
+            Some(matches) if is_start => StartMatch {
+                bare: bare_args(event.args),
+                matched: if self.late_capable == 0 { 0 } else { self.unordered_matches(matches) },
+            },
+            _ => StartMatch::default(),
         };
         if is_start && span.is_none() {
             self.start_idless(event.event_type == EventType::AgentInvokeStart, event, bare);
@@ -2664,12 +2694,16 @@ impl SequenceEngine {
         }
     }
 
-    /// The `never` and `count` rules among the first 64 (bit `i`: rule `i`) whose matcher
-    /// `matches` satisfies: see [`Bare`].
+    /// The rules of [`SequenceEngine::late_capable`] (bit `i`: rule `i`) whose matcher
+    /// `matches` satisfies: see [`StartMatch`].
     fn unordered_matches(&self, matches: &Matches<'_, '_>) -> u64 {
         let mut found = 0;
-        for (idx, (rule, ids)) in self.rules.iter().zip(&self.ids).enumerate().take(64) {
-            if let Relation::Never(matcher) | Relation::Count(matcher, ..) = &rule.relation
+        let mut todo = self.late_capable;
+        while todo != 0 {
+            let idx = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            if let (Some(rule), Some(ids)) = (self.rules.get(idx), self.ids.get(idx))
+                && let Relation::Never(matcher) | Relation::Count(matcher, ..) = &rule.relation
                 && matches.check(matcher, ids.first)
             {
                 found |= 1 << idx;
@@ -2767,7 +2801,7 @@ impl SequenceEngine {
         }
     }
 
-    fn start_idless(&mut self, agent: bool, event: &EventRef<'_>, bare: Bare) {
+    fn start_idless(&mut self, agent: bool, event: &EventRef<'_>, bare: StartMatch) {
         let key = idless_key(agent, event);
         if self.open_idless.len() >= MAX_IDLESS_NAMES && !self.open_idless.contains_key(&key) {
             return;
@@ -2784,10 +2818,10 @@ impl SequenceEngine {
     /// are unknown); false when there is none: an end whose arguments differ from every open
     /// start's is a call of its own (a post-only record after a start that never ended).
     /// Ends the open call `span` when this end is its (of the same kind and name; an end or a
-    /// start without a name pairs with any): `Some(bare)` when it did (see [`Bare`]).
-    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> Option<Bare> {
+    /// start without a name pairs with any): what its start told when it did.
+    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> Option<StartMatch> {
         let key = self.open_calls.key_of(span)?;
-        let mut bare = None;
+        let mut bare = StartMatch::default();
         if let Some(info) = self.open_call_info.get_mut(&key) {
             bare = info.end(call_key(kind == CallKind::Agent, name))?;
             if !info.starts.is_empty() {
@@ -2798,9 +2832,9 @@ impl SequenceEngine {
         self.open_calls.remove(span).then_some(bare)
     }
 
-    /// Ends an open start without an id that this end pairs with: `Some(bare)` when it did
-    /// (see [`Bare`]).
-    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<Bare> {
+    /// Ends an open start without an id that this end pairs with: what that start told when
+    /// it did.
+    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<StartMatch> {
         let key = idless_key(agent, event);
         let starts = self.open_idless.get_mut(&key)?;
         // Arguments that say nothing (absent, `null`, `{}`) pair with any start, the oldest;
@@ -3077,6 +3111,7 @@ impl SequenceEngine {
             misattributed_spawns: self.misattributed_spawns,
             calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
             calls_with_late_arguments: if late_arguments_missed { self.calls_with_late_arguments } else { (0, None) },
+            calls_with_changed_arguments: self.calls_with_changed_arguments,
             calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
             calls_without_name: if names_calls { self.calls_without_name } else { (0, None) },
             out_of_order_spans: self.out_of_order_spans,
@@ -3523,7 +3558,7 @@ mod tests {
     /// they did not see the end's arguments (a `pre` without args, then its `post` of
     /// `rm -rf /`); an end with no arguments pairs with a start that has them.
     #[test]
-    fn arguments_an_end_brings_reach_never_and_count_rules() {
+    fn arguments_only_an_end_shows_reach_never_and_count_rules() {
         use EventType::*;
         let rm = json!({"command": "rm -rf /"});
         let rules = || {
@@ -3596,6 +3631,29 @@ mod tests {
             ),
             [true]
         );
+        // An input rewritten between start and end: `never` and `count` see both, once.
+        let ls = json!({"command": "ls"});
+        let rules = || {
+            [
+                json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm -rf"}}}}),
+                json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_most": 0}}),
+                json!({"count": {"of": {"tool": "Bash", "args": {"command": {"regex": "^(ls|rm)"}}}, "at_most": 1}}),
+            ]
+            .into_iter()
+            .map(rule)
+            .collect::<Vec<_>>()
+        };
+        for (first, then, changed) in [(&ls, &rm, Some(2)), (&rm, &ls, None), (&rm, &rm, None)] {
+            let events = vec![
+                call(ToolCallStart, "Bash", first.clone(), Some("c1"), None, 1),
+                call(ToolCallEnd, "Bash", then.clone(), Some("c1"), None, 2),
+            ];
+            let outcome = SequenceEngine::run(rules(), events, 0);
+            let got: Vec<bool> = outcome.outcomes.iter().map(|o| o.passed).collect();
+            assert_eq!(got, [false, false, true], "{first} {then}");
+            assert_eq!(outcome.calls_with_changed_arguments, (u64::from(changed.is_some()), changed), "{first} {then}");
+            assert_eq!(outcome.calls_with_late_arguments.0, 0);
+        }
         // An end whose arguments say nothing pairs with a start that has them: one call.
         for bare in [json!(null), json!({})] {
             let events = vec![

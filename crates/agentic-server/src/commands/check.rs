@@ -936,6 +936,13 @@ fn run_trace(
              conditions did not see the end's arguments (`never` and `count` did; record the arguments at the start)"
         )
     });
+    warn(outcome.calls_with_changed_arguments, &|count, at| {
+        format!(
+            "{count} call(s) ended with arguments other than their start's{at}, which `never` or `count` rules matched \
+             and the start's did not (a PreToolUse hook that rewrites the input does this): those rules took the calls \
+             in at their end; order rules judged them by their start's arguments"
+        )
+    });
     warn(outcome.calls_with_text_arguments, &|count, at| {
         format!(
             "{count} OTLP tool call(s) record `gen_ai.tool.call.arguments` that is not a JSON object{at}, so rules \

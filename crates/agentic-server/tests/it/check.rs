@@ -2498,7 +2498,7 @@ fn tooltrace_records_of_two_sessions_warn() {
 
 /// A tooltrace v2 call whose `pre` has no arguments and whose `post` has them: `never` and
 /// `count` see the end's arguments (on the fast path as on the reference reader), order rules
-/// warn that they did not.
+/// warn that they did not. So do they a Claude Code call whose input a hook rewrote.
 #[test]
 fn a_forbidden_command_shown_only_at_its_end_fails_never() {
     let trace = [
@@ -2535,6 +2535,22 @@ fn a_forbidden_command_shown_only_at_its_end_fails_never() {
         reports.push(run.report);
     }
     assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
+    // A PreToolUse hook rewrote `ls` into `rm -rf /`: PostToolUse shows what ran.
+    let hooks = [
+        r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}"#,
+        r#"{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /"},"tool_response":{},"tool_use_id":"toolu_1"}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let run = check_rules(&rules[..2], &hooks);
+    let results: Vec<&str> = (0..2).map(|idx| run.report["checkpoints"][idx]["result"].as_str().unwrap()).collect();
+    assert_eq!(results, ["FAIL", "PASS"], "{}", run.report);
+    assert!(run.report["checkpoints"][0]["notes"].as_str().unwrap().contains("line 2"), "{}", run.report);
+    assert!(
+        run.stderr().contains("1 call(s) ended with arguments other than their start's (first at line 2)"),
+        "{}",
+        run.stderr()
+    );
 }
 
 /// A baseline that is JSON but not an object, or whose `schema_version` is not three numbers,
