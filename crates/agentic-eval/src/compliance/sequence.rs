@@ -1783,9 +1783,44 @@ struct Scope {
     /// Occurrences more than [`MAX_LINK_DEPTH`] recorded spans below the nearest one that
     /// settles them, counted as outside.
     too_deep: u64,
+    /// Occurrences counted as outside because their highest recorded ancestor had no parent
+    /// and was no scope span, by that ancestor's hash (for at most
+    /// [`POST_ONLY_SCOPE_WINDOW`] ancestors), with the line of the first: an ancestor id that
+    /// opens the scope later names a second span (see [`Scope::reused`]).
+    outside_under: FastMap<u64, (u64, Option<u64>)>,
+    /// Occurrences of `outside_under` whose ancestor's id a scope span took later (an id an
+    /// earlier run in the same file used): whether they were inside, the trace cannot tell.
+    reused: (u64, Option<u64>),
 }
 
 impl Scope {
+    /// Remembers `calls` occurrences (the first at `line`) counted as outside under the
+    /// parentless span `top`.
+    fn note_outside(&mut self, top: u64, calls: u64, line: Option<u64>) {
+        let room = self.outside_under.len() < POST_ONLY_SCOPE_WINDOW;
+        match self.outside_under.get_mut(&top) {
+            Some((count, _)) => *count += calls,
+            None if room => {
+                self.outside_under.insert(top, (calls, line));
+            }
+            None => {}
+        }
+    }
+
+    /// The span `hash` opens the scope: occurrences counted as outside under an earlier span
+    /// of that id were under another span than this one, or under this one.
+    fn opened_at(&mut self, hash: u64) {
+        if !self.outside_under.is_empty()
+            && let Some((calls, line)) = self.outside_under.remove(&hash)
+        {
+            self.reused.0 += calls;
+            self.reused.1 = match (self.reused.1, line) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+
     /// Remembers occurrences under `parent` that were outside the scope.
     fn note_orphans(&mut self, parent: SpanRef<'_>, late: Late) {
         let parent = by_hash(parent.hash);
@@ -2297,7 +2332,12 @@ fn hand_on_orphans(
             }
         }
         // Outside for good.
-        Some(Climb::Outside(_)) | None => {
+        Some(Climb::Outside(top)) => {
+            if let Some(late) = scope.take_waiting(span) {
+                scope.note_outside(top, late.calls, late.first.line);
+            }
+        }
+        None => {
             scope.take_waiting(span);
         }
     }
@@ -2751,6 +2791,8 @@ impl SequenceEngine {
                         Climb::Awaits(top) | Climb::Outside(top) => {
                             if scope.was_dropped(parent) || scope.was_dropped(by_hash(top)) {
                                 scope.under_dropped += 1;
+                            } else if let Climb::Outside(top) = placed {
+                                scope.note_outside(top, 1, location.line);
                             }
                             if let Climb::Awaits(top) = placed {
                                 let late = late_occurrence(&rule.relation, *ids, matches, location, order);
@@ -2769,6 +2811,7 @@ impl SequenceEngine {
                     } else if matches.check(root, ids.within) || (inside && is_container) {
                         scope.rooted |= !inside;
                         scope.open(span, is_end);
+                        scope.opened_at(span.hash);
                         if let Some(late) = scope.take_waiting(span) {
                             attribute_late(&rule.relation, state, scope, &late);
                         }
@@ -3004,6 +3047,16 @@ impl SequenceEngine {
                              recorded after its children) and count inside it."
                         ),
                     );
+                }
+                if let Some(scope) = scope {
+                    warn_of_tally(&mut outcome.notes, scope.reused, true, |count, at| {
+                        format!(
+                            "Warning: {count} call(s){at} were under a span id that a scope span took later, after \
+                             an earlier span of that id without a parent had put them outside the scope (an id an \
+                             earlier run in the same file used?); they counted as outside, though they may belong \
+                             to the scope span: span ids must be unique within a file (write one run per file)."
+                        )
+                    });
                 }
                 if let Some(late) = scope.as_ref().map(|s| s.late_parents).filter(|&late| late > 0) {
                     append_sentence(

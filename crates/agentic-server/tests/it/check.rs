@@ -2553,6 +2553,54 @@ fn a_forbidden_command_shown_only_at_its_end_fails_never() {
     );
 }
 
+/// A span id that an earlier run in the same file used for a call without a parent, and that
+/// a later run's `Task` line written after its children takes again: the children counted as
+/// outside the scope when they came, and the note says the id was reused (it cannot tell
+/// which span they were under).
+#[test]
+fn a_scope_span_that_reuses_an_earlier_id_is_warned_about() {
+    let line = |at: u32, tool: &str, span_type: &str, id: &str, parent: Option<&str>| {
+        let parent = parent.map(|p| format!(r#","parent_trace_id":"{p}""#)).unwrap_or_default();
+        format!(
+            r#"{{"timestamp":"2026-02-19T10:00:0{at}Z","tool_name":"{tool}","span_type":"{span_type}","trace_id":"{id}"{parent},"args":{{}}}}"#
+        )
+    };
+    let trace = [
+        line(1, "Read", "parent", "t-1", None),
+        line(2, "Write", "child", "t-2", Some("t-1")),
+        line(3, "Task", "parent", "t-1", None),
+    ]
+    .join("\n")
+        + "\n";
+    let rule = "{never: {tool: Write}, within: {tool: Task}}";
+    let mut reports = Vec::new();
+    for workers in ["0", "2", "reference"] {
+        let run = check_rules_in(
+            &[("T1-01", rule)],
+            &trace,
+            &["--evaluated-at", "2026-01-01T00:00:00Z"],
+            &[("AGENTIC_CHECK_WORKERS", workers)],
+        );
+        let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
+        assert!(
+            notes.contains("1 call(s) (first at line 2) were under a span id that a scope span took later"),
+            "{workers}: {notes}"
+        );
+        reports.push(run.report);
+    }
+    assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
+    // Ids used once: no such warning, whichever comes first.
+    for trace in [
+        [line(1, "Task", "parent", "t-1", None), line(2, "Write", "child", "t-2", Some("t-1"))],
+        [line(1, "Write", "child", "t-2", Some("t-1")), line(2, "Task", "parent", "t-1", None)],
+    ] {
+        let run = check_rules(&[("T1-01", rule)], &(trace.join("\n") + "\n"));
+        let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
+        assert_eq!(run.report["checkpoints"][0]["result"], "FAIL", "{notes}");
+        assert!(!notes.contains("took later"), "{notes}");
+    }
+}
+
 /// A baseline that is JSON but not an object, or whose `schema_version` is not three numbers,
 /// is refused with what it is, not a deserializer's message.
 #[test]

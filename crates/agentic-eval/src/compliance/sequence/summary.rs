@@ -464,6 +464,7 @@ impl SequenceEngine {
             if let Some(Some(scope)) = self.scopes.get_mut(idx) {
                 scope.rooted = true;
                 scope.open_ended(span);
+                scope.opened_at(span);
             }
         }
     }
