@@ -1449,14 +1449,16 @@ struct OpenCall {
 }
 
 /// What a call's start told the rules, for its end: whether it had no arguments (see
-/// [`bare_args`]), and which `never` and `count` rules with argument conditions (bit `i`:
-/// rule `i`, the first 64) its start matched. An end with arguments is checked against the
-/// others: a start without arguments, or an input a hook rewrote, hid them from the start
+/// [`bare_args`]), which `never` and `count` rules with argument conditions (bit `i`: rule
+/// `i`, the first 64) its start matched, and the hash of its parent span (0: none). An end
+/// with arguments is checked against the others, placed by the start's parent: a start
+/// without arguments, or an input a hook rewrote, hid them from the start
 /// ([`SequenceEngine::feed_inner`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct StartMatch {
     bare: bool,
     matched: u64,
+    parent: u64,
 }
 
 impl OpenCall {
@@ -1468,12 +1470,14 @@ impl OpenCall {
     }
 
     /// Ends one start this end is of (same kind and name; an end or a start without a name
-    /// pairs with any, the oldest first): `Some(bare)` when one was open.
-    fn end(&mut self, what: Option<u64>) -> Option<StartMatch> {
+    /// pairs with any, the oldest first; of the same name, one with arguments the rules
+    /// matched as the end's, `matched`, first): what the start told, when one was open.
+    fn end(&mut self, what: Option<u64>, matched: u64) -> Option<StartMatch> {
         let idx = self
             .starts
             .iter()
-            .position(|(w, ..)| *w == what)
+            .position(|(w, start, _)| *w == what && !start.bare && start.matched == matched)
+            .or_else(|| self.starts.iter().position(|(w, ..)| *w == what))
             .or_else(|| self.starts.iter().position(|(w, ..)| w.is_none() || what.is_none()))?;
         let (_, bare, count) = &mut self.starts[idx];
         let bare = *bare;
@@ -2279,9 +2283,15 @@ fn place(links: &mut Links, scope: &mut Scope, parent: SpanRef<'_>) -> Climb {
     if scope.contains(parent) {
         return Climb::Inside;
     }
+    climb(links, scope, parent.hash)
+}
+
+/// Where the recorded ancestors of the span whose hash is `hash` (not itself in `scope`)
+/// lead: see [`place`].
+fn climb(links: &mut Links, scope: &mut Scope, hash: u64) -> Climb {
     // A loop of parent ids is found when the climb comes back to a marked id (Brent's
     // method: the mark moves up after 1, 2, 4, ... steps).
-    let (mut hash, mut mark, mut lap) = (parent.hash, parent.hash, 1);
+    let (mut hash, mut mark, mut lap) = (hash, hash, 1);
     for step in 1..=MAX_LINK_DEPTH {
         let up = match links.parent_of(hash) {
             None => return Climb::Awaits(hash),
@@ -2583,17 +2593,29 @@ impl SequenceEngine {
             }
         };
         // The `never` and `count` rules an end with the arguments its start lacked matches
-        // and the start did not: they take the call in at the end (order rules cannot).
-        let mut late_rules = 0u64;
+        // and the start did not: they take the call in at the end, placed by the start's
+        // parent (order rules cannot), and that parent's hash.
+        let mut late_rules = (0u64, 0u64);
         let (kind, counts) = match event.event_type {
             EventType::ToolCallStart => (Some(CallKind::Tool), true),
             EventType::AgentInvokeStart => (Some(CallKind::Agent), true),
             EventType::ToolCallEnd | EventType::AgentInvokeEnd => {
                 let kind = if event.event_type == EventType::ToolCallEnd { CallKind::Tool } else { CallKind::Agent };
+                let pairs = match span {
+                    Some(_) => !self.open_calls.is_empty(),
+                    None => !self.open_idless.is_empty(),
+                };
+                // What the rules make of the end's arguments (only an end that may pair asks).
+                let end_matched = match &matches {
+                    Some(matches) if pairs && self.late_capable != 0 && !bare_args(event.args) => {
+                        self.unordered_matches(matches)
+                    }
+                    _ => 0,
+                };
                 let paired = match span {
-                    Some(span) if !self.open_calls.is_empty() => self.end_open_call(span, kind, event.name),
+                    Some(span) if pairs => self.end_open_call(span, kind, event.name, end_matched),
                     // A start without an id, of the same name, is this call's start.
-                    None if !self.open_idless.is_empty() => self.end_idless(kind == CallKind::Agent, event),
+                    None if pairs => self.end_idless(kind == CallKind::Agent, event),
                     _ => None,
                 };
                 let started = paired.is_some();
@@ -2603,17 +2625,13 @@ impl SequenceEngine {
                 if let Some(start) = paired
                     && !bare_args(event.args)
                 {
-                    if self.late_capable != 0
-                        && let Some(matches) = &matches
-                    {
-                        late_rules = self.unordered_matches(matches) & !start.matched;
-                    }
+                    late_rules = (end_matched & !start.matched, start.parent);
                     if start.bare {
                         tally(&mut self.calls_with_late_arguments, event.line);
                         if let Some(span) = span {
                             self.note_end_arguments(span.hash, event.args);
                         }
-                    } else if late_rules != 0 {
+                    } else if late_rules.0 != 0 {
                         tally(&mut self.calls_with_changed_arguments, event.line);
                     }
                 }
@@ -2632,6 +2650,7 @@ impl SequenceEngine {
             Some(matches) if is_start => StartMatch {
                 bare: bare_args(event.args),
                 matched: if self.late_capable == 0 { 0 } else { self.unordered_matches(matches) },
+                parent: parent.map_or(0, |parent| parent.hash),
             },
             _ => StartMatch::default(),
         };
@@ -2721,16 +2740,53 @@ impl SequenceEngine {
                 }
             }
         }
-        // The end's arguments for the rules they make match: a call without an id of its own
-        // at the end's place, its scope that of its parent (the start's, as ends carry the
-        // same), unless it is the rule's scope root (the start opened that).
-        while late_rules != 0 {
-            let idx = late_rules.trailing_zeros() as usize;
-            late_rules &= late_rules - 1;
-            let (Some(rule), Some(ids)) = (self.rules.get(idx), self.ids.get(idx)) else { continue };
-            if !rule.within.as_ref().is_some_and(|root| matches.check(root, ids.within)) {
-                self.step(idx, true, false, false, None, parent, location, &matches);
+        // The end's arguments for the rules they make match.
+        let (mut todo, start_parent) = late_rules;
+        while todo != 0 {
+            let idx = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            self.step_late(idx, start_parent, location, &matches);
+        }
+    }
+
+    /// A `never` or `count` rule takes in a call whose end showed it arguments its start did
+    /// not (see [`StartMatch`]): at the end's place, inside the rule's scope when the start's
+    /// parent (`parent`, a hash; 0: none) is, as the start would have been.
+    fn step_late(&mut self, idx: usize, parent: u64, location: Location, matches: &Matches<'_, '_>) {
+        let (Some(rule), Some(ids), Some(state), Some(scope)) =
+            (self.rules.get(idx), self.ids.get(idx), self.states.get_mut(idx), self.scopes.get_mut(idx))
+        else {
+            return;
+        };
+        let inside = match scope.as_mut() {
+            None => true,
+            Some(_) if parent == 0 => false,
+            Some(scope) => {
+                let placed =
+                    if scope.contains_hash(parent) { Climb::Inside } else { climb(&mut self.links, scope, parent) };
+                match placed {
+                    Climb::Inside => true,
+                    Climb::Awaits(top) | Climb::Outside(top) => {
+                        if scope.was_dropped(by_hash(parent)) || scope.was_dropped(by_hash(top)) {
+                            scope.under_dropped += 1;
+                        } else if let Climb::Outside(top) = placed {
+                            scope.note_outside(top, 1, location.line);
+                        }
+                        if let Climb::Awaits(top) = placed {
+                            let late = late_occurrence(&rule.relation, *ids, matches, location, self.order);
+                            scope.note_orphans(by_hash(top), late);
+                        }
+                        false
+                    }
+                    Climb::TooDeep => {
+                        scope.too_deep += 1;
+                        false
+                    }
+                }
             }
+        };
+        if inside {
+            step_rule(&rule.relation, *ids, state, location, matches);
         }
     }
 
@@ -2862,11 +2918,17 @@ impl SequenceEngine {
     /// start's is a call of its own (a post-only record after a start that never ended).
     /// Ends the open call `span` when this end is its (of the same kind and name; an end or a
     /// start without a name pairs with any): what its start told when it did.
-    fn end_open_call(&mut self, span: SpanRef<'_>, kind: CallKind, name: Option<&str>) -> Option<StartMatch> {
+    fn end_open_call(
+        &mut self,
+        span: SpanRef<'_>,
+        kind: CallKind,
+        name: Option<&str>,
+        matched: u64,
+    ) -> Option<StartMatch> {
         let key = self.open_calls.key_of(span)?;
         let mut bare = StartMatch::default();
         if let Some(info) = self.open_call_info.get_mut(&key) {
-            bare = info.end(call_key(kind == CallKind::Agent, name))?;
+            bare = info.end(call_key(kind == CallKind::Agent, name), matched)?;
             if !info.starts.is_empty() {
                 return Some(bare);
             }
@@ -3102,9 +3164,10 @@ impl SequenceEngine {
                 }
                 warn_of_tally(notes, self.calls_with_late_arguments, misses_late_arguments(idx, rule), |count, at| {
                     format!(
-                        "Warning: {count} call(s) started without arguments and ended with them{at} (the line of the \
-                         end); an order rule places a call at its start, so this rule's argument conditions did not \
-                         see the end's arguments: record the arguments at the start."
+                        "Warning: {count} call(s) started without arguments and ended with them{at}, the line of the \
+                         end; this rule's argument conditions that judge a call at its start (an order rule's, a \
+                         scope's, and every one from a spec's 65th rule on) did not see the end's arguments: record \
+                         the arguments at the start."
                     )
                 });
                 let names_calls = rule.all_matchers().any(CompiledMatcher::misses_nameless);
@@ -3672,6 +3735,45 @@ mod tests {
             ),
             [false]
         );
+        // A nested task whose prompt only its end shows is inside the outer task's scope.
+        let prompt = |text: &str| json!({"prompt": text});
+        let events = vec![
+            call(ToolCallStart, "Task", prompt("outer"), Some("t1"), None, 1),
+            call(ToolCallStart, "Task", json!(null), Some("t2"), Some("t1"), 2),
+            call(ToolCallEnd, "Task", prompt("rm -rf /"), Some("t2"), Some("t1"), 3),
+            call(ToolCallEnd, "Task", prompt("outer"), Some("t1"), None, 4),
+        ];
+        let nested =
+            json!({"never": {"tool": "Task", "args": {"prompt": {"contains": "rm"}}}, "within": {"tool": "Task"}});
+        assert_eq!(verdicts(vec![nested], events), [false]);
+        // The call is placed by its start's parent, also when its end names none.
+        let scoped_rm =
+            || json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "within": {"tool": "Task"}});
+        let events = vec![
+            call(ToolCallStart, "Task", prompt("x"), Some("t1"), None, 1),
+            call(ToolCallStart, "Bash", json!(null), Some("c1"), Some("t1"), 2),
+            call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), None, 3),
+        ];
+        assert_eq!(verdicts(vec![scoped_rm()], events), [false]);
+        // ... and outside when the start was, whatever the end names.
+        let events = vec![
+            call(ToolCallStart, "Task", prompt("x"), Some("t1"), None, 1),
+            call(ToolCallStart, "Bash", json!(null), Some("c1"), None, 2),
+            call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), Some("t1"), 3),
+        ];
+        assert_eq!(verdicts(vec![scoped_rm()], events), [true]);
+        // A start a crashed run left open under the id does not make the next call count
+        // twice: the end pairs with the start whose arguments the rules see as its own.
+        let rm_x = json!({"command": "rm x"});
+        for stale in [json!(null), json!({"command": "ls"})] {
+            let events = vec![
+                call(ToolCallStart, "Bash", stale.clone(), Some("c1"), None, 1),
+                call(ToolCallStart, "Bash", rm_x.clone(), Some("c1"), None, 2),
+                call(ToolCallEnd, "Bash", rm_x.clone(), Some("c1"), None, 3),
+            ];
+            let once = json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_least": 1, "at_most": 1}});
+            assert_eq!(verdicts(vec![once], events), [true], "{stale}");
+        }
         // A start that had the arguments is not counted again at its end.
         let events = vec![
             call(ToolCallStart, "Bash", rm.clone(), Some("c1"), None, 1),

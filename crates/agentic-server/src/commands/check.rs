@@ -932,8 +932,9 @@ fn run_trace(
     warn(outcome.calls_with_late_arguments, &|count, at| {
         format!(
             "{count} call(s) started without arguments and ended with them{at}: order rules (`before`, \
-             `only_after`, `immediately_before`) and scopes place a call at its start, so their `args` or `args_text` \
-             conditions did not see the end's arguments (`never` and `count` did; record the arguments at the start)"
+             `only_after`, `immediately_before`), scopes (`within`) and every rule from a spec's 65th on judge a call \
+             at its start, so their `args` or `args_text` conditions did not see the end's arguments (the first 64 \
+             `never` and `count` rules did; record the arguments at the start)"
         )
     });
     warn(outcome.calls_with_changed_arguments, &|count, at| {
