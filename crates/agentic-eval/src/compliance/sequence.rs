@@ -1454,6 +1454,14 @@ struct OpenCall {
 /// with arguments is checked against the others, placed by the start's parent: a start
 /// without arguments, or an input a hook rewrote, hid them from the start
 /// ([`SequenceEngine::feed_inner`]).
+/// What keys a call's line in the tier-3 excerpt, for its end to mark: its span's hash, or
+/// for a start without an id its feed order ([`SequenceEngine::order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExcerptKey {
+    Span(u64),
+    Idless(u64),
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct StartMatch {
     bare: bool,
@@ -2070,9 +2078,9 @@ pub struct SequenceEngine {
     /// arguments, oldest first: an end without an id pairs with one of its name whose
     /// arguments agree (at most [`MAX_IDLESS_NAMES`] names, and as many starts per name, are
     /// tracked).
-    open_idless: HashMap<IdlessKey, VecDeque<(Option<Value>, StartMatch)>>,
+    open_idless: HashMap<IdlessKey, VecDeque<(Option<Value>, StartMatch, u64)>>,
     /// The last calls, with their span's hash (to mark a failed end on its start's line).
-    excerpt: VecDeque<(Option<u64>, String)>,
+    excerpt: VecDeque<(Option<ExcerptKey>, String)>,
     excerpt_capacity: usize,
     events: u64,
     calls: u64,
@@ -2613,7 +2621,9 @@ impl SequenceEngine {
                     _ => 0,
                 };
                 let paired = match span {
-                    Some(span) if pairs => self.end_open_call(span, kind, event.name, end_matched),
+                    Some(span) if pairs => self
+                        .end_open_call(span, kind, event.name, end_matched)
+                        .map(|start| (start, ExcerptKey::Span(span.hash))),
                     // A start without an id, of the same name, is this call's start.
                     None if pairs => self.end_idless(kind == CallKind::Agent, event),
                     _ => None,
@@ -2622,24 +2632,21 @@ impl SequenceEngine {
                 // An end with arguments its start did not show (it had none, or a hook
                 // rewrote the input): `never` and `count` rules the start did not match check
                 // the end's; order rules judged the call at its start (their notes say so).
-                if let Some(start) = paired
+                if let Some((start, key)) = paired
                     && !bare_args(event.args)
                 {
                     late_rules = (end_matched & !start.matched, start.parent);
                     if start.bare {
                         tally(&mut self.calls_with_late_arguments, event.line);
-                        if let Some(span) = span {
-                            self.note_end_arguments(span.hash, event.args);
-                        }
+                        self.note_end_arguments(key, event.args);
                     } else if late_rules.0 != 0 {
                         tally(&mut self.calls_with_changed_arguments, event.line);
                     }
                 }
-                if started
-                    && event.failed
-                    && let Some(span) = span
+                if event.failed
+                    && let Some((_, key)) = paired
                 {
-                    self.mark_failed(span.hash);
+                    self.mark_failed(key);
                 }
                 (Some(kind), !started)
             }
@@ -2655,7 +2662,7 @@ impl SequenceEngine {
             _ => StartMatch::default(),
         };
         if is_start && span.is_none() {
-            self.start_idless(event.event_type == EventType::AgentInvokeStart, event, bare);
+            self.start_idless(event.event_type == EventType::AgentInvokeStart, event, bare, self.order);
         }
         if is_start && let Some(span) = span {
             let what = call_key(event.event_type == EventType::AgentInvokeStart, event.name);
@@ -2709,7 +2716,12 @@ impl SequenceEngine {
             if name.is_empty() {
                 tally(&mut self.calls_without_name, event.line);
             }
-            self.push_excerpt(location, event, span.map(|span| span.hash));
+            let key = match span {
+                Some(span) => Some(ExcerptKey::Span(span.hash)),
+                None if is_start => Some(ExcerptKey::Idless(self.order)),
+                None => None,
+            };
+            self.push_excerpt(location, event, key);
             if self.traces.len() < 3
                 && let Some(trace) = event.trace_id
                 && self.traces.iter().all(|seen| seen != trace)
@@ -2900,7 +2912,8 @@ impl SequenceEngine {
         }
     }
 
-    fn start_idless(&mut self, agent: bool, event: &EventRef<'_>, bare: StartMatch) {
+    /// Opens a start without an id; `order` keys its line in the excerpt.
+    fn start_idless(&mut self, agent: bool, event: &EventRef<'_>, bare: StartMatch, order: u64) {
         let key = idless_key(agent, event);
         if self.open_idless.len() >= MAX_IDLESS_NAMES && !self.open_idless.contains_key(&key) {
             return;
@@ -2909,7 +2922,7 @@ impl SequenceEngine {
         if starts.len() == MAX_IDLESS_NAMES {
             starts.pop_front();
         }
-        starts.push_back((args_value(event.args), bare));
+        starts.push_back((args_value(event.args), bare, order));
     }
 
     /// Pairs an end without an id with the oldest open start of its kind, trace and name
@@ -2937,25 +2950,27 @@ impl SequenceEngine {
         self.open_calls.remove(span).then_some(bare)
     }
 
-    /// Ends an open start without an id that this end pairs with: what that start told when
-    /// it did.
-    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<StartMatch> {
+    /// Ends an open start without an id that this end pairs with: what that start told, and
+    /// its key in the excerpt, when it did.
+    fn end_idless(&mut self, agent: bool, event: &EventRef<'_>) -> Option<(StartMatch, ExcerptKey)> {
         let key = idless_key(agent, event);
         let starts = self.open_idless.get_mut(&key)?;
         // Arguments that say nothing (absent, `null`, `{}`) pair with any start, the oldest;
         // others with a start of equal arguments, else with one that had none.
         let args = args_value(event.args).filter(|args| !bare_args(ArgsRef::Value(args)));
         let idx = match &args {
-            Some(args) => (starts.iter().position(|(start, _)| start.as_ref() == Some(args))).or_else(|| {
-                starts.iter().position(|(start, _)| start.as_ref().is_none_or(|start| bare_args(ArgsRef::Value(start))))
+            Some(args) => (starts.iter().position(|(start, ..)| start.as_ref() == Some(args))).or_else(|| {
+                starts
+                    .iter()
+                    .position(|(start, ..)| start.as_ref().is_none_or(|start| bare_args(ArgsRef::Value(start))))
             })?,
             None => 0,
         };
-        let (_, bare) = starts.remove(idx)?;
+        let (_, bare, order) = starts.remove(idx)?;
         if starts.is_empty() {
             self.open_idless.remove(&key);
         }
-        Some(bare)
+        Some((bare, ExcerptKey::Idless(order)))
     }
 
     fn update_scopes_only(
@@ -3611,10 +3626,13 @@ mod tests {
             failed(call(EventType::ToolCallEnd, "Bash", json!({"command": "rm -rf build"}), Some("c1"), None, 4)),
             failed(end("Write", json!({"file_path": "x"}), 5)),
             end("Edit", json!({}), 6),
+            // A pair without ids (tooltrace v2 `pre`/`post_failure` without `trace_id`).
+            call(EventType::ToolCallStart, "Bash", json!({"command": "rm x"}), None, None, 7),
+            failed(call(EventType::ToolCallEnd, "Bash", json!({"command": "rm x"}), None, None, 8)),
         ];
         let outcome = SequenceEngine::run(vec![rule(json!({"never": {"tool": "Grep"}}))], events, 10);
         let marked: Vec<bool> = outcome.excerpt.iter().map(|line| line.ends_with(" -> failed")).collect();
-        assert_eq!(marked, [true, false, true, false], "{:?}", outcome.excerpt);
+        assert_eq!(marked, [true, false, true, false, true], "{:?}", outcome.excerpt);
     }
 
     /// An end pairs with the open start under its id only when it is of the same call: an
@@ -3706,14 +3724,12 @@ mod tests {
                 let braces = bare == json!({});
                 assert_eq!(got, [false, true, false, false, true, !braces], "{start:?} {bare}");
                 assert!(outcome.outcomes[0].notes.contains("line 2"), "{:?}", outcome.outcomes[0].notes);
-                // The tier-3 excerpt shows what the call ran (its start's line, by span id).
-                if start.is_some() {
-                    assert!(
-                        outcome.excerpt[0].ends_with(r#" -> ended with {"command":"rm -rf /"}"#),
-                        "{:?}",
-                        outcome.excerpt
-                    );
-                }
+                // The tier-3 excerpt shows what the call ran (on its start's line).
+                assert!(
+                    outcome.excerpt[0].ends_with(r#" -> ended with {"command":"rm -rf /"}"#),
+                    "{:?}",
+                    outcome.excerpt
+                );
                 assert_eq!(outcome.calls_with_late_arguments, (1, Some(2)), "{start:?} {bare}");
                 let notes: Vec<&str> = outcome.outcomes.iter().map(|o| o.notes.as_str()).collect();
                 let warned: Vec<bool> = notes.iter().map(|n| n.contains("started without arguments")).collect();

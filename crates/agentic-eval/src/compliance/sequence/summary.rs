@@ -22,8 +22,8 @@
 //! they need, and the caller feeds those with [`SequenceEngine::feed_scoped`].
 
 use super::{
-    ArgsRef, EventRef, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState, SequenceEngine,
-    by_hash, span_hash, span_refs,
+    ArgsRef, EventRef, ExcerptKey, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState,
+    SequenceEngine, by_hash, span_hash, span_refs,
 };
 
 /// A call's arguments as the excerpt shows them: their JSON text, at most 160 characters.
@@ -288,12 +288,12 @@ impl SequenceEngine {
 
     /// Adds a call to the excerpt (for events counted through a summary).
     pub fn note_call(&mut self, event: &EventRef<'_>) {
-        let span = event.span_id.map(|id| span_hash(event.trace_id, id));
+        let span = event.span_id.map(|id| ExcerptKey::Span(span_hash(event.trace_id, id)));
         self.push_excerpt(Location::of(event), event, span);
     }
 
-    /// Adds a call to the excerpt; `span` (its span's hash) lets its end mark it failed.
-    pub(super) fn push_excerpt(&mut self, location: Location, event: &EventRef<'_>, span: Option<u64>) {
+    /// Adds a call to the excerpt; `span` (see [`ExcerptKey`]) lets its end mark it failed.
+    pub(super) fn push_excerpt(&mut self, location: Location, event: &EventRef<'_>, span: Option<ExcerptKey>) {
         if self.excerpt_capacity == 0 {
             return;
         }
@@ -313,7 +313,7 @@ impl SequenceEngine {
 
     /// The end of a call whose start had no arguments, while the end has them: the start's
     /// line in the excerpt shows them too (a judge reading `Bash {}` would miss what ran).
-    pub(super) fn note_end_arguments(&mut self, span: u64, args: ArgsRef<'_>) {
+    pub(super) fn note_end_arguments(&mut self, span: ExcerptKey, args: ArgsRef<'_>) {
         if let Some((_, line)) = self.excerpt.iter_mut().rev().find(|(hash, _)| *hash == Some(span)) {
             line.push_str(" -> ended with ");
             line.push_str(&excerpt_args(args));
@@ -321,7 +321,7 @@ impl SequenceEngine {
     }
 
     /// The end of a call whose start is in the excerpt: a failure is marked on that line.
-    pub(super) fn mark_failed(&mut self, span: u64) {
+    pub(super) fn mark_failed(&mut self, span: ExcerptKey) {
         if let Some((_, line)) = self.excerpt.iter_mut().rev().find(|(hash, _)| *hash == Some(span))
             && !line.ends_with(FAILED_MARK)
         {
