@@ -197,9 +197,10 @@ impl ClaudeHookAdapter {
     /// registered twice writes every record twice: a second start of a call in flight, or an
     /// end of a call that ended, with the same tool and input), whether an end ends a call
     /// whose start was read, and the call's span id. An end ends the call in flight under its
-    /// id with the same input, else one of the same tool (a PreToolUse hook may rewrite the
-    /// input). A start under an id in flight or ended, with another tool or input, is a call
-    /// of its own (`ID#N`), and so is an end under an ended id with another tool or input, or
+    /// id with the same input, else the latest of the same tool (a PreToolUse hook may rewrite
+    /// the input; an older start is more likely one a crashed run left open). A start under an
+    /// id in flight or ended, with another tool or input, is a call of its own (`ID#N`), and
+    /// so is an end under an ended id with another tool or input, or
     /// an end of another tool than every call in flight under its id (`ID#L<line>`): ids are
     /// unique in Claude Code, so this is a writer reusing them, and counting one call for two
     /// would hide one.
@@ -223,12 +224,13 @@ impl ClaudeHookAdapter {
             return (Seen::New, span);
         }
         // The call in flight this record ends: the same input; else, unless it repeats an end
-        // of this id read before, one of the same tool (both of the same agent).
+        // of this id read before, the latest of the same tool (both of the same agent): an
+        // older one is more likely a start a crashed run left open.
         let repeats = self.ended_tools.of(&key).contains(&holds);
         let ends = in_flight
             .iter()
             .position(|(open, _)| *open == holds)
-            .or_else(|| (!repeats).then(|| in_flight.iter().position(|(open, _)| open.tool == holds.tool)).flatten());
+            .or_else(|| (!repeats).then(|| in_flight.iter().rposition(|(open, _)| open.tool == holds.tool)).flatten());
         let others_in_flight = !in_flight.is_empty();
         let ended_call = ends.and_then(|at| {
             let calls = self.open_tools.get_mut(&key)?;

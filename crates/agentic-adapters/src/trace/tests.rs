@@ -2486,6 +2486,20 @@ fn a_reused_call_id_never_hides_another_call() {
             ],
             vec![(EventType::ToolCallStart, "Bash", "u3"), (EventType::ToolCallEnd, "Bash", "u3")],
         ),
+        // ... and of several in flight of its tool, the latest (an older one is more likely a
+        // start a crashed run left open).
+        (
+            vec![
+                hook("PreToolUse", "Bash", r#"{"command":"ls"}"#, "u3"),
+                hook("PreToolUse", "Bash", r#"{"command":"git status"}"#, "u3"),
+                hook("PostToolUse", "Bash", r#"{"command":"git status; rm x"}"#, "u3"),
+            ],
+            vec![
+                (EventType::ToolCallStart, "Bash", "u3"),
+                (EventType::ToolCallStart, "Bash", "u3#2"),
+                (EventType::ToolCallEnd, "Bash", "u3#2"),
+            ],
+        ),
     ];
     for (records, expected) in cases {
         let got = events(&records.join("\n"));

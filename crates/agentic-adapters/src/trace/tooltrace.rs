@@ -151,7 +151,8 @@ impl TraceAdapter for TooltraceAdapter {
                     *session == session_id && *tool == tool_name && *hash == args && *fail == failed
                 });
             // An end ends this session's call in flight under the id with the same arguments,
-            // else (unless it repeats an end) one of its tool (compared as JSON values).
+            // else (unless it repeats an end) the latest of its tool (compared as JSON values;
+            // an older one is more likely a start a crashed run left open).
             // Another tool's end, and a start while this session has a call in flight under
             // the id, is a call of its own: its span id is made unique by its line (unless it
             // has a `trace_id`), and the calls in flight stay so.
@@ -161,7 +162,7 @@ impl TraceAdapter for TooltraceAdapter {
                     calls
                         .iter()
                         .position(|call| mine(&call) && call.3 == args)
-                        .or_else(|| (!repeats_end).then(|| calls.iter().position(|call| mine(&call))).flatten())
+                        .or_else(|| (!repeats_end).then(|| calls.iter().rposition(|call| mine(&call))).flatten())
                 })
             } else {
                 None

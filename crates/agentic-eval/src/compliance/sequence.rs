@@ -1478,13 +1478,24 @@ impl OpenCall {
     }
 
     /// Ends one start this end is of (same kind and name; an end or a start without a name
-    /// pairs with any, the oldest first; of the same name, one with arguments the rules
-    /// matched as the end's, `matched`, first): what the start told, when one was open.
-    fn end(&mut self, what: Option<u64>, matched: u64) -> Option<StartMatch> {
-        let idx = self
-            .starts
-            .iter()
-            .position(|(w, start, _)| *w == what && !start.bare && start.matched == matched)
+    /// pairs with any, the oldest first). Of several of its name, the end (whose arguments
+    /// matched the rules of `matched`, under the parent `parent`, a hash) takes the one most
+    /// like it: of the starts whose matches it also has, the one with the most, then one with
+    /// arguments, then one under its parent. What the start told, when one was open.
+    fn end(&mut self, what: Option<u64>, matched: u64, parent: u64) -> Option<StartMatch> {
+        let likeness = |start: &StartMatch| {
+            (start.matched & !matched == 0).then_some((
+                start.matched.count_ones(),
+                !start.bare,
+                parent != 0 && start.parent == parent,
+            ))
+        };
+        // The first of the most alike (`max_by_key` keeps the last of equals: reversed).
+        let idx = (self.starts.iter().enumerate().rev())
+            .filter(|(_, (w, ..))| *w == what)
+            .filter_map(|(idx, (_, start, _))| Some((idx, likeness(start)?)))
+            .max_by_key(|(_, key)| *key)
+            .map(|(idx, _)| idx)
             .or_else(|| self.starts.iter().position(|(w, ..)| *w == what))
             .or_else(|| self.starts.iter().position(|(w, ..)| w.is_none() || what.is_none()))?;
         let (_, bare, count) = &mut self.starts[idx];
@@ -2622,7 +2633,7 @@ impl SequenceEngine {
                 };
                 let paired = match span {
                     Some(span) if pairs => self
-                        .end_open_call(span, kind, event.name, end_matched)
+                        .end_open_call(span, kind, event.name, end_matched, parent.map_or(0, |parent| parent.hash))
                         .map(|start| (start, ExcerptKey::Span(span.hash))),
                     // A start without an id, of the same name, is this call's start.
                     None if pairs => self.end_idless(kind == CallKind::Agent, event),
@@ -2635,7 +2646,12 @@ impl SequenceEngine {
                 if let Some((start, key)) = paired
                     && !bare_args(event.args)
                 {
-                    late_rules = (end_matched & !start.matched, start.parent);
+                    // Placed by the start's parent (an end need not repeat it), else the end's.
+                    let placed_by = match start.parent {
+                        0 => parent.map_or(0, |parent| parent.hash),
+                        parent => parent,
+                    };
+                    late_rules = (end_matched & !start.matched, placed_by);
                     if start.bare {
                         tally(&mut self.calls_with_late_arguments, event.line);
                         self.note_end_arguments(key, event.args);
@@ -2937,11 +2953,12 @@ impl SequenceEngine {
         kind: CallKind,
         name: Option<&str>,
         matched: u64,
+        parent: u64,
     ) -> Option<StartMatch> {
         let key = self.open_calls.key_of(span)?;
         let mut bare = StartMatch::default();
         if let Some(info) = self.open_call_info.get_mut(&key) {
-            bare = info.end(call_key(kind == CallKind::Agent, name), matched)?;
+            bare = info.end(call_key(kind == CallKind::Agent, name), matched, parent)?;
             if !info.starts.is_empty() {
                 return Some(bare);
             }
@@ -3771,13 +3788,15 @@ mod tests {
             call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), None, 3),
         ];
         assert_eq!(verdicts(vec![scoped_rm()], events), [false]);
-        // ... and outside when the start was, whatever the end names.
-        let events = vec![
-            call(ToolCallStart, "Task", prompt("x"), Some("t1"), None, 1),
-            call(ToolCallStart, "Bash", json!(null), Some("c1"), None, 2),
-            call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), Some("t1"), 3),
-        ];
-        assert_eq!(verdicts(vec![scoped_rm()], events), [true]);
+        // ... by its end's when the start names none, and by its start's when both name one.
+        for (start_parent, end_parent, inside) in [(None, Some("t1"), true), (Some("t0"), Some("t1"), false)] {
+            let events = vec![
+                call(ToolCallStart, "Task", prompt("x"), Some("t1"), None, 1),
+                call(ToolCallStart, "Bash", json!(null), Some("c1"), start_parent, 2),
+                call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), end_parent, 3),
+            ];
+            assert_eq!(verdicts(vec![scoped_rm()], events), [!inside], "{start_parent:?}");
+        }
         // A start a crashed run left open under the id does not make the next call count
         // twice: the end pairs with the start whose arguments the rules see as its own.
         let rm_x = json!({"command": "rm x"});
@@ -3790,6 +3809,25 @@ mod tests {
             let once = json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_least": 1, "at_most": 1}});
             assert_eq!(verdicts(vec![once], events), [true], "{stale}");
         }
+        // A stale start under the id and a rewritten input: the end takes the start most like
+        // it (the `git` one), counts the call once, and is placed under its parent.
+        let git = |command: &str| json!({"command": command});
+        let events = vec![
+            call(ToolCallStart, "Bash", git("ls"), Some("c1"), None, 1),
+            call(ToolCallStart, "Task", prompt("x"), Some("t1"), None, 2),
+            call(ToolCallStart, "Bash", git("git status"), Some("c1"), Some("t1"), 3),
+            call(ToolCallEnd, "Bash", git("git status; rm -rf /"), Some("c1"), Some("t1"), 4),
+        ];
+        let git_once =
+            json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "git"}}}, "at_most": 1}});
+        assert_eq!(verdicts(vec![git_once, scoped_rm()], events), [true, false]);
+        let events = vec![
+            call(ToolCallStart, "Bash", git("ls"), Some("c1"), None, 1),
+            call(ToolCallStart, "Task", prompt("x"), Some("t1"), None, 2),
+            call(ToolCallStart, "Bash", git("ls"), Some("c1"), Some("t1"), 3),
+            call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), Some("t1"), 4),
+        ];
+        assert_eq!(verdicts(vec![scoped_rm()], events), [false]);
         // A start that had the arguments is not counted again at its end.
         let events = vec![
             call(ToolCallStart, "Bash", rm.clone(), Some("c1"), None, 1),

@@ -2553,6 +2553,36 @@ fn a_forbidden_command_shown_only_at_its_end_fails_never() {
     );
 }
 
+/// A start a crashed run left open under an id, then a call under the same id whose input a
+/// PreToolUse hook rewrote: the end ends the latest start of its tool, so the call counts
+/// once, and the rewritten command still breaks `never` (Claude Code hooks and tooltrace v2).
+#[test]
+fn a_stale_start_under_a_reused_id_does_not_count_a_rewritten_call_twice() {
+    let hooks = [
+        r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}"#,
+        r#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git status"},"tool_use_id":"toolu_1"}"#,
+        r#"{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"git status; rm -rf /"},"tool_response":{},"tool_use_id":"toolu_1"}"#,
+    ];
+    let tooltrace = [
+        r#"{"timestamp":"2026-02-19T10:00:01Z","tool_name":"Bash","phase":"pre","tool_use_id":"c1","session_id":"s1","args":{"command":"ls"}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:02Z","tool_name":"Bash","phase":"pre","tool_use_id":"c1","session_id":"s1","args":{"command":"git status"}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:03Z","tool_name":"Bash","phase":"post","tool_use_id":"c1","session_id":"s1","args":{"command":"git status; rm -rf /"}}"#,
+    ];
+    let rules = [
+        ("T2-01", "{count: {of: {tool: Bash, args: {command: {contains: git}}}, at_most: 1}}"),
+        ("T2-02", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}}"),
+        ("T2-03", "{count: {of: {tool: Bash}, at_most: 2}}"),
+    ];
+    for (format, lines) in [("claude_hook", hooks), ("tooltrace", tooltrace)] {
+        let trace = lines.join("\n") + "\n";
+        let run = check_rules(&rules, &trace);
+        let results: Vec<&str> = (0..3).map(|idx| run.report["checkpoints"][idx]["result"].as_str().unwrap()).collect();
+        assert_eq!(results, ["PASS", "FAIL", "PASS"], "{format}: {}", run.report);
+        let notes = run.report["checkpoints"][1]["notes"].as_str().unwrap();
+        assert!(notes.contains("line 3"), "{format}: {notes}");
+    }
+}
+
 /// A span id that an earlier run in the same file used for a call without a parent, and that
 /// a later run's `Task` line written after its children takes again: the children counted as
 /// outside the scope when they came, and the note says the id was reused (it cannot tell
