@@ -1448,12 +1448,6 @@ struct OpenCall {
     starts: smallvec::SmallVec<[(Option<u64>, StartMatch, u32); 1]>,
 }
 
-/// What a call's start told the rules, for its end: whether it had no arguments (see
-/// [`bare_args`]), which `never` and `count` rules with argument conditions (bit `i`: rule
-/// `i`, the first 64) its start matched, and the hash of its parent span (0: none). An end
-/// with arguments is checked against the others, placed by the start's parent: a start
-/// without arguments, or an input a hook rewrote, hid them from the start
-/// ([`SequenceEngine::feed_inner`]).
 /// What keys a call's line in the tier-3 excerpt, for its end to mark: its span's hash, or
 /// for a start without an id its feed order ([`SequenceEngine::order`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1462,6 +1456,12 @@ enum ExcerptKey {
     Idless(u64),
 }
 
+/// What a call's start told the rules, for its end: whether it had no arguments (see
+/// [`bare_args`]), which `never` and `count` rules with argument conditions (bit `i`: rule
+/// `i`, the first 64) its start matched, and the hash of its parent span (0: none). An end
+/// with arguments is checked against the others, placed by the start's parent (else its
+/// own): a start without arguments, or an input a hook rewrote, hid them from the start
+/// ([`SequenceEngine::feed_inner`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct StartMatch {
     bare: bool,
@@ -2778,8 +2778,8 @@ impl SequenceEngine {
     }
 
     /// A `never` or `count` rule takes in a call whose end showed it arguments its start did
-    /// not (see [`StartMatch`]): at the end's place, inside the rule's scope when the start's
-    /// parent (`parent`, a hash; 0: none) is, as the start would have been.
+    /// not (see [`StartMatch`]): at the end's place, inside the rule's scope when `parent` (a
+    /// hash; 0: none) is: the start's parent, else the end's, as the start would have been.
     fn step_late(&mut self, idx: usize, parent: u64, location: Location, matches: &Matches<'_, '_>) {
         let (Some(rule), Some(ids), Some(state), Some(scope)) =
             (self.rules.get(idx), self.ids.get(idx), self.states.get_mut(idx), self.scopes.get_mut(idx))
