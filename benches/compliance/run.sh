@@ -100,7 +100,7 @@ verdict() { if awk "BEGIN{exit !($2)}"; then echo "  ok    $1"; else echo "  MIS
 echo "targets:"
 verdict "$(awk -v j="$jq_seconds" -v a="$agentic_seconds" 'BEGIN{printf "%.1fx faster than jq (target >= 20x)", (a > 0 ? j / a : 0)}')" \
   "$agentic_seconds > 0 && $jq_seconds / $agentic_seconds >= 20"
-verdict "$(awk -v c="$cat_seconds" -v a="$agentic_seconds" 'BEGIN{printf "%.2f of raw read speed (target >= 0.33)", (a > 0 ? c / a : 0)}')" \
+verdict "$(awk -v c="$cat_seconds" -v a="$agentic_seconds" 'BEGIN{printf "%.3f of raw read speed (target >= 1/3)", (a > 0 ? c / a : 0)}')" \
   "$agentic_seconds > 0 && $cat_seconds / $agentic_seconds >= 1 / 3"
 verdict "$agentic_mb MB peak resident (target < 64 MB)" "$agentic_mb < 64"
 if [ "$failed" = 1 ] && [ "${BENCH_ENFORCE:-0}" = 1 ]; then exit 1; fi
