@@ -48,10 +48,11 @@ pub struct TooltraceAdapter {
 /// [`OpenCall`]) and whether it failed.
 type EndedCall = (Option<String>, String, u64, bool);
 
-/// A v2 call in flight: its session, its span id, its tool and a hash of its arguments and
+/// A v2 call in flight: its session, its span id, its tool, a hash of its arguments and
 /// caller (`agent_id`, `parent_trace_id`)
-/// ([`hash_json`](super::hash_json): the same arguments in any key order).
-type OpenCall = (Option<String>, Option<String>, String, u64);
+/// ([`hash_json`](super::hash_json): the same arguments in any key order), and a hash of the
+/// caller alone.
+type OpenCall = (Option<String>, Option<String>, String, u64, u64);
 
 /// The most `tool_use_id`s of v2 calls in flight whose end is paired by them.
 const MAX_OPEN_CALLS: usize = 65_536;
@@ -140,6 +141,12 @@ impl TraceAdapter for TooltraceAdapter {
                 (&agent_id, &parent_trace_id).hash(&mut hasher);
                 hasher.finish()
             };
+            let caller = {
+                use std::hash::{Hash, Hasher};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (&agent_id, &parent_trace_id).hash(&mut hasher);
+                hasher.finish()
+            };
             let same_session = |calls: &Vec<OpenCall>| calls.iter().any(|(session, ..)| *session == session_id);
             let failed = status == EventStatus::Error;
             // A record written twice (a capture registered twice) is a repeat: a start that
@@ -151,18 +158,21 @@ impl TraceAdapter for TooltraceAdapter {
                     *session == session_id && *tool == tool_name && *hash == args && *fail == failed
                 });
             // An end ends this session's call in flight under the id with the same arguments,
-            // else (unless it repeats an end) the latest of its tool (compared as JSON values;
-            // an older one is more likely a start a crashed run left open).
+            // else (unless it repeats an end) the latest of its tool by the same caller, else
+            // the latest of its tool (compared as JSON values; an older one is more likely a
+            // start a crashed run left open; a writer may leave the caller out of the end).
             // Another tool's end, and a start while this session has a call in flight under
             // the id, is a call of its own: its span id is made unique by its line (unless it
             // has a `trace_id`), and the calls in flight stay so.
-            let mine = |(session, _, tool, _): &&OpenCall| *session == session_id && *tool == tool_name;
+            let mine = |(session, _, tool, ..): &&OpenCall| *session == session_id && *tool == tool_name;
             let at = if event_type == EventType::ToolCallEnd {
                 open.and_then(|calls| {
-                    calls
-                        .iter()
-                        .position(|call| mine(&call) && call.3 == args)
-                        .or_else(|| (!repeats_end).then(|| calls.iter().rposition(|call| mine(&call))).flatten())
+                    calls.iter().position(|call| mine(&call) && call.3 == args).or_else(|| {
+                        let latest = |by_caller: bool| {
+                            calls.iter().rposition(|call| mine(&call) && (!by_caller || call.4 == caller))
+                        };
+                        (!repeats_end).then(|| latest(true).or_else(|| latest(false))).flatten()
+                    })
                 })
             } else {
                 None
@@ -202,7 +212,7 @@ impl TraceAdapter for TooltraceAdapter {
                 // end that one.
                 span_id = Some(format!("{call}@{}", session_id.as_deref().unwrap_or("")));
             }
-            let entry = (session_id.clone(), span_id.clone(), tool_name.clone(), args);
+            let entry = (session_id.clone(), span_id.clone(), tool_name.clone(), args, caller);
             if event_type == EventType::ToolCallStart {
                 if let Some(calls) = self.open_calls.get_mut(call) {
                     // Memory stays bounded: the oldest call in flight is forgotten (its end then

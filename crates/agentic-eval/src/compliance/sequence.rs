@@ -1081,6 +1081,10 @@ pub struct EventRef<'a> {
     pub span_id: Option<&'a str>,
     /// The parent span's id.
     pub parent_span_id: Option<&'a str>,
+    /// The id of the tool call as its writer gave it (`gen_ai.tool.call.id`: a hook's or
+    /// tooltrace v2's `tool_use_id`), when it has one: an end pairs first with a start of the
+    /// same call id among the starts in flight under its span id.
+    pub call_id: Option<&'a str>,
     /// The trace (session) both span ids belong to: one id in two traces names two spans (a
     /// file of Claude Code hook records from several sessions, an OTLP file of several
     /// traces). `None` when ids are file-wide (tooltrace lines).
@@ -1109,6 +1113,7 @@ impl<'a> EventRef<'a> {
             args: event.data.get("input").map_or(ArgsRef::None, ArgsRef::Value),
             span_id: event.span.as_ref().and_then(|span| span.span_id.as_deref()),
             parent_span_id: event.span.as_ref().and_then(|span| span.parent_span_id.as_deref()),
+            call_id: event.attributes.get("gen_ai.tool.call.id").and_then(Value::as_str),
             // Tooltrace ids are file-wide (its fast reader has no session either).
             trace_id: event
                 .span
@@ -1461,12 +1466,14 @@ enum ExcerptKey {
 /// `i`, the first 64) its start matched, and the hash of its parent span (0: none). An end
 /// with arguments is checked against the others, placed by the start's parent (else its
 /// own): a start without arguments, or an input a hook rewrote, hid them from the start
-/// ([`SequenceEngine::feed_inner`]).
+/// ([`SequenceEngine::feed_inner`]). For an end, the same of the end ([`OpenCall::end`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct StartMatch {
     bare: bool,
     matched: u64,
     parent: u64,
+    /// A hash of the call id ([`EventRef::call_id`]; 0: none).
+    call: u64,
 }
 
 impl OpenCall {
@@ -1478,16 +1485,26 @@ impl OpenCall {
     }
 
     /// Ends one start this end is of (same kind and name; an end or a start without a name
-    /// pairs with any, the oldest first). Of several of its name, the end (whose arguments
-    /// matched the rules of `matched`, under the parent `parent`, a hash) takes the one most
-    /// like it: of the starts whose matches it also has, the one with the most, then one with
-    /// arguments, then one under its parent. What the start told, when one was open.
-    fn end(&mut self, what: Option<u64>, matched: u64, parent: u64) -> Option<StartMatch> {
+    /// pairs with any, the oldest first). Of several of its name, the end (`like`: its call
+    /// id, the rules its arguments matched, its parent) takes the one most like it: one of
+    /// its call id; else, of the starts whose matches it also has, one of no other call id,
+    /// the one with the most matches, then one with arguments, then one under its parent. An
+    /// end without arguments (`like.bare`) takes one of its call id, else one under its
+    /// parent, else the oldest. What the start told, when one was open.
+    fn end(&mut self, what: Option<u64>, like: StartMatch) -> Option<StartMatch> {
         let likeness = |start: &StartMatch| {
-            (start.matched & !matched == 0).then_some((
+            let same_call = like.call != 0 && start.call == like.call;
+            let other_call = like.call != 0 && start.call != 0 && !same_call;
+            let same_parent = like.parent != 0 && start.parent == like.parent;
+            if like.bare {
+                return Some((same_call, !other_call, 0, false, same_parent));
+            }
+            (same_call || start.matched & !like.matched == 0).then_some((
+                same_call,
+                !other_call,
                 start.matched.count_ones(),
                 !start.bare,
-                parent != 0 && start.parent == parent,
+                same_parent,
             ))
         };
         // The first of the most alike (`max_by_key` keeps the last of equals: reversed).
@@ -1506,6 +1523,11 @@ impl OpenCall {
         }
         Some(bare)
     }
+}
+
+/// A hash of a call id (0: none): see [`StartMatch::call`].
+fn call_hash(id: Option<&str>) -> u64 {
+    id.filter(|id| !id.is_empty()).map_or(0, |id| span_hash(None, id))
 }
 
 /// A call's kind and name as one number, to tell an end of another call apart: a tool
@@ -1822,7 +1844,14 @@ impl Scope {
     fn note_outside(&mut self, top: u64, calls: u64, line: Option<u64>) {
         let room = self.outside_under.len() < POST_ONLY_SCOPE_WINDOW;
         match self.outside_under.get_mut(&top) {
-            Some((count, _)) => *count += calls,
+            // Calls that waited for their parent come after later ones: the first by line.
+            Some((count, first)) => {
+                *count += calls;
+                *first = match (*first, line) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
             None if room => {
                 self.outside_under.insert(top, (calls, line));
             }
@@ -2632,9 +2661,16 @@ impl SequenceEngine {
                     _ => 0,
                 };
                 let paired = match span {
-                    Some(span) if pairs => self
-                        .end_open_call(span, kind, event.name, end_matched, parent.map_or(0, |parent| parent.hash))
-                        .map(|start| (start, ExcerptKey::Span(span.hash))),
+                    Some(span) if pairs => {
+                        let like = StartMatch {
+                            bare: bare_args(event.args),
+                            matched: end_matched,
+                            parent: parent.map_or(0, |parent| parent.hash),
+                            call: call_hash(event.call_id),
+                        };
+                        self.end_open_call(span, kind, event.name, like)
+                            .map(|start| (start, ExcerptKey::Span(span.hash)))
+                    }
                     // A start without an id, of the same name, is this call's start.
                     None if pairs => self.end_idless(kind == CallKind::Agent, event),
                     _ => None,
@@ -2674,6 +2710,7 @@ impl SequenceEngine {
                 bare: bare_args(event.args),
                 matched: if self.late_capable == 0 { 0 } else { self.unordered_matches(matches) },
                 parent: parent.map_or(0, |parent| parent.hash),
+                call: call_hash(event.call_id),
             },
             _ => StartMatch::default(),
         };
@@ -2952,13 +2989,12 @@ impl SequenceEngine {
         span: SpanRef<'_>,
         kind: CallKind,
         name: Option<&str>,
-        matched: u64,
-        parent: u64,
+        like: StartMatch,
     ) -> Option<StartMatch> {
         let key = self.open_calls.key_of(span)?;
         let mut bare = StartMatch::default();
         if let Some(info) = self.open_call_info.get_mut(&key) {
-            bare = info.end(call_key(kind == CallKind::Agent, name), matched, parent)?;
+            bare = info.end(call_key(kind == CallKind::Agent, name), like)?;
             if !info.starts.is_empty() {
                 return Some(bare);
             }
@@ -3828,6 +3864,58 @@ mod tests {
             call(ToolCallEnd, "Bash", rm.clone(), Some("c1"), Some("t1"), 4),
         ];
         assert_eq!(verdicts(vec![scoped_rm()], events), [false]);
+        // Starts of two calls under one span id (a writer that reused `trace_id`), told apart
+        // by their call ids (`tool_use_id`): the end pairs with its own call's start, whatever
+        // the other start's arguments, so a bare start's call counts at its end, in its scope.
+        let with_id = |mut event: CanonicalEvent, id: &str| {
+            event.attributes.insert("gen_ai.tool.call.id".into(), json!(id));
+            event
+        };
+        let stale_then_bare = |stale: Value| {
+            vec![
+                with_id(call(ToolCallStart, "Bash", stale, Some("x"), None, 1), "old1"),
+                call(ToolCallStart, "Task", prompt("x"), Some("t1"), None, 2),
+                with_id(call(ToolCallStart, "Bash", json!({}), Some("x"), Some("t1"), 3), "u1"),
+                with_id(call(ToolCallEnd, "Bash", rm.clone(), Some("x"), Some("t1"), 4), "u1"),
+            ]
+        };
+        let rm_twice =
+            json!({"count": {"of": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}, "at_most": 1}});
+        assert_eq!(verdicts(vec![scoped_rm()], stale_then_bare(git("ls"))), [false]);
+        assert_eq!(verdicts(vec![rm_twice.clone()], stale_then_bare(rm.clone())), [false]);
+        // Without call ids the end takes the start most like it (here the stale `rm` one).
+        let mut events = stale_then_bare(rm.clone());
+        events.iter_mut().for_each(|event| event.attributes.clear());
+        assert_eq!(verdicts(vec![rm_twice], events), [true]);
+        // Its own call's start even when that start's arguments matched a rule the end's do
+        // not (an input rewritten to something harmless): the other start stays open.
+        let events = vec![
+            with_id(call(ToolCallStart, "Bash", git("ls"), Some("x"), None, 1), "old1"),
+            with_id(call(ToolCallStart, "Bash", rm.clone(), Some("x"), None, 2), "u1"),
+            with_id(call(ToolCallEnd, "Bash", git("ls"), Some("x"), None, 3), "u1"),
+            with_id(call(ToolCallEnd, "Bash", git("ls"), Some("x"), None, 4), "old1"),
+        ];
+        let outcome = SequenceEngine::run(
+            vec![rule(json!({"never": {"tool": "Bash", "args": {"command": {"contains": "rm"}}}}))],
+            events,
+            0,
+        );
+        assert_eq!((outcome.calls, outcome.outcomes[0].passed), (2, false));
+        assert_eq!(outcome.calls_with_late_arguments, (0, None));
+        // An end without arguments says nothing of its start: it takes the oldest (of its
+        // parent), not one with arguments, so the other end's arguments are its start's and
+        // no call "started without arguments" (two OTLP spans that share an id).
+        let events = vec![
+            call(ToolCallStart, "Bash", json!(null), Some("x"), None, 1),
+            call(ToolCallStart, "Bash", git("ls"), Some("x"), None, 2),
+            call(ToolCallEnd, "Bash", json!(null), Some("x"), None, 3),
+            call(ToolCallEnd, "Bash", git("ls"), Some("x"), None, 4),
+        ];
+        let ordered =
+            json!({"before": {"a": {"tool": "Bash", "args": {"command": {"contains": "ls"}}}, "b": {"tool": "Read"}}});
+        let outcome = SequenceEngine::run(vec![rule(ordered)], events, 0);
+        assert_eq!(outcome.calls_with_late_arguments, (0, None));
+        assert_eq!(outcome.calls, 2);
         // A start that had the arguments is not counted again at its end.
         let events = vec![
             call(ToolCallStart, "Bash", rm.clone(), Some("c1"), None, 1),
@@ -4280,6 +4368,7 @@ mod tests {
             args: ArgsRef::Json(args),
             span_id: Some(id),
             parent_span_id: parent,
+            call_id: None,
             trace_id: None,
             post_only_parent: container,
             failed: false,
@@ -4708,6 +4797,7 @@ mod tests {
                     args,
                     span_id: Some(ids[span]),
                     parent_span_id: (span > 0).then(|| ids[span - 1]),
+                    call_id: None,
                     trace_id: None,
                     post_only_parent: name == 3,
                     failed: false,
@@ -4752,6 +4842,7 @@ mod tests {
                     args: ArgsRef::Json(ARG_TEXTS[args]),
                     span_id: Some(ids[span]),
                     parent_span_id: (parent && span > 0).then(|| ids[span - 1]),
+                    call_id: None,
                     trace_id: None,
                     post_only_parent: name == 3 || name == 4,
                     failed: false,
@@ -4779,6 +4870,7 @@ mod tests {
             args: ArgsRef::None,
             span_id: Some(span),
             parent_span_id: parent,
+            call_id: None,
             trace_id: None,
             post_only_parent: name != "Bash",
             failed: false,
@@ -5022,6 +5114,7 @@ mod tests {
                         args: ArgsRef::Json(ARG_TEXTS[args]),
                         span_id: ids.get(span).copied(),
                         parent_span_id: ids.get(parent).copied(),
+                        call_id: None,
                         trace_id: None,
                         post_only_parent: flags == 0 || (flags == 1 && names[name] == "Task"),
                     failed: false,
@@ -5084,6 +5177,7 @@ mod tests {
             args: ArgsRef::None,
             span_id: None,
             parent_span_id: None,
+            call_id: None,
             trace_id: None,
             post_only_parent: false,
             failed: false,

@@ -1338,6 +1338,7 @@ fn view_ref<'a>(view: &'a TooltraceView<'_>) -> EventRef<'a> {
         args: view.args.map_or(ArgsRef::None, ArgsRef::Json),
         span_id: view.span_id.as_deref(),
         parent_span_id: view.parent_span_id.as_deref(),
+        call_id: None,
         // Tooltrace ids are file-wide.
         trace_id: None,
         post_only_parent: view.span_type_parent,

@@ -2581,6 +2581,49 @@ fn a_stale_start_under_a_reused_id_does_not_count_a_rewritten_call_twice() {
         let notes = run.report["checkpoints"][1]["notes"].as_str().unwrap();
         assert!(notes.contains("line 3"), "{format}: {notes}");
     }
+    // Tooltrace v2 calls that share a `trace_id` (so one span id) are told apart by their
+    // `tool_use_id`: the bare `pre` of u1 is under the Task, and its `post` shows `rm -rf`.
+    let v2 = |trace: &str, tool: &str, phase: &str, id: &str, extra: &str, args: &str| {
+        format!(
+            r#"{{"timestamp":"2026-02-19T10:00:00Z","tool_name":"{tool}","phase":"{phase}","trace_id":"{trace}","tool_use_id":"{id}","session_id":"s"{extra},"args":{args}}}"#
+        )
+    };
+    let rm = r#"{"command":"rm -rf /"}"#;
+    for stale in [r#"{"command":"ls"}"#, rm] {
+        let trace = [
+            v2("X", "Bash", "pre", "old1", "", stale),
+            v2("T", "Task", "pre", "t0", "", r#"{"prompt":"p"}"#),
+            v2("X", "Bash", "pre", "u1", r#","parent_trace_id":"T""#, "{}"),
+            v2("X", "Bash", "post", "u1", r#","parent_trace_id":"T""#, rm),
+            v2("T", "Task", "post", "t0", "", r#"{"prompt":"p"}"#),
+        ]
+        .join("\n")
+            + "\n";
+        let rules = [
+            ("T2-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}"),
+            ("T2-02", "{count: {of: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, at_most: 1}}"),
+        ];
+        let run = check_rules(&rules, &trace);
+        let results: Vec<&str> = (0..2).map(|idx| run.report["checkpoints"][idx]["result"].as_str().unwrap()).collect();
+        let twice = if stale == rm { "FAIL" } else { "PASS" };
+        assert_eq!(results, ["FAIL", twice], "{stale}: {}", run.report);
+    }
+    // A v2 `post` whose arguments match no call in flight under its id ends the latest of its
+    // tool by the same caller (`agent_id`), not another agent's later one.
+    let trace = [
+        r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Task","phase":"pre","trace_id":"T","tool_use_id":"t0","session_id":"s","args":{"prompt":"p"}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Bash","phase":"pre","parent_trace_id":"T","tool_use_id":"u1","session_id":"s","agent_id":"a1","args":{}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Bash","phase":"pre","tool_use_id":"u1","session_id":"s","agent_id":"a2","args":{"command":"ls"}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Bash","phase":"post","parent_trace_id":"T","tool_use_id":"u1","session_id":"s","agent_id":"a1","args":{"command":"rm -rf /"}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Task","phase":"post","trace_id":"T","tool_use_id":"t0","session_id":"s","args":{"prompt":"p"}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let run = check_rules(
+        &[("T2-01", "{never: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, within: {tool: Task}}")],
+        &trace,
+    );
+    assert_eq!(run.report["checkpoints"][0]["result"], "FAIL", "{}", run.report);
 }
 
 /// A span id that an earlier run in the same file used for a call without a parent, and that
@@ -2619,6 +2662,19 @@ fn a_scope_span_that_reuses_an_earlier_id_is_warned_about() {
         reports.push(run.report);
     }
     assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
+    // A call that waited for its parent (line 2, under t-2) is counted with one that came
+    // later (line 3): the note names the first by line.
+    let trace = [
+        line(1, "Read", "parent", "t-1", None),
+        line(2, "Write", "child", "t-3", Some("t-2")),
+        line(3, "Write", "child", "t-2", Some("t-1")),
+        line(4, "Task", "parent", "t-1", None),
+    ]
+    .join("\n")
+        + "\n";
+    let run = check_rules(&[("T1-01", rule)], &trace);
+    let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
+    assert!(notes.contains("2 call(s) (first at line 2) were under a span id"), "{notes}");
     // Ids used once: no such warning, whichever comes first.
     for trace in [
         [line(1, "Task", "parent", "t-1", None), line(2, "Write", "child", "t-2", Some("t-1"))],

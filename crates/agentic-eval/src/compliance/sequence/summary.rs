@@ -673,6 +673,7 @@ mod tests {
             args: ArgsRef::None,
             span_id: None,
             parent_span_id: None,
+            call_id: None,
             trace_id: None,
             post_only_parent: false,
             failed: false,
