@@ -1486,18 +1486,20 @@ impl OpenCall {
 
     /// Ends one start this end is of (same kind and name; an end or a start without a name
     /// pairs with any, the oldest first). Of several of its name, the end (`like`: its call
-    /// id, the rules its arguments matched, its parent) takes the one most like it: one of
-    /// its call id; else, of the starts whose matches it also has, one of no other call id,
-    /// the one with the most matches, then one with arguments, then one under its parent. An
-    /// end without arguments (`like.bare`) takes one of its call id, else one under its
-    /// parent, else the oldest. What the start told, when one was open.
+    /// id, whether it has arguments, the rules they matched, its parent) takes the one most
+    /// like it: one of its call id; else, of the starts whose matches it also has, one of no
+    /// other call id, the one with the most matches, then one with arguments, then one under
+    /// its parent. An end without arguments (`like.bare`) takes one of its call id, else one
+    /// under its parent, then one without arguments either, else the oldest. What the start
+    /// told, when one was open.
     fn end(&mut self, what: Option<u64>, like: StartMatch) -> Option<StartMatch> {
         let likeness = |start: &StartMatch| {
             let same_call = like.call != 0 && start.call == like.call;
             let other_call = like.call != 0 && start.call != 0 && !same_call;
             let same_parent = like.parent != 0 && start.parent == like.parent;
             if like.bare {
-                return Some((same_call, !other_call, 0, false, same_parent));
+                // (A bare end's keys are compared only with each other.)
+                return Some((same_call, !other_call, 0, same_parent, start.bare));
             }
             (same_call || start.matched & !like.matched == 0).then_some((
                 same_call,
@@ -2389,14 +2391,17 @@ fn hand_on_orphans(
                 scope.too_deep += late.calls;
             }
         }
-        // Outside for good.
+        // Outside for good: under `top`, or under `span` itself when it has no parent (a
+        // scope span that takes either id later names a second span: see `Scope::reused`).
         Some(Climb::Outside(top)) => {
             if let Some(late) = scope.take_waiting(span) {
                 scope.note_outside(top, late.calls, late.first.line);
             }
         }
         None => {
-            scope.take_waiting(span);
+            if let Some(late) = scope.take_waiting(span) {
+                scope.note_outside(span.hash, late.calls, late.first.line);
+            }
         }
     }
 }
@@ -3916,6 +3921,21 @@ mod tests {
         let outcome = SequenceEngine::run(vec![rule(ordered)], events, 0);
         assert_eq!(outcome.calls_with_late_arguments, (0, None));
         assert_eq!(outcome.calls, 2);
+        // Three calls under one id that end in another order than they started: each end
+        // takes the start with its arguments (the bare end the bare start), so none "started
+        // without arguments".
+        let events = vec![
+            call(ToolCallStart, "Bash", git("ls"), Some("x"), None, 1),
+            call(ToolCallStart, "Bash", git("pwd"), Some("x"), None, 2),
+            call(ToolCallStart, "Bash", json!({}), Some("x"), None, 3),
+            call(ToolCallEnd, "Bash", git("pwd"), Some("x"), None, 4),
+            call(ToolCallEnd, "Bash", json!({}), Some("x"), None, 5),
+            call(ToolCallEnd, "Bash", git("ls"), Some("x"), None, 6),
+        ];
+        let ordered =
+            json!({"before": {"a": {"tool": "Bash", "args": {"command": {"contains": "ls"}}}, "b": {"tool": "Read"}}});
+        let outcome = SequenceEngine::run(vec![rule(ordered)], events, 0);
+        assert_eq!((outcome.calls, outcome.calls_with_late_arguments), (3, (0, None)));
         // A start that had the arguments is not counted again at its end.
         let events = vec![
             call(ToolCallStart, "Bash", rm.clone(), Some("c1"), None, 1),

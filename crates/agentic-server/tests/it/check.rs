@@ -2675,6 +2675,27 @@ fn a_scope_span_that_reuses_an_earlier_id_is_warned_about() {
     let run = check_rules(&[("T1-01", rule)], &trace);
     let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
     assert!(notes.contains("2 call(s) (first at line 2) were under a span id"), "{notes}");
+    // The same when the call came before the earlier span of the id (it waited for it).
+    let trace = [
+        line(1, "Write", "child", "t-2", Some("t-1")),
+        line(2, "Read", "parent", "t-1", None),
+        line(3, "Task", "parent", "t-1", None),
+    ]
+    .join("\n")
+        + "\n";
+    let mut reports = Vec::new();
+    for workers in ["0", "2", "reference"] {
+        let run = check_rules_in(
+            &[("T1-01", rule)],
+            &trace,
+            &["--evaluated-at", "2026-01-01T00:00:00Z"],
+            &[("AGENTIC_CHECK_WORKERS", workers)],
+        );
+        let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
+        assert!(notes.contains("1 call(s) (first at line 1) were under a span id"), "{workers}: {notes}");
+        reports.push(run.report);
+    }
+    assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
     // Ids used once: no such warning, whichever comes first.
     for trace in [
         [line(1, "Task", "parent", "t-1", None), line(2, "Write", "child", "t-2", Some("t-1"))],
