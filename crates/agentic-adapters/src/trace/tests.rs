@@ -2192,10 +2192,12 @@ proptest! {
     // one shape among many: enough cases to meet it.
     #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
     /// Whatever order an export lists its spans in, the events come out in one order (spans
-    /// have distinct times here; with equal times the listing breaks the tie).
+    /// have distinct times here; with equal times the listing breaks the tie). Starts are
+    /// never 0: that is OTLP's unset time, and such a span is placed at its end, which may
+    /// be another span's start.
     #[test]
     fn otlp_event_order_does_not_depend_on_the_listing(
-        shape in proptest::collection::vec((proptest::option::of(0usize..6), 0u64..1000, 1u64..500, proptest::bool::ANY), 1..7),
+        shape in proptest::collection::vec((proptest::option::of(0usize..6), 1u64..1000, 1u64..500, proptest::bool::ANY), 1..7),
         listing in Just((0..6usize).collect::<Vec<_>>()).prop_shuffle(),
     ) {
         let distinct = |times: &[u64]| times.iter().collect::<std::collections::HashSet<_>>().len() == times.len();
