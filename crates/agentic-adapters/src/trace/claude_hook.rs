@@ -62,8 +62,9 @@ pub struct ClaudeHookAdapter {
     /// when a writer reused an id for a call while another was in flight.
     open_tools: HashMap<ToolKey, Vec<(Holds, String)>>,
     /// What the latest tool calls that ended held, by session and id, to tell a repeated
-    /// end record from another call's.
-    ended_tools: LatestEnds<ToolKey, Holds>,
+    /// end record from another call's: the end record, and the start record when one was
+    /// read.
+    ended_tools: LatestEnds<ToolKey, (Holds, Option<Holds>)>,
     /// Span ids made from a line number, for stray ends.
     line_ids: LineIds,
     /// Calls that may spawn a subagent, started and not yet ended or linked, oldest first
@@ -226,15 +227,23 @@ impl ClaudeHookAdapter {
         // The call in flight this record ends: the same input; else, unless it repeats an end
         // of this id read before, the latest of the same tool (both of the same agent): an
         // older one is more likely a start a crashed run left open.
-        let repeats = self.ended_tools.of(&key).contains(&holds);
+        // Not a repeat of an end that showed another input than its start (a PreToolUse hook
+        // rewrote it) while a call that started as that one did is in flight: that is the
+        // same call made again under a reused id, rewritten the same way.
+        let repeats = self.ended_tools.of(&key).iter().any(|(end, start)| {
+            *end == holds
+                && !start.is_some_and(|start| start != *end && in_flight.iter().any(|(open, _)| *open == start))
+        });
         let ends = in_flight
             .iter()
             .position(|(open, _)| *open == holds)
             .or_else(|| (!repeats).then(|| in_flight.iter().rposition(|(open, _)| open.tool == holds.tool)).flatten());
         let others_in_flight = !in_flight.is_empty();
+        let mut started_as = None;
         let ended_call = ends.and_then(|at| {
             let calls = self.open_tools.get_mut(&key)?;
-            let (_, span) = calls.remove(at);
+            let (start, span) = calls.remove(at);
+            started_as = Some(start);
             if calls.is_empty() {
                 self.open_tools.remove(&key);
             }
@@ -252,7 +261,7 @@ impl ClaudeHookAdapter {
                 (Seen::New, span_of(self, &key))
             }
         };
-        self.ended_tools.note(key, holds);
+        self.ended_tools.note(key, (holds, started_as));
         (seen, span)
     }
 

@@ -2532,6 +2532,24 @@ fn a_reused_call_id_never_hides_another_call() {
         hook("PostToolUse", "Read", read, "u1"),
     ];
     assert_eq!(counted(&records), (2, 2));
+    // A call made again under a reused id, its input rewritten the same way (PreToolUse `ls`,
+    // PostToolUse `rm`, twice): the second end ends the second call, it is no copy of the
+    // first; an end written twice is still one, also when it repeats a rewritten end.
+    let (ls, rm) = (r#"{"command":"ls"}"#, r#"{"command":"rm -rf x"}"#);
+    let again = [
+        hook("PreToolUse", "Bash", ls, "u1"),
+        hook("PostToolUse", "Bash", rm, "u1"),
+        hook("PreToolUse", "Bash", ls, "u1"),
+        hook("PostToolUse", "Bash", rm, "u1"),
+    ];
+    assert_eq!(counted(&again), (2, 2));
+    let twice = [
+        hook("PreToolUse", "Bash", ls, "u1"),
+        hook("PreToolUse", "Bash", ls, "u1"),
+        hook("PostToolUse", "Bash", rm, "u1"),
+        hook("PostToolUse", "Bash", rm, "u1"),
+    ];
+    assert_eq!(counted(&twice), (1, 1));
     // Key order in the input does not make another call (writers order keys differently).
     let records = [
         hook("PreToolUse", "Read", r#"{"file_path":"/a","limit":1}"#, "u1"),
@@ -2871,6 +2889,13 @@ fn a_repeated_v2_record_counts_once() {
     // Every record twice.
     let twice = [pre("Bash", "ls"), pre("Bash", "ls"), post("Bash", "post", "ls"), post("Bash", "post", "ls")];
     assert_eq!(kinds(&twice), vec![(ToolCallStart, false), (Custom, true), (ToolCallEnd, false), (Custom, true)]);
+    // A call made again under the id, its arguments rewritten the same way: its end is its
+    // own, no copy of the first call's.
+    let again = [pre("Bash", "ls"), post("Bash", "post", "rm"), pre("Bash", "ls"), post("Bash", "post", "rm")];
+    assert_eq!(
+        kinds(&again),
+        vec![(ToolCallStart, false), (ToolCallEnd, false), (ToolCallStart, false), (ToolCallEnd, false)]
+    );
     // An end written twice after the id's next call started: the copy does not end it.
     let reused = [
         pre("Bash", "ls"),

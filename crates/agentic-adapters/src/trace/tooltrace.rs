@@ -45,8 +45,8 @@ pub struct TooltraceAdapter {
 }
 
 /// A v2 call that ended: its session, tool, hash of its arguments and caller (as for
-/// [`OpenCall`]) and whether it failed.
-type EndedCall = (Option<String>, String, u64, bool);
+/// [`OpenCall`]), whether it failed, and the same hash of its `pre` when one was read.
+type EndedCall = (Option<String>, String, u64, bool, Option<u64>);
 
 /// A v2 call in flight: its session, its span id, its tool, a hash of its arguments and
 /// caller (`agent_id`, `parent_trace_id`)
@@ -153,9 +153,26 @@ impl TraceAdapter for TooltraceAdapter {
             // holds the session, tool and arguments of a call in flight under its id, or an
             // end that holds those (and the outcome) of one of the id's latest ends and ends
             // no call in flight with the same arguments.
+            // Not a repeat of an end whose arguments were not its `pre`'s (rewritten) while a
+            // call that started as that one did is in flight: the same call made again under
+            // a reused id, rewritten the same way.
+            let started_again = |start: &Option<u64>, end: u64| {
+                start.is_some_and(|start| {
+                    start != end
+                        && open.is_some_and(|calls| {
+                            calls.iter().any(|(session, _, tool, hash, _)| {
+                                *session == session_id && *tool == tool_name && *hash == start
+                            })
+                        })
+                })
+            };
             let repeats_end = event_type == EventType::ToolCallEnd
-                && self.ended_calls.of(call).iter().any(|(session, tool, hash, fail)| {
-                    *session == session_id && *tool == tool_name && *hash == args && *fail == failed
+                && self.ended_calls.of(call).iter().any(|(session, tool, hash, fail, start)| {
+                    *session == session_id
+                        && *tool == tool_name
+                        && *hash == args
+                        && *fail == failed
+                        && !started_again(start, *hash)
                 });
             // An end ends this session's call in flight under the id with the same arguments,
             // else (unless it repeats an end) the latest of its tool by the same caller, else
@@ -225,13 +242,16 @@ impl TraceAdapter for TooltraceAdapter {
                     self.open_calls.insert(call.clone(), vec![entry]);
                 }
             } else {
+                let mut started_as = None;
                 if let (Some(calls), Some(at)) = (self.open_calls.get_mut(call), at) {
-                    span_id = calls.remove(at).1;
+                    let ended = calls.remove(at);
+                    span_id = ended.1;
+                    started_as = Some(ended.3);
                     if calls.is_empty() {
                         self.open_calls.remove(call);
                     }
                 }
-                self.ended_calls.note(call.clone(), (session_id.clone(), tool_name.clone(), args, failed));
+                self.ended_calls.note(call.clone(), (session_id.clone(), tool_name.clone(), args, failed, started_as));
             }
         }
         event.span = Some(SpanContext { trace_id: session_id, span_id, parent_span_id: parent_trace_id.or(agent_id) });

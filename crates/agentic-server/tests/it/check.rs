@@ -2608,6 +2608,24 @@ fn a_stale_start_under_a_reused_id_does_not_count_a_rewritten_call_twice() {
         let twice = if stale == rm { "FAIL" } else { "PASS" };
         assert_eq!(results, ["FAIL", twice], "{stale}: {}", run.report);
     }
+    // The same call made twice under one id, its input rewritten both times: two `rm -rf`.
+    let hooks = [
+        r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"u1"}"#,
+        r#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf /tmp/x"},"tool_response":{},"tool_use_id":"u1"}"#,
+    ];
+    let v2 = [
+        r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Bash","phase":"pre","tool_use_id":"u1","session_id":"s","args":{}}"#,
+        r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Bash","phase":"post","tool_use_id":"u1","session_id":"s","args":{"command":"rm -rf /tmp/x"}}"#,
+    ];
+    for (format, lines) in [("claude_hook", hooks), ("tooltrace", v2)] {
+        let trace = [lines, lines].concat().join("\n") + "\n";
+        let run = check_rules(
+            &[("T2-01", "{count: {of: {tool: Bash, args: {command: {contains: 'rm -rf'}}}, at_most: 1}}")],
+            &trace,
+        );
+        let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap();
+        assert!(notes.contains("occurs 2 time(s)"), "{format}: {notes}");
+    }
     // A v2 `post` whose arguments match no call in flight under its id ends the latest of its
     // tool by the same caller (`agent_id`), not another agent's later one.
     let trace = [
