@@ -201,8 +201,8 @@ impl ClaudeHookAdapter {
     /// id with the same input, else the latest of the same tool (a PreToolUse hook may rewrite
     /// the input; an older start is more likely one a crashed run left open). A start under an
     /// id in flight or ended, with another tool or input, is a call of its own (`ID#N`), and
-    /// so is an end under an ended id with another tool or input, or
-    /// an end of another tool than every call in flight under its id (`ID#L<line>`): ids are
+    /// so is an end under an ended id with another tool or input, or an end of another tool
+    /// than every call in flight under its id (`ID#L<line>`): ids are
     /// unique in Claude Code, so this is a writer reusing them, and counting one call for two
     /// would hide one.
     fn note_tool_record(&mut self, hook: &str, key: ToolKey, holds: Holds, line: u64) -> (Seen, String) {
@@ -224,16 +224,16 @@ impl ClaudeHookAdapter {
             }
             return (Seen::New, span);
         }
-        // The call in flight this record ends: the same input; else, unless it repeats an end
-        // of this id read before, the latest of the same tool (both of the same agent): an
-        // older one is more likely a start a crashed run left open.
-        // Not a repeat of an end that showed another input than its start (a PreToolUse hook
-        // rewrote it) while a call that started as that one did is in flight: that is the
-        // same call made again under a reused id, rewritten the same way.
+        // A repeat of an end of this id read before, unless that end showed another input than
+        // its start (a PreToolUse hook rewrote it) and a call that started as that one did is
+        // in flight: that is the same call made again under a reused id, rewritten alike.
         let repeats = self.ended_tools.of(&key).iter().any(|(end, start)| {
             *end == holds
                 && !start.is_some_and(|start| start != *end && in_flight.iter().any(|(open, _)| *open == start))
         });
+        // The call in flight this record ends: the same input; else, unless it is a repeat,
+        // the latest of the same tool (both of the same agent): an older one is more likely a
+        // start a crashed run left open.
         let ends = in_flight
             .iter()
             .position(|(open, _)| *open == holds)

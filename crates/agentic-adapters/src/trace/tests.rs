@@ -2535,21 +2535,10 @@ fn a_reused_call_id_never_hides_another_call() {
     // A call made again under a reused id, its input rewritten the same way (PreToolUse `ls`,
     // PostToolUse `rm`, twice): the second end ends the second call, it is no copy of the
     // first; an end written twice is still one, also when it repeats a rewritten end.
-    let (ls, rm) = (r#"{"command":"ls"}"#, r#"{"command":"rm -rf x"}"#);
-    let again = [
-        hook("PreToolUse", "Bash", ls, "u1"),
-        hook("PostToolUse", "Bash", rm, "u1"),
-        hook("PreToolUse", "Bash", ls, "u1"),
-        hook("PostToolUse", "Bash", rm, "u1"),
-    ];
-    assert_eq!(counted(&again), (2, 2));
-    let twice = [
-        hook("PreToolUse", "Bash", ls, "u1"),
-        hook("PreToolUse", "Bash", ls, "u1"),
-        hook("PostToolUse", "Bash", rm, "u1"),
-        hook("PostToolUse", "Bash", rm, "u1"),
-    ];
-    assert_eq!(counted(&twice), (1, 1));
+    let pre = hook("PreToolUse", "Bash", r#"{"command":"ls"}"#, "u1");
+    let post = hook("PostToolUse", "Bash", r#"{"command":"rm -rf x"}"#, "u1");
+    assert_eq!(counted(&[pre.clone(), post.clone(), pre.clone(), post.clone()]), (2, 2));
+    assert_eq!(counted(&[pre.clone(), pre, post.clone(), post]), (1, 1));
     // Key order in the input does not make another call (writers order keys differently).
     let records = [
         hook("PreToolUse", "Read", r#"{"file_path":"/a","limit":1}"#, "u1"),

@@ -130,21 +130,20 @@ impl TraceAdapter for TooltraceAdapter {
             && let Some(call) = &tool_use_id
         {
             let open = self.open_calls.get(call);
-            // The arguments and who made the call (two agents' calls are never copies of
-            // each other; an end by another agent still ends a call in flight of its tool).
+            // Who made the call, and the arguments with it (two agents' calls are never copies
+            // of each other; an end by another agent still ends a call in flight of its tool).
+            use std::hash::{Hash, Hasher};
+            let caller = {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                (&agent_id, &parent_trace_id).hash(&mut hasher);
+                hasher.finish()
+            };
             let args = {
-                use std::hash::{Hash, Hasher};
                 let mut hasher = std::collections::hash_map::DefaultHasher::new();
                 if let Some(args) = object.get("args") {
                     super::hash_json(args, &mut hasher);
                 }
-                (&agent_id, &parent_trace_id).hash(&mut hasher);
-                hasher.finish()
-            };
-            let caller = {
-                use std::hash::{Hash, Hasher};
-                let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                (&agent_id, &parent_trace_id).hash(&mut hasher);
+                caller.hash(&mut hasher);
                 hasher.finish()
             };
             let same_session = |calls: &Vec<OpenCall>| calls.iter().any(|(session, ..)| *session == session_id);

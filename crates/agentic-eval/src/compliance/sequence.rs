@@ -710,6 +710,16 @@ fn tally((count, first): &mut (u64, Option<u64>), line: Option<u64>) {
     *first = first.or(line);
 }
 
+/// Counts `calls` more, the first of them at `line`, which may come before the first so far
+/// (calls that waited for their parent are told of after later ones).
+fn tally_many((count, first): &mut (u64, Option<u64>), calls: u64, line: Option<u64>) {
+    *count += calls;
+    *first = match (*first, line) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+}
+
 /// Whether `rule` (the `idx`-th) has argument conditions that cannot see the arguments a
 /// call's end brings after a start without them: those of an order rule, which places the
 /// call at its start, of a rule past the 64th (see [`StartMatch`]), and of a scope (opened at
@@ -1846,14 +1856,7 @@ impl Scope {
     fn note_outside(&mut self, top: u64, calls: u64, line: Option<u64>) {
         let room = self.outside_under.len() < POST_ONLY_SCOPE_WINDOW;
         match self.outside_under.get_mut(&top) {
-            // Calls that waited for their parent come after later ones: the first by line.
-            Some((count, first)) => {
-                *count += calls;
-                *first = match (*first, line) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
+            Some(tallied) => tally_many(tallied, calls, line),
             None if room => {
                 self.outside_under.insert(top, (calls, line));
             }
@@ -1867,11 +1870,7 @@ impl Scope {
         if !self.outside_under.is_empty()
             && let Some((calls, line)) = self.outside_under.remove(&hash)
         {
-            self.reused.0 += calls;
-            self.reused.1 = match (self.reused.1, line) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            tally_many(&mut self.reused, calls, line);
         }
     }
 
@@ -2630,6 +2629,7 @@ impl SequenceEngine {
         self.events += 1;
         self.order += 1;
         let (span, parent) = span_refs(event, hashes);
+        let parent_hash = parent.map_or(0, |parent| parent.hash);
         let call_kind = match event.event_type {
             EventType::ToolCallStart | EventType::ToolCallEnd => Some(CallKind::Tool),
             EventType::AgentInvokeStart | EventType::AgentInvokeEnd => Some(CallKind::Agent),
@@ -2658,19 +2658,19 @@ impl SequenceEngine {
                     Some(_) => !self.open_calls.is_empty(),
                     None => !self.open_idless.is_empty(),
                 };
-                // What the rules make of the end's arguments (only an end that may pair asks).
+                // Whether the end's arguments say nothing (asked once: it parses JSON text),
+                // and what the rules make of them (only an end that may pair asks).
+                let bare_end = !pairs || bare_args(event.args);
                 let end_matched = match &matches {
-                    Some(matches) if pairs && self.late_capable != 0 && !bare_args(event.args) => {
-                        self.unordered_matches(matches)
-                    }
+                    Some(matches) if !bare_end && self.late_capable != 0 => self.unordered_matches(matches),
                     _ => 0,
                 };
                 let paired = match span {
                     Some(span) if pairs => {
                         let like = StartMatch {
-                            bare: bare_args(event.args),
+                            bare: bare_end,
                             matched: end_matched,
-                            parent: parent.map_or(0, |parent| parent.hash),
+                            parent: parent_hash,
                             call: call_hash(event.call_id),
                         };
                         self.end_open_call(span, kind, event.name, like)
@@ -2685,11 +2685,11 @@ impl SequenceEngine {
                 // rewrote the input): `never` and `count` rules the start did not match check
                 // the end's; order rules judged the call at its start (their notes say so).
                 if let Some((start, key)) = paired
-                    && !bare_args(event.args)
+                    && !bare_end
                 {
                     // Placed by the start's parent (an end need not repeat it), else the end's.
                     let placed_by = match start.parent {
-                        0 => parent.map_or(0, |parent| parent.hash),
+                        0 => parent_hash,
                         parent => parent,
                     };
                     late_rules = (end_matched & !start.matched, placed_by);
@@ -2714,7 +2714,7 @@ impl SequenceEngine {
             Some(matches) if is_start => StartMatch {
                 bare: bare_args(event.args),
                 matched: if self.late_capable == 0 { 0 } else { self.unordered_matches(matches) },
-                parent: parent.map_or(0, |parent| parent.hash),
+                parent: parent_hash,
                 call: call_hash(event.call_id),
             },
             _ => StartMatch::default(),
@@ -2760,7 +2760,7 @@ impl SequenceEngine {
             && (is_container || (counts && is_end))
             && let Some(span) = span
         {
-            self.links.note(span.hash, parent.map_or(0, |parent| parent.hash));
+            self.links.note(span.hash, parent_hash);
         }
         let (Some(kind), Some(matches)) = (kind, matches) else {
             self.update_scopes_only(span, parent, is_container, is_end);

@@ -941,7 +941,8 @@ fn run_trace(
         format!(
             "{count} call(s) ended with arguments other than their start's{at}, which `never` or `count` rules matched \
              and the start's did not (a PreToolUse hook that rewrites the input does this): those rules took the calls \
-             in at their end; order rules judged them by their start's arguments"
+             in at their end; order rules judged them by their start's arguments (to have those judge what ran, check \
+             the end records alone; for Claude Code hooks: `jq -c 'select(.hook_event_name != \"PreToolUse\")'`)"
         )
     });
     warn(outcome.calls_with_text_arguments, &|count, at| {

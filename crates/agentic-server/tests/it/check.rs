@@ -2656,64 +2656,47 @@ fn a_scope_span_that_reuses_an_earlier_id_is_warned_about() {
             r#"{{"timestamp":"2026-02-19T10:00:0{at}Z","tool_name":"{tool}","span_type":"{span_type}","trace_id":"{id}"{parent},"args":{{}}}}"#
         )
     };
-    let trace = [
+    let rule = "{never: {tool: Write}, within: {tool: Task}}";
+    // The rule's note, the same in every reader mode.
+    let notes_of = |trace: &[String]| {
+        let trace = trace.join("\n") + "\n";
+        let reports: Vec<Value> = ["0", "2", "reference"]
+            .into_iter()
+            .map(|workers| {
+                check_rules_in(
+                    &[("T1-01", rule)],
+                    &trace,
+                    &["--evaluated-at", "2026-01-01T00:00:00Z"],
+                    &[("AGENTIC_CHECK_WORKERS", workers)],
+                )
+                .report
+            })
+            .collect();
+        assert!(reports.windows(2).all(|pair| pair[0] == pair[1]), "{reports:?}");
+        reports[0]["checkpoints"][0]["notes"].as_str().unwrap().to_owned()
+    };
+    let notes = notes_of(&[
         line(1, "Read", "parent", "t-1", None),
         line(2, "Write", "child", "t-2", Some("t-1")),
         line(3, "Task", "parent", "t-1", None),
-    ]
-    .join("\n")
-        + "\n";
-    let rule = "{never: {tool: Write}, within: {tool: Task}}";
-    let mut reports = Vec::new();
-    for workers in ["0", "2", "reference"] {
-        let run = check_rules_in(
-            &[("T1-01", rule)],
-            &trace,
-            &["--evaluated-at", "2026-01-01T00:00:00Z"],
-            &[("AGENTIC_CHECK_WORKERS", workers)],
-        );
-        let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
-        assert!(
-            notes.contains("1 call(s) (first at line 2) were under a span id that a scope span took later"),
-            "{workers}: {notes}"
-        );
-        reports.push(run.report);
-    }
-    assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
+    ]);
+    assert!(notes.contains("1 call(s) (first at line 2) were under a span id that a scope span took later"), "{notes}");
     // A call that waited for its parent (line 2, under t-2) is counted with one that came
     // later (line 3): the note names the first by line.
-    let trace = [
+    let notes = notes_of(&[
         line(1, "Read", "parent", "t-1", None),
         line(2, "Write", "child", "t-3", Some("t-2")),
         line(3, "Write", "child", "t-2", Some("t-1")),
         line(4, "Task", "parent", "t-1", None),
-    ]
-    .join("\n")
-        + "\n";
-    let run = check_rules(&[("T1-01", rule)], &trace);
-    let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
+    ]);
     assert!(notes.contains("2 call(s) (first at line 2) were under a span id"), "{notes}");
     // The same when the call came before the earlier span of the id (it waited for it).
-    let trace = [
+    let notes = notes_of(&[
         line(1, "Write", "child", "t-2", Some("t-1")),
         line(2, "Read", "parent", "t-1", None),
         line(3, "Task", "parent", "t-1", None),
-    ]
-    .join("\n")
-        + "\n";
-    let mut reports = Vec::new();
-    for workers in ["0", "2", "reference"] {
-        let run = check_rules_in(
-            &[("T1-01", rule)],
-            &trace,
-            &["--evaluated-at", "2026-01-01T00:00:00Z"],
-            &[("AGENTIC_CHECK_WORKERS", workers)],
-        );
-        let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap().to_owned();
-        assert!(notes.contains("1 call(s) (first at line 1) were under a span id"), "{workers}: {notes}");
-        reports.push(run.report);
-    }
-    assert!(reports.windows(2).all(|pair| pair[0] == pair[1]));
+    ]);
+    assert!(notes.contains("1 call(s) (first at line 1) were under a span id"), "{notes}");
     // Ids used once: no such warning, whichever comes first.
     for trace in [
         [line(1, "Task", "parent", "t-1", None), line(2, "Write", "child", "t-2", Some("t-1"))],
