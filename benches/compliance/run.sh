@@ -4,11 +4,22 @@
 # equivalent filter and with `cat > /dev/null` (reading the file: the physical limit).
 #
 # Usage: benches/compliance/run.sh            (EVENTS=N to change the size, RUNS=N repeats,
-#        BASELINE=/path/to/an/older/agentic adds that build's row)
+#        BASELINE=/path/to/an/older/agentic adds that build's row,
+#        PGO=1 adds the row of a profile-guided build, see below)
 # Needs: jq, GNU time (/usr/bin/time, for peak memory) and python3 (for the timing):
 # apt-get install jq time python3
 # Targets: >= 20x faster than jq, >= 1/3 of raw read speed, < 64 MB resident.
-# BENCH_ENFORCE=1 makes a missed target exit 1.
+# BENCH_ENFORCE=1 makes a missed target exit 1. The targets are judged on the default
+# release build (what `cargo build --release` gives).
+#
+# PGO=1 also builds `agentic` with profile-guided optimization and times it in its own row:
+# an instrumented build (target/pgo-generate) runs the rules of pgo/train.yaml over traces
+# pgo/train.py writes (other tools, argument shapes and a Claude Code hook trace: never the
+# measured trace), `llvm-profdata` merges the profile, and a second build (target/pgo-use)
+# uses it. Needs `llvm-profdata` that reads the toolchain's raw profiles: LLVM_PROFDATA, else
+# the rustup component (`rustup component add llvm-tools`), else the newest of
+# /usr/lib/llvm-*/bin (apt-get install llvm-19 works with rustc's LLVM 22). Two more
+# release builds: about 15 minutes on two cores.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -90,6 +101,32 @@ echo "  (agentic CPU time: ${agentic_cpu}s user+system over $(nproc) core(s))"
 # The reader alone (one rule nothing matches): how much of the time the rules take.
 best_of "agentic check: reader floor (1 rule, no match)" "$agentic" check "$root/benches/compliance/floor.yaml" --trace "$trace" --threshold 0
 echo "  (reader floor CPU time: ${cpu_seconds}s user+system)"
+if [ "${PGO:-0}" = 1 ]; then
+  profdata=${LLVM_PROFDATA:-}
+  if [ -z "$profdata" ]; then
+    profdata=$(ls "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata 2>/dev/null | head -1 || true)
+  fi
+  if [ -z "$profdata" ]; then
+    profdata=$(ls /usr/lib/llvm-*/bin/llvm-profdata 2>/dev/null | sort -V | tail -1 || true)
+  fi
+  [ -n "$profdata" ] || { echo "error: PGO=1 needs llvm-profdata (rustup component add llvm-tools, or apt-get install llvm-19)" >&2; exit 2; }
+  profiles="$work/pgo-profiles"
+  RUSTFLAGS="-Cprofile-generate=$profiles" CARGO_TARGET_DIR="$root/target/pgo-generate" \
+    cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
+  # (Instrumented build scripts write there too while building: only the training counts.)
+  rm -rf "$profiles" && mkdir -p "$profiles"
+  python3 "$root/benches/compliance/pgo/train.py" "$work"
+  for training in "$work/train.tooltrace.jsonl" "$work/train.hooks.jsonl"; do
+    LLVM_PROFILE_FILE="$profiles/%p-%m.profraw" "$root/target/pgo-generate/release/agentic" check \
+      "$root/benches/compliance/pgo/train.yaml" --trace "$training" --threshold 0 > /dev/null
+  done
+  "$profdata" merge -o "$profiles/merged.profdata" "$profiles"/*.profraw
+  RUSTFLAGS="-Cprofile-use=$profiles/merged.profdata -Cllvm-args=-pgo-warn-missing-function=false" \
+    CARGO_TARGET_DIR="$root/target/pgo-use" cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
+  best_of "agentic check, profile-guided build" "$root/target/pgo-use/release/agentic" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
+  pgo_seconds=$seconds
+  echo "  (profile-guided build: $(awk -v c="$cat_seconds" -v a="$pgo_seconds" 'BEGIN{printf "%.3f", (a > 0 ? c / a : 0)}') of raw read speed, ${cpu_seconds}s CPU, trained on pgo/train.py's traces)"
+fi
 if [ -n "${BASELINE:-}" ]; then
   # An earlier build, timed the same way on the same trace (for before/after figures).
   best_of "agentic check, baseline build" "$BASELINE" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
