@@ -97,7 +97,7 @@ pub struct KeySet {
 impl KeySet {
     /// Adds the key at `key` in `bytes`; false when it was seen already, or when the set is
     /// full (the caller leaves the object to the full parse then).
-    #[inline]
+    #[inline(always)]
     pub fn first_time(&mut self, bytes: &[u8], key: Range<usize>) -> bool {
         let (Ok(start), Ok(end)) = (u32::try_from(key.start), u32::try_from(key.end)) else { return false };
         let Some(text) = bytes.get(key) else { return false };

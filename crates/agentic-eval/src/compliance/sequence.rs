@@ -460,6 +460,7 @@ impl CompiledMatcher {
     /// The argument checks, with the argument at `self.args[i]`'s path remembered in
     /// `memo[slots[i]]` (when both exist), so matchers of one event that read the same
     /// argument look it up once.
+    #[inline]
     fn args_match_memo<'a>(&self, occurrence: &Occurrence<'a>, slots: &[usize], memo: &mut [ArgMemo<'a>]) -> bool {
         for (idx, (path, matchers)) in self.args.iter().enumerate() {
             let cell = slots.get(idx).and_then(|&slot| memo.get_mut(slot));
@@ -861,6 +862,7 @@ impl<'a> Occurrence<'a> {
     }
 
     /// [`borrowed_arg`] on this occurrence's JSON arguments, computed once per `cell`.
+    #[inline]
     fn borrowed_arg_memo(&self, path: &[String], cell: &mut ArgMemo<'a>) -> Option<Option<Cow<'a, str>>> {
         let ArgsRef::Json(text) = self.raw_args else { return None };
         if self.parsed_args.get().is_some() {
@@ -924,6 +926,7 @@ fn any_string(value: &Value, holds: &impl Fn(&str) -> bool) -> bool {
 /// way has plain keys and no duplicate of the key looked up, and the value is a plain
 /// string or any other value re-serialized from its own text), `None` when only the full
 /// parse can tell (escapes, duplicates, invalid JSON, a top level that is not an object).
+#[inline]
 fn borrowed_arg<'t>(text: &'t str, path: &[String]) -> Option<Option<std::borrow::Cow<'t, str>>> {
     let mut raw = text;
     // Whether `raw`, a string, is known to have no escapes (the scanner saw it whole).
@@ -1322,6 +1325,7 @@ pub struct MatchPlan {
 
 impl MatchPlan {
     /// Which matchers `event` satisfies.
+    #[inline]
     pub fn evaluate(&self, event: &EventRef<'_>) -> MatchBits {
         let mut bits = MatchBits::default();
         let kind = match event.event_type {
@@ -1437,6 +1441,7 @@ impl Prepared {
 impl MatchPlan {
     /// [`MatchPlan::evaluate`], and the hashes the engine keeps span ids by; for
     /// [`SequenceEngine::feed_prepared`] and [`Summarizer::push`].
+    #[inline]
     pub fn prepare(&self, event: &EventRef<'_>) -> Prepared {
         let call_end = matches!(event.event_type, EventType::ToolCallEnd | EventType::AgentInvokeEnd);
         let tool = matches!(event.event_type, EventType::ToolCallStart | EventType::ToolCallEnd);
@@ -1627,6 +1632,7 @@ fn span_refs<'a>(event: &EventRef<'a>, hashes: Option<(u64, u64)>) -> (Option<Sp
 /// that every bit of the id reaches every bit of the hash. A weaker hash (FxHash, used here
 /// before) gave sequential ids such as `call_1119` and `call_1192` the same 64 bits, and so
 /// put calls in scopes they were not in. Never 0, which stands for no span.
+#[inline]
 fn span_hash(trace: Option<&str>, id: &str) -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = foldhash::quality::FixedState::default().build_hasher();
@@ -1639,6 +1645,7 @@ fn span_hash(trace: Option<&str>, id: &str) -> u64 {
 }
 
 /// The hashes of an event's span and parent, within its trace when it names one (0: none).
+#[inline]
 fn event_hashes(event: &EventRef<'_>) -> (u64, u64) {
     let hash = |id: &str| span_hash(event.trace_id, id);
     (event.span_id.map_or(0, hash), event.parent_span_id.map_or(0, hash))
