@@ -120,7 +120,10 @@ if [ "${PGO:-0}" = 1 ]; then
     LLVM_PROFILE_FILE="$profiles/%p-%m.profraw" "$root/target/pgo-generate/release/agentic" check \
       "$root/benches/compliance/pgo/train.yaml" --trace "$training" --threshold 0 > /dev/null
   done
-  "$profdata" merge -o "$profiles/merged.profdata" "$profiles"/*.profraw
+  if ! "$profdata" merge -o "$profiles/merged.profdata" "$profiles"/*.profraw; then
+    echo "error: $profdata could not merge the profiles of $(rustc --version) (an LLVM too old for its raw profile format?); set LLVM_PROFDATA to a newer one (rustup component add llvm-tools, or apt-get install llvm-19)" >&2
+    exit 2
+  fi
   RUSTFLAGS="-Cprofile-use=$profiles/merged.profdata -Cllvm-args=-pgo-warn-missing-function=false" \
     CARGO_TARGET_DIR="$root/target/pgo-use" cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
   best_of "agentic check, profile-guided build" "$root/target/pgo-use/release/agentic" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
