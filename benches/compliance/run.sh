@@ -31,7 +31,12 @@ command -v jq >/dev/null || { echo "error: jq is required (apt-get install jq)" 
 command -v python3 >/dev/null || { echo "error: python3 is required for the timing (apt-get install python3)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "error: GNU time is required (apt-get install time)" >&2; exit 2; }
 
-cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
+# Builds `agentic` in release (RUSTFLAGS and CARGO_TARGET_DIR as the caller sets them).
+build_agentic() { cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"; }
+# share A B: A / B to three places (0 when B is 0): a share of raw read speed.
+share() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", (b > 0 ? a / b : 0)}'; }
+
+build_agentic
 agentic="$root/target/release/agentic"
 trace="$work/trace-$events.jsonl"
 
@@ -111,8 +116,7 @@ if [ "${PGO:-0}" = 1 ]; then
   fi
   [ -n "$profdata" ] || { echo "error: PGO=1 needs llvm-profdata (rustup component add llvm-tools, or apt-get install llvm-19)" >&2; exit 2; }
   profiles="$work/pgo-profiles"
-  RUSTFLAGS="-Cprofile-generate=$profiles" CARGO_TARGET_DIR="$root/target/pgo-generate" \
-    cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
+  RUSTFLAGS="-Cprofile-generate=$profiles" CARGO_TARGET_DIR="$root/target/pgo-generate" build_agentic
   # (Instrumented build scripts write there too while building: only the training counts.)
   rm -rf "$profiles" && mkdir -p "$profiles"
   python3 "$root/benches/compliance/pgo/train.py" "$work"
@@ -125,10 +129,9 @@ if [ "${PGO:-0}" = 1 ]; then
     exit 2
   fi
   RUSTFLAGS="-Cprofile-use=$profiles/merged.profdata -Cllvm-args=-pgo-warn-missing-function=false" \
-    CARGO_TARGET_DIR="$root/target/pgo-use" cargo build --quiet --release -p agentic-server --manifest-path "$root/Cargo.toml"
+    CARGO_TARGET_DIR="$root/target/pgo-use" build_agentic
   best_of "agentic check, profile-guided build" "$root/target/pgo-use/release/agentic" check "$root/benches/compliance/bench.yaml" --trace "$trace" --threshold 0
-  pgo_seconds=$seconds
-  echo "  (profile-guided build: $(awk -v c="$cat_seconds" -v a="$pgo_seconds" 'BEGIN{printf "%.3f", (a > 0 ? c / a : 0)}') of raw read speed, ${cpu_seconds}s CPU, trained on pgo/train.py's traces)"
+  echo "  (profile-guided build: $(share "$cat_seconds" "$seconds") of raw read speed, ${cpu_seconds}s CPU, trained on pgo/train.py's traces)"
 fi
 if [ -n "${BASELINE:-}" ]; then
   # An earlier build, timed the same way on the same trace (for before/after figures).
@@ -140,7 +143,7 @@ verdict() { if awk "BEGIN{exit !($2)}"; then echo "  ok    $1"; else echo "  MIS
 echo "targets:"
 verdict "$(awk -v j="$jq_seconds" -v a="$agentic_seconds" 'BEGIN{printf "%.1fx faster than jq (target >= 20x)", (a > 0 ? j / a : 0)}')" \
   "$agentic_seconds > 0 && $jq_seconds / $agentic_seconds >= 20"
-verdict "$(awk -v c="$cat_seconds" -v a="$agentic_seconds" 'BEGIN{printf "%.3f of raw read speed (target >= 1/3)", (a > 0 ? c / a : 0)}')" \
+verdict "$(share "$cat_seconds" "$agentic_seconds") of raw read speed (target >= 1/3)" \
   "$agentic_seconds > 0 && $cat_seconds / $agentic_seconds >= 1 / 3"
 verdict "$agentic_mb MB peak resident (target < 64 MB)" "$agentic_mb < 64"
 if [ "$failed" = 1 ] && [ "${BENCH_ENFORCE:-0}" = 1 ]; then exit 1; fi
