@@ -47,7 +47,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
 
-use super::ends::{LatestEnds, LineIds};
+use super::ends::{LatestEnds, LineIds, started_again};
 use super::{TraceAdapter, TraceFormat, hash_json, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
@@ -229,7 +229,7 @@ impl ClaudeHookAdapter {
         // in flight: that is the same call made again under a reused id, rewritten alike.
         let repeats = self.ended_tools.of(&key).iter().any(|(end, start)| {
             *end == holds
-                && !start.is_some_and(|start| start != *end && in_flight.iter().any(|(open, _)| *open == start))
+                && !started_again(start.as_ref(), end, |start| in_flight.iter().any(|(open, _)| open == start))
         });
         // The call in flight this record ends: the same input; else, unless it is a repeat,
         // the latest of the same tool (both of the same agent): an older one is more likely a

@@ -66,6 +66,15 @@ impl<K: Eq + Hash + Clone, V> LatestEnds<K, V> {
     }
 }
 
+/// Whether an earlier end of an id, which held `end` and whose start held `start` (when it was
+/// read), is no copy of a new end that holds the same: its input was rewritten (a PreToolUse
+/// hook, or a v2 `post` with other arguments than its `pre`) and a call that started as it
+/// did is in flight (`in_flight`): that is the same call made again under a reused id,
+/// rewritten alike, and the new end is its own.
+pub(super) fn started_again<T: PartialEq>(start: Option<&T>, end: &T, in_flight: impl FnOnce(&T) -> bool) -> bool {
+    start.is_some_and(|start| start != end && in_flight(start))
+}
+
 /// Span ids made from a record's line (`ID#L<line>`), for a call that needs one of its own.
 /// The records of a list share its line, so the second and later of one line get `.N`
 /// (`ID#L<line>.1`, ...).

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use agentic_core::json_scan::{JsonScanner, KeySet};
 
-use super::ends::{LatestEnds, LineIds};
+use super::ends::{LatestEnds, LineIds, started_again};
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
@@ -152,17 +152,13 @@ impl TraceAdapter for TooltraceAdapter {
             // holds the session, tool and arguments of a call in flight under its id, or an
             // end that holds those (and the outcome) of one of the id's latest ends and ends
             // no call in flight with the same arguments.
-            // Not a repeat of an end whose arguments were not its `pre`'s (rewritten) while a
-            // call that started as that one did is in flight: the same call made again under
-            // a reused id, rewritten the same way.
-            let started_again = |start: &Option<u64>, end: u64| {
-                start.is_some_and(|start| {
-                    start != end
-                        && open.is_some_and(|calls| {
-                            calls.iter().any(|(session, _, tool, hash, _)| {
-                                *session == session_id && *tool == tool_name && *hash == start
-                            })
-                        })
+            // Not a repeat of an end whose arguments were not its `pre`'s while a call that
+            // started as that one did is in flight (`started_again`).
+            let in_flight = |start: &u64| {
+                open.is_some_and(|calls| {
+                    calls.iter().any(|(session, _, tool, hash, _)| {
+                        *session == session_id && *tool == tool_name && hash == start
+                    })
                 })
             };
             let repeats_end = event_type == EventType::ToolCallEnd
@@ -171,7 +167,7 @@ impl TraceAdapter for TooltraceAdapter {
                         && *tool == tool_name
                         && *hash == args
                         && *fail == failed
-                        && !started_again(start, *hash)
+                        && !started_again(start.as_ref(), hash, in_flight)
                 });
             // An end ends this session's call in flight under the id with the same arguments,
             // else (unless it repeats an end) the latest of its tool by the same caller, else
