@@ -4,7 +4,11 @@
 //! Modes: `read` (nothing but the reads), `nl` (count line feeds with `memchr`), `utf8`
 //! (`str::from_utf8`), `stage1` (the first stage of a structural JSON scan: per 64 bytes the
 //! bit masks of quotes, backslashes and control bytes, and the in-string mask by a prefix XOR
-//! of the quotes). `BLOCK_KB` sets the block size (default 256), `ROT` how many buffers each
+//! of the quotes), `twostage` (a prototype of a simdjson-style two-stage reader for the
+//! benchmark's tooltrace lines: stage 1 writes the positions of quotes, structural
+//! characters and line feeds outside strings, stage 2 walks them per line and takes the
+//! fields out; see [`twostage`] for what it leaves out; `DEBUG=1` prints per block how many
+//! lines it read and refused). `BLOCK_KB` sets the block size (default 256), `ROT` how many buffers each
 //! thread cycles through (default 1).
 
 use std::os::unix::fs::FileExt;
@@ -36,6 +40,186 @@ fn stage1(block: &[u8]) -> u64 {
     folded
 }
 
+/// The masks of 64 bytes: quotes, backslashes, control bytes (line feeds among them), line
+/// feeds, structural characters (`{}[]:,`) and blanks (space, tab, carriage return).
+#[inline(always)]
+fn masks(chunk: &[u8; 64]) -> [u64; 6] {
+    let mut out = [0u64; 6];
+    for lane in 0..4 {
+        let Ok(bytes) = <[u8; 16]>::try_from(&chunk[16 * lane..16 * lane + 16]) else { continue };
+        let v = wide::u8x16::new(bytes);
+        let eq = |byte: u8| v.simd_eq(wide::u8x16::splat(byte));
+        let bits = |m: wide::u8x16| u64::from(m.to_bitmask()) << (16 * lane);
+        out[0] |= bits(eq(b'"'));
+        out[1] |= bits(eq(b'\\'));
+        out[2] |= bits(v.min(wide::u8x16::splat(0x1f)).simd_eq(v));
+        out[3] |= bits(eq(b'\n'));
+        out[4] |= bits(eq(b'{') | eq(b'}') | eq(b'[') | eq(b']') | eq(b':') | eq(b','));
+        out[5] |= bits(eq(b' ') | eq(b'\t') | eq(b'\r'));
+    }
+    out
+}
+
+/// The first eight bytes of `text` as a little-endian number (zero-padded).
+const fn head(text: &[u8]) -> u64 {
+    let mut out = 0u64;
+    let mut idx = 0;
+    while idx < text.len() && idx < 8 {
+        out |= (text[idx] as u64) << (8 * idx);
+        idx += 1;
+    }
+    out
+}
+
+/// A prototype of a two-stage reader for tooltrace lines, to bound what a rewrite of the
+/// scanner could reach. Stage 1: per 64 bytes the masks above, the in-string mask by a prefix
+/// XOR of the quotes, and the positions of every quote, structural character and line feed
+/// outside strings into `index`. Stage 2: per line, walks the index: `{`, then members
+/// (`"key"`, `:`, a string or a flat object of strings, `,` or `}`), then the line feed;
+/// keys are told by their first eight bytes, and the fields the reader keeps (tool name,
+/// span, parent, args) go to `out` as ranges. Checked: a control byte inside a string, a
+/// byte outside strings that is neither blank, structural nor a quote, and the order of the
+/// index. Not done (a line with any of them is counted as left to the full scanner):
+/// escapes, numbers and literals, nested lists and objects; nor the timestamp's check, the
+/// UTF-8 check or repeated keys.
+fn twostage(block: &[u8], index: &mut Vec<u32>, out: &mut Vec<[u32; 8]>) -> u64 {
+    index.clear();
+    out.clear();
+    let mut inside = 0u64;
+    let mut refused = 0u64;
+    let chunks = block.len().div_ceil(64);
+    for c in 0..chunks {
+        let base = 64 * c;
+        let mut pad = [b' '; 64];
+        let chunk: &[u8; 64] = match block.get(base..base + 64).and_then(|full| <&[u8; 64]>::try_from(full).ok()) {
+            Some(full) => full,
+            None => {
+                pad[..block.len() - base].copy_from_slice(&block[base..]);
+                &pad
+            }
+        };
+        let [quotes, backslashes, controls, newlines, structurals, blanks] = masks(chunk);
+        let mut strings = quotes;
+        for step in [1, 2, 4, 8, 16, 32] {
+            strings ^= strings << step;
+        }
+        strings ^= inside;
+        inside = ((strings as i64) >> 63) as u64;
+        // `strings` holds opening quotes and string contents; closing quotes are outside.
+        let outside = !strings & !quotes;
+        let bad = (strings & controls & !quotes) | (outside & !(structurals | blanks | newlines)) | backslashes;
+        if bad != 0 {
+            // A marker: stage 2 refuses the line it falls in.
+            index.push(u32::MAX);
+            refused += 1;
+        }
+        let mut wanted = quotes | (outside & (structurals | newlines));
+        while wanted != 0 {
+            index.push((base + wanted.trailing_zeros() as usize) as u32);
+            wanted &= wanted - 1;
+        }
+    }
+    const TOOL_NAME: u64 = head(b"tool_nam");
+    const TRACE_ID: u64 = head(b"trace_id");
+    const PARENT: u64 = head(b"parent_t");
+    const ARGS: u64 = head(b"args\"");
+    let n = index.len();
+    let at = |k: usize| -> u8 { index.get(k).and_then(|&p| block.get(p as usize)).copied().unwrap_or(0) };
+    let line = |i: usize, fields: &mut [u32; 8]| -> Option<usize> {
+        let mut k = i;
+        if at(k) != b'{' {
+            return None;
+        }
+        k += 1;
+        loop {
+            if at(k) != b'"' || at(k + 1) != b'"' || at(k + 2) != b':' {
+                return None;
+            }
+            let key = index[k] as usize + 1;
+            let first = block.get(key..key + 8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+            let slot = match first {
+                TOOL_NAME => 0,
+                TRACE_ID => 2,
+                PARENT => 4,
+                _ if first & 0xff_ffff_ffff == ARGS => 6,
+                _ => 8,
+            };
+            k += 3;
+            match at(k) {
+                b'"' => {
+                    if at(k + 1) != b'"' {
+                        return None;
+                    }
+                    if slot < 8 {
+                        fields[slot] = index[k] + 1;
+                        fields[slot + 1] = index[k + 1];
+                    }
+                    k += 2;
+                }
+                b'{' => {
+                    let open = index[k];
+                    k += 1;
+                    if at(k) != b'}' {
+                        loop {
+                            if at(k) != b'"'
+                                || at(k + 1) != b'"'
+                                || at(k + 2) != b':'
+                                || at(k + 3) != b'"'
+                                || at(k + 4) != b'"'
+                            {
+                                return None;
+                            }
+                            k += 5;
+                            match at(k) {
+                                b',' => k += 1,
+                                b'}' => break,
+                                _ => return None,
+                            }
+                        }
+                    }
+                    if slot < 8 {
+                        fields[slot] = open;
+                        fields[slot + 1] = index[k] + 1;
+                    }
+                    k += 1;
+                }
+                _ => return None,
+            }
+            match at(k) {
+                b',' => k += 1,
+                b'}' => {
+                    k += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        (at(k) == b'\n').then_some(k + 1)
+    };
+    let mut i = 0usize;
+    while i < n {
+        let mut fields = [u32::MAX; 8];
+        match line(i, &mut fields) {
+            Some(next) => {
+                out.push(fields);
+                i = next;
+            }
+            None => {
+                // Left to the full scanner: on to the next line feed outside strings.
+                refused += 1;
+                while i < n {
+                    i += 1;
+                    if index.get(i - 1).is_some_and(|&p| block.get(p as usize) == Some(&b'\n')) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let _ = out.iter().map(|f| u64::from(f[1].wrapping_sub(f[0]))).sum::<u64>();
+    out.len() as u64 + (refused << 32)
+}
+
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|text| text.parse().ok()).unwrap_or(default)
 }
@@ -43,11 +227,11 @@ fn env_number(name: &str, default: usize) -> usize {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(mode), Some(path)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: compliance-bounds read|nl|utf8|stage1 TRACE [THREADS]");
+        eprintln!("usage: compliance-bounds read|nl|utf8|stage1|twostage TRACE [THREADS]");
         return ExitCode::from(2);
     };
-    if !matches!(mode.as_str(), "read" | "nl" | "utf8" | "stage1") {
-        eprintln!("error: unknown mode `{mode}` (read, nl, utf8 or stage1)");
+    if !matches!(mode.as_str(), "read" | "nl" | "utf8" | "stage1" | "twostage") {
+        eprintln!("error: unknown mode `{mode}` (read, nl, utf8, stage1 or twostage)");
         return ExitCode::from(2);
     }
     let file = match std::fs::File::open(path) {
@@ -66,6 +250,7 @@ fn main() -> ExitCode {
         for _ in 0..threads {
             scope.spawn(|| {
                 let mut buffers = vec![vec![0u8; block]; rotate];
+                let (mut index, mut out) = (Vec::new(), Vec::new());
                 let mut local = 0u64;
                 for turn in 0.. {
                     let offset = next.fetch_add(1, Ordering::Relaxed) as u64 * block as u64;
@@ -79,6 +264,16 @@ fn main() -> ExitCode {
                         "nl" => memchr::memchr_iter(b'\n', bytes).count() as u64,
                         "utf8" => std::str::from_utf8(bytes).map_or(0, str::len) as u64,
                         "stage1" => stage1(bytes),
+                        "twostage" => {
+                            // Whole lines only (the reader's blocks own the lines that start in them).
+                            let from = memchr::memchr(b'\n', bytes).map_or(0, |nl| nl + 1);
+                            let to = memchr::memrchr(b'\n', bytes).map_or(0, |nl| nl + 1).max(from);
+                            let folded = twostage(&bytes[from..to], &mut index, &mut out);
+                            if std::env::var_os("DEBUG").is_some() {
+                                eprintln!("lines {} refused {}", folded & 0xffff_ffff, folded >> 32);
+                            }
+                            folded
+                        }
                         _ => u64::from(bytes[0]),
                     });
                 }
