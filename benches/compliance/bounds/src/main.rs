@@ -8,8 +8,8 @@
 //! benchmark's tooltrace lines: stage 1 writes the positions of quotes, structural
 //! characters and line feeds outside strings, stage 2 walks them per line and takes the
 //! fields out; see [`twostage`] for what it leaves out; `DEBUG=1` prints per block how many
-//! lines it read and refused). `BLOCK_KB` sets the block size (default 256), `ROT` how many buffers each
-//! thread cycles through (default 1).
+//! lines it read and refused). `BLOCK_KB` sets the block size (default 256), `ROT` how many
+//! buffers each thread cycles through (default 1).
 
 use std::os::unix::fs::FileExt;
 use std::process::ExitCode;
@@ -60,6 +60,22 @@ fn masks(chunk: &[u8; 64]) -> [u64; 6] {
     out
 }
 
+/// The bytes of a 64-byte chunk that a backslash escapes (the byte after an odd run of
+/// backslashes), given its backslash mask; `carry` is 1 when the previous chunk ended in an
+/// escaping backslash, and is updated for the next chunk. The run-parity trick of simdjson:
+/// runs that start on even and odd bits are told apart by one addition.
+fn escaped(backslashes: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // A backslash escaped by the previous chunk's last one starts no run.
+    let backslashes = backslashes & !*carry;
+    let follows = (backslashes << 1) | *carry;
+    let odd_starts = backslashes & !EVEN & !follows;
+    let (even_runs, overflow) = odd_starts.overflowing_add(backslashes);
+    *carry = u64::from(overflow);
+    let invert = even_runs << 1;
+    (EVEN ^ invert) & follows
+}
+
 /// The first eight bytes of `text` as a little-endian number (zero-padded).
 const fn head(text: &[u8]) -> u64 {
     let mut out = 0u64;
@@ -72,20 +88,22 @@ const fn head(text: &[u8]) -> u64 {
 }
 
 /// A prototype of a two-stage reader for tooltrace lines, to bound what a rewrite of the
-/// scanner could reach. Stage 1: per 64 bytes the masks above, the in-string mask by a prefix
-/// XOR of the quotes, and the positions of every quote, structural character and line feed
-/// outside strings into `index`. Stage 2: per line, walks the index: `{`, then members
-/// (`"key"`, `:`, a string or a flat object of strings, `,` or `}`), then the line feed;
-/// keys are told by their first eight bytes, and the fields the reader keeps (tool name,
-/// span, parent, args) go to `out` as ranges. Checked: a control byte inside a string, a
-/// byte outside strings that is neither blank, structural nor a quote, and the order of the
-/// index. Not done (a line with any of them is counted as left to the full scanner):
-/// escapes, numbers and literals, nested lists and objects; nor the timestamp's check, the
-/// UTF-8 check or repeated keys.
+/// scanner could reach. Stage 1: per 64 bytes the masks above, the quotes a backslash escapes
+/// taken out (see [`escaped`]), the in-string mask by a prefix XOR of the quotes, and the
+/// positions of every quote, structural character and line feed outside strings into
+/// `index`. Stage 2: per line, walks the index: `{`, then members (`"key"`, `:`, a string or
+/// a flat object of strings, `,` or `}`), then the line feed; keys are told by their first
+/// eight bytes, and the fields the reader keeps (tool name, span, parent, args) go to `out`
+/// as ranges. Checked: a control byte inside a string and a byte outside strings that is
+/// neither blank, structural nor a quote (both written to the index, where stage 2 refuses
+/// their line), and the order of the index. Not done: the letters of escapes; numbers,
+/// literals and nesting (a line with them is counted as left to the full scanner); the
+/// timestamp's check, the UTF-8 check and repeated keys.
 fn twostage(block: &[u8], index: &mut Vec<u32>, out: &mut Vec<[u32; 8]>) -> u64 {
     index.clear();
     out.clear();
     let mut inside = 0u64;
+    let mut escape_carry = 0u64;
     let mut refused = 0u64;
     let chunks = block.len().div_ceil(64);
     for c in 0..chunks {
@@ -99,6 +117,7 @@ fn twostage(block: &[u8], index: &mut Vec<u32>, out: &mut Vec<[u32; 8]>) -> u64 
             }
         };
         let [quotes, backslashes, controls, newlines, structurals, blanks] = masks(chunk);
+        let quotes = quotes & !escaped(backslashes, &mut escape_carry);
         let mut strings = quotes;
         for step in [1, 2, 4, 8, 16, 32] {
             strings ^= strings << step;
@@ -107,13 +126,10 @@ fn twostage(block: &[u8], index: &mut Vec<u32>, out: &mut Vec<[u32; 8]>) -> u64 
         inside = ((strings as i64) >> 63) as u64;
         // `strings` holds opening quotes and string contents; closing quotes are outside.
         let outside = !strings & !quotes;
-        let bad = (strings & controls & !quotes) | (outside & !(structurals | blanks | newlines)) | backslashes;
-        if bad != 0 {
-            // A marker: stage 2 refuses the line it falls in.
-            index.push(u32::MAX);
-            refused += 1;
-        }
-        let mut wanted = quotes | (outside & (structurals | newlines));
+        let bad = (strings & controls & !quotes) | (outside & !(structurals | blanks | newlines));
+        // A bad byte's position goes to the index too: stage 2 finds it where it expects a
+        // quote or a structural character, and refuses that line.
+        let mut wanted = quotes | (outside & (structurals | newlines)) | bad;
         while wanted != 0 {
             index.push((base + wanted.trailing_zeros() as usize) as u32);
             wanted &= wanted - 1;
