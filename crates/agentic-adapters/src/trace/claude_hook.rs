@@ -45,10 +45,10 @@
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::ends::{LatestEnds, LineIds, started_again};
-use super::{TraceAdapter, TraceFormat, hash_json, kind_of, no_time, opt_id, opt_str, rfc3339};
+use super::{IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
@@ -56,11 +56,11 @@ pub struct ClaudeHookAdapter {
     /// Subagents seen, by session and agent id (at most [`MAX_AGENTS`]): running (their start
     /// was read or inferred, no stop yet) or stopped (a second stop is a repeated record, a
     /// start is the agent resumed).
-    agents: HashMap<(Option<String>, String), Run>,
+    agents: IdMap<(Option<String>, String), Run>,
     /// Tool calls started and not ended, by session and `tool_use_id` (at most
     /// [`MAX_OPEN_TOOLS`] ids), with what each start record holds and its span id: several
     /// when a writer reused an id for a call while another was in flight.
-    open_tools: HashMap<ToolKey, Vec<(Holds, String)>>,
+    open_tools: IdMap<ToolKey, Vec<(Holds, String)>>,
     /// What the latest tool calls that ended held, by session and id, to tell a repeated
     /// end record from another call's: the end record, and the start record when one was
     /// read.
@@ -76,7 +76,7 @@ pub struct ClaudeHookAdapter {
     /// For a `tool_use_id` started again after its call ended: which call of that id this
     /// is (2, 3, ...). Its span id is `ID#N`, so the earlier call, and a subagent it
     /// spawned, keep their own place in the span tree (at most [`MAX_OPEN_TOOLS`] ids).
-    generations: HashMap<ToolKey, u32>,
+    generations: IdMap<ToolKey, u32>,
     /// Subagents that started with no spawning call in flight (its `PreToolUse` was not
     /// captured), oldest first (at most [`MAX_SPAWNERS`]): their parent span is a stand-in
     /// that the end of the call that spawned them takes as its span id.
@@ -430,10 +430,13 @@ impl TraceAdapter for ClaudeHookAdapter {
         // A hook this adapter reads, spelled another way (`pretooluse`, `pre_tool_use`,
         // `PreToolUse `: a capture script that changed it): read as an unknown hook, its call
         // would be lost without a word.
+        // (Letters compared without case; no two of the names are alike that way, so a name
+        // spelled exactly is never one of them spelled otherwise, and is not looked at.)
+        const KNOWN: [&str; 5] = ["PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart", "SubagentStop"];
         let letters = |name: &str| name.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_lowercase();
-        if let Some(known) = ["PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart", "SubagentStop"]
-            .into_iter()
-            .find(|known| *known != hook && letters(known) == letters(&hook))
+        if let Some(known) = (!KNOWN.contains(&hook.as_str()))
+            .then(|| letters(&hook))
+            .and_then(|spelled| KNOWN.into_iter().find(|known| letters(known) == spelled))
         {
             return Err(format!(
                 "`hook_event_name` {hook:?} is not a Claude Code hook name; did you mean \"{known}\"? (names are \

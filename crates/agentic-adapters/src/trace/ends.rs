@@ -2,7 +2,7 @@
 //! and an end that repeats one of its id's latest ends is such a copy, not another call.
 
 use std::borrow::Borrow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
 
 /// How many of the latest ends of one id are remembered to tell a repeated end record.
@@ -17,14 +17,14 @@ pub(super) struct LatestEnds<K, V> {
     /// The keys of the latest ends, oldest first, with the number of each end.
     order: VecDeque<(K, u64)>,
     /// By key: the number of its latest end, and what its latest ends held.
-    by_key: HashMap<K, (u64, Vec<V>)>,
+    by_key: super::IdMap<K, (u64, Vec<V>)>,
     /// How many ends were noted.
     count: u64,
 }
 
 impl<K, V> Default for LatestEnds<K, V> {
     fn default() -> Self {
-        LatestEnds { order: VecDeque::new(), by_key: HashMap::new(), count: 0 }
+        LatestEnds { order: VecDeque::new(), by_key: super::IdMap::default(), count: 0 }
     }
 }
 

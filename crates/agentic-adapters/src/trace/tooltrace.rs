@@ -36,7 +36,7 @@ pub struct TooltraceAdapter {
     /// each one's session and span id (at most [`MAX_OPEN_CALLS`] ids). A record whose span
     /// id would be a `tool_use_id` that another session's call has open gets `ID@SESSION`
     /// instead, since tooltrace span ids are file-wide.
-    open_calls: std::collections::HashMap<String, Vec<OpenCall>>,
+    open_calls: super::IdMap<String, Vec<OpenCall>>,
     /// What the latest v2 calls that ended held, by `tool_use_id`, to tell a repeated end
     /// record.
     ended_calls: LatestEnds<String, EndedCall>,
