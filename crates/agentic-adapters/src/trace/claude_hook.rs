@@ -494,7 +494,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             None
         };
         let call_span = claimed.clone().or(tool_span);
-        let mut data = Map::new();
+        let mut data = Map::with_capacity(2);
         let mut status = None;
         let mut error = None;
         // A subagent start whose parent is a stand-in (see `stand_in`).
@@ -605,6 +605,8 @@ impl TraceAdapter for ClaudeHookAdapter {
             None
         };
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
+        // Room for the attributes written below (a map that grows rehashes every key).
+        event.attributes = Map::with_capacity(12);
         event.step_name = step_name;
         event.status = status;
         event.error = error;
@@ -636,9 +638,15 @@ impl TraceAdapter for ClaudeHookAdapter {
         if let Some(kind) = &agent_type {
             attributes.insert("gen_ai.agent.name".to_owned(), Value::String(kind.clone()));
         }
-        for key in ["cwd", "permission_mode", "transcript_path", "model", "turn_id"] {
+        for (key, attribute) in [
+            ("cwd", "x.claude_hook.cwd"),
+            ("permission_mode", "x.claude_hook.permission_mode"),
+            ("transcript_path", "x.claude_hook.transcript_path"),
+            ("model", "x.claude_hook.model"),
+            ("turn_id", "x.claude_hook.turn_id"),
+        ] {
             if let Some(Value::String(value)) = object.get(key) {
-                attributes.insert(format!("x.claude_hook.{key}"), Value::String(value.clone()));
+                attributes.insert(attribute.to_owned(), Value::String(value.clone()));
             }
         }
         attributes.insert("x.time.clock".to_owned(), json!(if timestamp.is_some() { "observed" } else { "absent" }));
