@@ -48,7 +48,7 @@ use serde_json::{Map, Value, json};
 use std::collections::VecDeque;
 
 use super::ends::{LatestEnds, LineIds, started_again};
-use super::{IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, no_time, opt_id, opt_str, rfc3339};
+use super::{IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, member, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
@@ -422,7 +422,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         let Value::Object(object) = &record else {
             return Err(format!("expected a JSON object, found {}", kind_of(&record)));
         };
-        let hook = match object.get("hook_event_name") {
+        let hook = match member(object, "hook_event_name") {
             Some(Value::String(name)) if !name.is_empty() => name.clone(),
             Some(other) => return Err(format!("`hook_event_name` must be a non-empty string, found {other}")),
             None => return Err("missing `hook_event_name`".to_owned()),
@@ -452,7 +452,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         let agent_key = agent_id.clone().map(|id| (session_id.clone(), id));
         let is_tool_event = matches!(hook.as_str(), "PreToolUse" | "PostToolUse" | "PostToolUseFailure");
         let tool_name = if is_tool_event {
-            match object.get("tool_name") {
+            match member(object, "tool_name") {
                 Some(Value::String(name)) if !name.is_empty() => Some(name.clone()),
                 Some(other) => return Err(format!("`tool_name` must be a non-empty string, found {other}")),
                 None => return Err(format!("{hook} record without `tool_name`")),
@@ -463,7 +463,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         // A tooltrace record in a hook file (a capture that changed format part way through):
         // read as a hook record, its arguments (`args`) would be lost without a word, and a
         // rule on arguments could not see them.
-        if is_tool_event && object.contains_key("args") {
+        if is_tool_event && member(object, "args").is_some() {
             return Err("`args` is a field of tooltrace records, not of Claude Code hook records (whose arguments \
                         are `tool_input`): keep each format in a file of its own and read the tooltrace records with \
                         `--trace-format tooltrace`"
@@ -474,7 +474,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
         let (seen, tool_span) = match (&tool_use_id, &tool_name) {
             (Some(id), Some(name)) if is_tool_event => {
-                let holds = Holds::of(name, object.get("tool_input"), agent_id.as_deref());
+                let holds = Holds::of(name, member(object, "tool_input"), agent_id.as_deref());
                 let (seen, span) = self.note_tool_record(&hook, (session_id.clone(), id.clone()), holds, line);
                 (seen, Some(span))
             }
@@ -507,7 +507,7 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (EventType::Custom, None, agent_id.clone(), None)
             }
             "PreToolUse" | "PostToolUse" | "PostToolUseFailure" => {
-                if let Some(input) = object.get("tool_input") {
+                if let Some(input) = member(object, "tool_input") {
                     data.insert("input".to_owned(), input.clone());
                 }
                 let event_type = if hook == "PreToolUse" {
@@ -515,11 +515,11 @@ impl TraceAdapter for ClaudeHookAdapter {
                 } else {
                     if hook == "PostToolUse" {
                         status = Some(EventStatus::Ok);
-                        if let Some(output) = object.get("tool_response") {
+                        if let Some(output) = member(object, "tool_response") {
                             data.insert("output".to_owned(), output.clone());
                         }
                     } else {
-                        let interrupted = match object.get("is_interrupt") {
+                        let interrupted = match member(object, "is_interrupt") {
                             None | Some(Value::Null) => false,
                             Some(Value::Bool(flag)) => *flag,
                             Some(other) => {
@@ -645,7 +645,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             ("model", "x.claude_hook.model"),
             ("turn_id", "x.claude_hook.turn_id"),
         ] {
-            if let Some(Value::String(value)) = object.get(key) {
+            if let Some(Value::String(value)) = member(object, key) {
                 attributes.insert(attribute.to_owned(), Value::String(value.clone()));
             }
         }
@@ -665,8 +665,9 @@ impl TraceAdapter for ClaudeHookAdapter {
 /// For a tool record of a call that may spawn a subagent (`Task`, `Agent`, or any tool whose
 /// `tool_input` has a `subagent_type`): the `subagent_type` it asks for, if any.
 fn spawning_call(object: &Map<String, Value>) -> Option<Option<&str>> {
-    let subagent_type = object.get("tool_input").and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
-    let named = matches!(object.get("tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
+    let subagent_type =
+        member(object, "tool_input").and_then(|input| input.get("subagent_type")).and_then(Value::as_str);
+    let named = matches!(member(object, "tool_name").and_then(Value::as_str), Some("Task" | "Agent"));
     (named || subagent_type.is_some()).then_some(subagent_type)
 }
 

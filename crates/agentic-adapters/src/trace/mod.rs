@@ -36,6 +36,7 @@ use std::io::{BufRead, Read};
 use std::ops::{ControlFlow, Range};
 
 use agentic_core::CanonicalEvent;
+pub(crate) use agentic_core::json_strict::member;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -1104,7 +1105,7 @@ pub(crate) fn first_problem(problems: &[String], what: &str, after: &str) -> Res
 
 /// Parses an RFC 3339 timestamp field; `Ok(None)` when absent.
 pub(crate) fn rfc3339(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<DateTime<Utc>>, String> {
-    match record.get(key) {
+    match member(record, key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => DateTime::parse_from_rfc3339(text)
             .map(|t| Some(t.with_timezone(&Utc)))
@@ -1127,7 +1128,7 @@ pub(crate) fn rfc3339(record: &serde_json::Map<String, Value>, key: &str) -> Res
 
 /// An optional string field; a non-string value is an error.
 pub(crate) fn opt_str(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match record.get(key) {
+    match member(record, key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.clone())),
         Some(other) => Err(format!("`{key}` must be a string, found {}", kind_of(other))),
@@ -1140,7 +1141,7 @@ pub(crate) fn opt_str(record: &serde_json::Map<String, Value>, key: &str) -> Res
 /// writer formats it. An empty string is no id (`jq '.tool_use_id // ""'` writes one for a
 /// missing id), as `null` is.
 pub(crate) fn opt_id(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match record.get(key) {
+    match member(record, key) {
         Some(Value::String(text)) if text.is_empty() => Ok(None),
         Some(Value::Number(number)) if number.is_i64() || number.is_u64() => Ok(Some(number.to_string())),
         // A fraction, an exponent, or an integer beyond 64 bits (read as a float, so its

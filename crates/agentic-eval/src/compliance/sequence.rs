@@ -39,6 +39,7 @@ mod summary;
 pub use summary::{Summarizer, Summary, SummaryLink};
 
 use agentic_core::json_scan::bytes_eq;
+use agentic_core::json_strict::member;
 
 use super::condition::compare_numbers;
 use super::report::append_sentence;
@@ -1122,18 +1123,19 @@ impl<'a> EventRef<'a> {
         };
         EventRef {
             event_type: event.event_type,
-            name: event.step_name.as_deref().or_else(|| event.attributes.get(name_key).and_then(Value::as_str)),
-            args: event.data.get("input").map_or(ArgsRef::None, ArgsRef::Value),
+            name: event.step_name.as_deref().or_else(|| member(&event.attributes, name_key).and_then(Value::as_str)),
+            args: event.data.as_object().and_then(|data| member(data, "input")).map_or(ArgsRef::None, ArgsRef::Value),
             span_id: event.span.as_ref().and_then(|span| span.span_id.as_deref()),
             parent_span_id: event.span.as_ref().and_then(|span| span.parent_span_id.as_deref()),
-            call_id: event.attributes.get("gen_ai.tool.call.id").and_then(Value::as_str),
+            call_id: member(&event.attributes, "gen_ai.tool.call.id").and_then(Value::as_str),
             // Tooltrace ids are file-wide (its fast reader has no session either).
             trace_id: event
                 .span
                 .as_ref()
                 .and_then(|span| span.trace_id.as_deref())
                 .filter(|_| event.source.as_ref().is_none_or(|source| source.format != "tooltrace")),
-            post_only_parent: event.attributes.get("x.tooltrace.span_type").and_then(Value::as_str) == Some("parent"),
+            post_only_parent: member(&event.attributes, "x.tooltrace.span_type").and_then(Value::as_str)
+                == Some("parent"),
             failed: event.status == Some(agentic_core::EventStatus::Error),
             line: event.source.as_ref().and_then(|s| s.line),
             seq: event.seq,
@@ -2504,7 +2506,7 @@ impl SequenceEngine {
         // Marks an adapter put on events, counted with the line of the first.
         let line = event.source.as_ref().and_then(|source| source.line);
         let tally = |counter: &mut (u64, Option<u64>)| tally(counter, line);
-        let marked = |key: &str| event.attributes.get(key);
+        let marked = |key: &str| member(&event.attributes, key);
         if marked(agentic_core::event::SPAWN_MISATTRIBUTED).is_some() {
             tally(&mut self.misattributed_spawns);
         }
