@@ -50,9 +50,9 @@ pub use parallel::{
 pub use tooltrace::{TooltraceAdapter, TooltraceView};
 
 /// A map keyed by ids a trace holds (`tool_use_id`s, sessions, agent ids), for the adapters'
-/// pairing state. foldhash, randomly seeded per map (ids come from the trace, so they cannot
-/// be chosen to collide), hashes a short id several times faster than std's SipHash, which
-/// took about 7% of reading a Claude Code hook trace.
+/// pairing state. foldhash hashes a short id several times faster than std's SipHash, which
+/// took about 7% of reading a Claude Code hook trace; it is seeded at random per map, so a
+/// trace cannot be written with ids that collide.
 pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The largest record accepted, in bytes.
