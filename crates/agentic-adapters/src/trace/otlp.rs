@@ -30,7 +30,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::{TraceAdapter, TraceFormat, first_problem, kind_of, no_time};
+use super::{TraceAdapter, TraceFormat, first_problem, kind_of, member, no_time};
 
 /// How many spans are remembered (by a hash of their trace and span id) to tell one exported
 /// again.
@@ -152,8 +152,8 @@ impl OtlpJsonAdapter {
                 return Err(format!("`resourceSpans[{resource_idx}]` must be an object"));
             };
             let mut resource_attributes = Map::new();
-            if let Some(Value::Object(resource)) = resource_span.get("resource") {
-                match attributes(resource.get("attributes")) {
+            if let Some(Value::Object(resource)) = member(&resource_span, "resource") {
+                match attributes(member(resource, "attributes")) {
                     Ok(read) => {
                         for (key, value) in read {
                             resource_attributes.insert(format!("x.otlp.resource.{key}"), value);
@@ -439,7 +439,7 @@ fn parse_span(
 ) -> Result<ParsedSpan, String> {
     // Protobuf's JSON mapping reads a missing or null field as its default: the empty name
     // (a span with `gen_ai.tool.name` is still a call).
-    let name = match span.get("name") {
+    let name = match member(&span, "name") {
         Some(Value::String(name)) => name.clone(),
         None | Some(Value::Null) => String::new(),
         Some(other) => return Err(format!("span {idx}: `name` must be a string, found {}", kind_of(other))),
@@ -450,7 +450,7 @@ fn parse_span(
     }
     // Errors past this point name the span by its id as written, which the reader turns into
     // the line of its `spanId` in a document spread over lines.
-    let raw_id = span.get("spanId").and_then(Value::as_str).unwrap_or_default();
+    let raw_id = member(&span, "spanId").and_then(Value::as_str).unwrap_or_default();
     // The id comes before the name, which is the trace's text and could look like a citation.
     let named = |message: String| format!("span {idx} ({}, `{name}`): {message}", cite_span_id(raw_id));
     let trace_id = id_field(&span, "traceId", 16).map_err(named)?;
@@ -470,12 +470,12 @@ fn parse_span(
         (Some(start), Some(end)) => Some(end.max(start)),
         (start, end) => end.or(start),
     };
-    let mut attrs = attributes(span.get("attributes")).map_err(named)?;
+    let mut attrs = attributes(member(&span, "attributes")).map_err(named)?;
     let first_word = name.split_whitespace().next().unwrap_or_default();
-    let operation = match attrs.get("gen_ai.operation.name").and_then(Value::as_str) {
+    let operation = match member(&attrs, "gen_ai.operation.name").and_then(Value::as_str) {
         Some(operation) => operation.to_owned(),
         // A span that names its tool but not its operation is a tool call.
-        None if call_events(first_word).is_none() && attrs.get("gen_ai.tool.name").is_some() => {
+        None if call_events(first_word).is_none() && member(&attrs, "gen_ai.tool.name").is_some() => {
             "execute_tool".to_owned()
         }
         None => first_word.to_owned(),
@@ -490,15 +490,15 @@ fn parse_span(
     let (start_type, end_type) = call_events(&operation).unwrap_or((EventType::StepStart, EventType::StepEnd));
     let step_name = match start_type {
         EventType::ToolCallStart => {
-            attrs.get("gen_ai.tool.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name)
+            member(&attrs, "gen_ai.tool.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name)
         }
         EventType::AgentInvokeStart => {
-            attrs.get("gen_ai.agent.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name)
+            member(&attrs, "gen_ai.agent.name").and_then(Value::as_str).map(str::to_owned).or(rest_of_name)
         }
         _ => Some(name.clone()),
     };
     let mut data = Map::new();
-    if let Some(arguments) = attrs.get("gen_ai.tool.call.arguments") {
+    if let Some(arguments) = member(&attrs, "gen_ai.tool.call.arguments") {
         let input = match arguments {
             // JSON text is read strictly (a repeated key is refused); other text stays text.
             // A lone surrogate escape (a JavaScript string cut inside an emoji) reads as
@@ -515,13 +515,13 @@ fn parse_span(
         data.insert("input".to_owned(), input);
     }
     let mut end_data = data.clone();
-    if let Some(result) = attrs.get("gen_ai.tool.call.result") {
+    if let Some(result) = member(&attrs, "gen_ai.tool.call.result") {
         end_data.insert("output".to_owned(), result.clone());
     }
-    let (status, error) = match span.get("status") {
+    let (status, error) = match member(&span, "status") {
         Some(Value::Object(status)) => {
-            let code = status.get("code").and_then(|c| c.as_i64().or_else(|| c.as_str().map(status_code)));
-            let message = status.get("message").and_then(Value::as_str).unwrap_or_default();
+            let code = member(status, "code").and_then(|c| c.as_i64().or_else(|| c.as_str().map(status_code)));
+            let message = member(status, "message").and_then(Value::as_str).unwrap_or_default();
             if code == Some(2) {
                 let message = if message.is_empty() { "span status ERROR".to_owned() } else { message.to_owned() };
                 (
@@ -529,7 +529,7 @@ fn parse_span(
                     Some(EventError {
                         class: ErrorClass::User,
                         message,
-                        error_type: attrs.get("error.type").and_then(Value::as_str).map(str::to_owned),
+                        error_type: member(&attrs, "error.type").and_then(Value::as_str).map(str::to_owned),
                         retryable: false,
                     }),
                 )
@@ -633,7 +633,7 @@ fn to_time(nanos: Option<i128>) -> DateTime<Utc> {
 }
 
 fn nanos(span: &Map<String, Value>, key: &str) -> Result<Option<i128>, String> {
-    match span.get(key) {
+    match member(span, key) {
         None | Some(Value::Null) => Ok(None),
         // OTLP times are unsigned 64-bit nanoseconds since the Unix epoch.
         Some(Value::String(text)) => text.parse::<u64>().map(|n| Some(i128::from(n))).map_err(|_| {
@@ -675,7 +675,7 @@ fn call_events(operation: &str) -> Option<(EventType, EventType)> {
 /// An id field as lowercase hex: hex is kept, base64 of `bytes` bytes is decoded, anything
 /// else is kept as written (never lost).
 fn id_field(span: &Map<String, Value>, key: &str, bytes: usize) -> Result<Option<String>, String> {
-    match span.get(key) {
+    match member(span, key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) if text.is_empty() => Ok(None),
         Some(Value::String(text)) => Ok(Some(normalize_id(text, bytes))),
@@ -743,7 +743,7 @@ fn attributes(list: Option<&Value>) -> Result<Map<String, Value>, String> {
             return Err("every attribute needs a string `key`".to_owned());
         };
         // The same attribute twice would mean two things (a tool name, then another).
-        if out.contains_key(key) {
+        if member(&out, key).is_some() {
             return Err(format!("attribute `{key}` is given twice"));
         }
         out.insert(key.to_owned(), any_value(item.get("value").unwrap_or(&Value::Null)));
@@ -753,31 +753,32 @@ fn attributes(list: Option<&Value>) -> Result<Map<String, Value>, String> {
 
 fn any_value(value: &Value) -> Value {
     let Value::Object(object) = value else { return value.clone() };
-    if let Some(v) = object.get("stringValue") {
+    if let Some(v) = member(object, "stringValue") {
         return v.clone();
     }
-    if let Some(v) = object.get("boolValue") {
+    if let Some(v) = member(object, "boolValue") {
         return v.clone();
     }
-    if let Some(v) = object.get("intValue") {
+    if let Some(v) = member(object, "intValue") {
         return match v {
             Value::String(text) => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| v.clone()),
             other => other.clone(),
         };
     }
-    if let Some(v) = object.get("doubleValue") {
+    if let Some(v) = member(object, "doubleValue") {
         return v.clone();
     }
-    if let Some(v) = object.get("bytesValue") {
+    if let Some(v) = member(object, "bytesValue") {
         return v.clone();
     }
-    if let Some(Value::Object(array)) = object.get("arrayValue") {
-        let values = array.get("values").and_then(Value::as_array).map(|items| items.iter().map(any_value).collect());
+    if let Some(Value::Object(array)) = member(object, "arrayValue") {
+        let values =
+            member(array, "values").and_then(Value::as_array).map(|items| items.iter().map(any_value).collect());
         return Value::Array(values.unwrap_or_default());
     }
-    if let Some(Value::Object(kvlist)) = object.get("kvlistValue") {
+    if let Some(Value::Object(kvlist)) = member(object, "kvlistValue") {
         let mut map = Map::new();
-        for item in kvlist.get("values").and_then(Value::as_array).into_iter().flatten() {
+        for item in member(kvlist, "values").and_then(Value::as_array).into_iter().flatten() {
             if let Some(key) = item.get("key").and_then(Value::as_str) {
                 map.insert(key.to_owned(), any_value(item.get("value").unwrap_or(&Value::Null)));
             }

@@ -20,7 +20,7 @@ use super::ends::{LatestEnds, LineIds, started_again};
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
-use super::{TraceAdapter, TraceFormat, kind_of, no_time, opt_id, opt_str, rfc3339};
+use super::{TraceAdapter, TraceFormat, kind_of, member, no_time, opt_id, opt_str, rfc3339};
 
 /// Reads tooltrace records.
 ///
@@ -69,7 +69,7 @@ impl TraceAdapter for TooltraceAdapter {
         let Value::Object(object) = &record else {
             return Err(format!("expected a JSON object, found {}", kind_of(&record)));
         };
-        let tool_name = match object.get("tool_name") {
+        let tool_name = match member(object, "tool_name") {
             Some(Value::String(name)) if !name.is_empty() => name.clone(),
             Some(other) => return Err(format!("`tool_name` must be a non-empty string, found {other}")),
             None => return Err("missing `tool_name`".to_owned()),
@@ -77,7 +77,8 @@ impl TraceAdapter for TooltraceAdapter {
         // A Claude Code hook record in a tooltrace file (a capture that changed format part
         // way through): read as tooltrace, its arguments (`tool_input`) would be lost and a
         // call counted at its start and again at its end.
-        if let Some(field) = ["hook_event_name", "tool_input"].into_iter().find(|field| object.contains_key(*field)) {
+        if let Some(field) = ["hook_event_name", "tool_input"].into_iter().find(|field| member(object, field).is_some())
+        {
             return Err(format!(
                 "`{field}` is a field of Claude Code hook records, not of tooltrace (whose arguments are `args`): \
                  keep each format in a file of its own and read the hook records with `--trace-format claude_hook`"
@@ -109,7 +110,7 @@ impl TraceAdapter for TooltraceAdapter {
         };
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time)).with_step(tool_name.clone());
         let mut data = Map::new();
-        if let Some(args) = object.get("args") {
+        if let Some(args) = member(object, "args") {
             data.insert("input".to_owned(), args.clone());
         }
         if event_type == EventType::ToolCallEnd {
@@ -140,7 +141,7 @@ impl TraceAdapter for TooltraceAdapter {
             };
             let args = {
                 let mut hasher = std::collections::hash_map::DefaultHasher::new();
-                if let Some(args) = object.get("args") {
+                if let Some(args) = member(object, "args") {
                     super::hash_json(args, &mut hasher);
                 }
                 caller.hash(&mut hasher);
