@@ -45,12 +45,21 @@ pub fn from_str(text: &str) -> serde_json::Result<Value> {
 /// An object is built once it closes, into a map of exactly its size: a map grown member by
 /// member reallocates its entries, and once they pass 1 KiB (about ten members) glibc's
 /// `malloc` takes every such request as a large one and first consolidates all the small
-/// blocks freed since the last (`malloc_consolidate`): for OTLP traces, whose spans have
-/// about ten members, that was a fifth of the reading time.
+/// blocks freed since the last (`malloc_consolidate`). On a Claude Code hook trace that was
+/// about 4.5% of the reading time (see docs/benchmarks.md).
 #[derive(Default)]
 struct Pending {
     members: Vec<(String, Value)>,
     items: Vec<Value>,
+}
+
+impl Pending {
+    /// The members pending from `base` on, taken into a map with room for `room`.
+    fn object_from(&mut self, base: usize, room: usize) -> Map<String, Value> {
+        let mut members = Map::with_capacity(room);
+        members.extend(self.members.drain(base..));
+        members
+    }
 }
 
 thread_local! {
@@ -198,18 +207,13 @@ impl<'de> Visitor<'de> for Strict<'_> {
                 None => {
                     self.pending.members.push((key, value));
                     if self.pending.members.len() - base > SCANNED_MEMBERS {
-                        let mut members = Map::with_capacity(4 * SCANNED_MEMBERS);
-                        members.extend(self.pending.members.drain(base..));
-                        wide = Some(members);
+                        wide = Some(self.pending.object_from(base, 4 * SCANNED_MEMBERS));
                     }
                 }
             }
         }
-        Ok(Value::Object(wide.unwrap_or_else(|| {
-            let mut members = Map::with_capacity(self.pending.members.len() - base);
-            members.extend(self.pending.members.drain(base..));
-            members
-        })))
+        let count = self.pending.members.len() - base;
+        Ok(Value::Object(wide.unwrap_or_else(|| self.pending.object_from(base, count))))
     }
 }
 
@@ -235,14 +239,15 @@ mod tests {
             };
             assert_eq!(read, (0..width).map(|n| format!("k{n}")).collect::<Vec<_>>());
             if width > 0 {
+                let open = object(width, "1");
                 for repeat in [0, width / 2, width - 1] {
-                    let text = format!("{},\"k{repeat}\":0}}", &object(width, "1")[..object(width, "1").len() - 1]);
+                    let text = format!("{},\"k{repeat}\":0}}", &open[..open.len() - 1]);
                     let error = from_str(&text).unwrap_err().to_string();
                     assert!(error.contains(&format!("duplicate key `k{repeat}`")), "{width} {repeat}: {error}");
                 }
             }
         }
-        // A failed read leaves nothing behind for the next one.
+        // A read after a failed one (whose pending members were left half read) is whole.
         assert!(from_str("{\"a\":[1,{\"b\":2,\"b\":3}]}").is_err());
         assert_eq!(from_str("{\"c\":[4]}").unwrap(), serde_json::json!({"c": [4]}));
     }

@@ -430,13 +430,11 @@ impl TraceAdapter for ClaudeHookAdapter {
         // A hook this adapter reads, spelled another way (`pretooluse`, `pre_tool_use`,
         // `PreToolUse `: a capture script that changed it): read as an unknown hook, its call
         // would be lost without a word.
-        // (Letters compared without case; no two of the names are alike that way, so a name
-        // spelled exactly is never one of them spelled otherwise, and is not looked at.)
+        // (No two of the names have the same letters, so one spelled exactly is not looked at.)
         const KNOWN: [&str; 5] = ["PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart", "SubagentStop"];
         let letters = |name: &str| name.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_lowercase();
-        if let Some(known) = (!KNOWN.contains(&hook.as_str()))
-            .then(|| letters(&hook))
-            .and_then(|spelled| KNOWN.into_iter().find(|known| letters(known) == spelled))
+        if !KNOWN.contains(&hook.as_str())
+            && let Some(known) = KNOWN.into_iter().find(|known| letters(known) == letters(&hook))
         {
             return Err(format!(
                 "`hook_event_name` {hook:?} is not a Claude Code hook name; did you mean \"{known}\"? (names are \
@@ -638,13 +636,15 @@ impl TraceAdapter for ClaudeHookAdapter {
         if let Some(kind) = &agent_type {
             attributes.insert("gen_ai.agent.name".to_owned(), Value::String(kind.clone()));
         }
-        for (key, attribute) in [
-            ("cwd", "x.claude_hook.cwd"),
-            ("permission_mode", "x.claude_hook.permission_mode"),
-            ("transcript_path", "x.claude_hook.transcript_path"),
-            ("model", "x.claude_hook.model"),
-            ("turn_id", "x.claude_hook.turn_id"),
+        for attribute in [
+            "x.claude_hook.cwd",
+            "x.claude_hook.permission_mode",
+            "x.claude_hook.transcript_path",
+            "x.claude_hook.model",
+            "x.claude_hook.turn_id",
         ] {
+            // The record's key is the attribute's name without the prefix.
+            let key = &attribute["x.claude_hook.".len()..];
             if let Some(Value::String(value)) = member(object, key) {
                 attributes.insert(attribute.to_owned(), Value::String(value.clone()));
             }
