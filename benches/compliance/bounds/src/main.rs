@@ -76,17 +76,6 @@ fn escaped(backslashes: u64, carry: &mut u64) -> u64 {
     (EVEN ^ invert) & follows
 }
 
-/// The first eight bytes of `text` as a little-endian number (zero-padded).
-const fn head(text: &[u8]) -> u64 {
-    let mut out = 0u64;
-    let mut idx = 0;
-    while idx < text.len() && idx < 8 {
-        out |= (text[idx] as u64) << (8 * idx);
-        idx += 1;
-    }
-    out
-}
-
 /// A prototype of a two-stage reader for tooltrace lines, to bound what a rewrite of the
 /// scanner could reach. Stage 1: per 64 bytes the masks above, the quotes a backslash escapes
 /// taken out (see [`escaped`]), the in-string mask by a prefix XOR of the quotes, and the
@@ -135,10 +124,11 @@ fn twostage(block: &[u8], index: &mut Vec<u32>, out: &mut Vec<[u32; 8]>) -> u64 
             wanted &= wanted - 1;
         }
     }
-    const TOOL_NAME: u64 = head(b"tool_nam");
-    const TRACE_ID: u64 = head(b"trace_id");
-    const PARENT: u64 = head(b"parent_t");
-    const ARGS: u64 = head(b"args\"");
+    // Keys by their first eight bytes (`args"` zero-padded, compared under a mask).
+    const TOOL_NAME: u64 = u64::from_le_bytes(*b"tool_nam");
+    const TRACE_ID: u64 = u64::from_le_bytes(*b"trace_id");
+    const PARENT: u64 = u64::from_le_bytes(*b"parent_t");
+    const ARGS: u64 = u64::from_le_bytes(*b"args\"\0\0\0");
     let n = index.len();
     let at = |k: usize| -> u8 { index.get(k).and_then(|&p| block.get(p as usize)).copied().unwrap_or(0) };
     let line = |i: usize, fields: &mut [u32; 8]| -> Option<usize> {
