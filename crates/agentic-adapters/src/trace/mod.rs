@@ -203,6 +203,10 @@ pub struct TraceReader<R> {
     /// nanoseconds): a span that starts earlier is out of order (see
     /// [`agentic_core::event::OUT_OF_ORDER`]).
     given_out_until: Option<i128>,
+    /// OTLP spans whose start was given out while their end is still held (spans open where
+    /// the window was cut): their starts are held again beside their ends, so the spans that
+    /// follow are ordered inside them, and are dropped when they come out a second time.
+    carried: std::collections::HashSet<SpanKey>,
     /// The problems of the record just read after the first (which was returned), reported
     /// before its events.
     pending_errors: VecDeque<TraceError>,
@@ -226,15 +230,31 @@ pub struct TraceReader<R> {
     done: bool,
 }
 
-/// The first position in `ordered` (OTLP events in order, `total` spans) at or past half its
-/// spans where no span is open; `None` when there is none (spans that all share one time
-/// start before any ends).
-fn first_cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<usize> {
+/// The key of an OTLP span event: its trace and span id.
+type SpanKey = (Option<String>, String);
+
+fn span_key(event: &CanonicalEvent) -> Option<SpanKey> {
+    event.span.as_ref().and_then(|span| Some((span.trace_id.clone(), span.span_id.clone()?)))
+}
+
+/// Where to cut `ordered` (OTLP events in order, `total` spans) to give out its older half:
+/// the first position at or past half its spans where no span is open; failing that (a span
+/// that lasts the whole window, as an agent's root span does when its record comes first),
+/// the first position at or past half, with the keys of the spans open there, when they
+/// are at most a quarter of the spans. `None` when neither exists.
+fn cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<(usize, Vec<SpanKey>)> {
     let mut open: std::collections::HashSet<(Option<&str>, &str)> = std::collections::HashSet::new();
     let mut starts = 0;
+    let mut first_past_half = None;
     for (idx, event) in ordered.iter().enumerate() {
-        if open.is_empty() && starts > 0 && starts * 2 >= total {
-            return Some(idx);
+        if starts > 0 && starts * 2 >= total {
+            if open.is_empty() {
+                return Some((idx, Vec::new()));
+            }
+            if first_past_half.is_none() && open.len() * 4 <= total {
+                let keys = open.iter().map(|(trace, span)| (trace.map(str::to_owned), (*span).to_owned())).collect();
+                first_past_half = Some((idx, keys));
+            }
         }
         let key = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)));
         if otlp::starts_span(event.event_type) {
@@ -246,7 +266,7 @@ fn first_cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<usize
             open.remove(&key);
         }
     }
-    None
+    first_past_half
 }
 
 /// The lines that end a document spread over lines, while each is a record on its own (or
@@ -341,6 +361,7 @@ impl<R: BufRead> TraceReader<R> {
             held_spans: 0,
             held_since: 0,
             given_out_until: None,
+            carried: std::collections::HashSet::new(),
             pending_errors: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
@@ -991,9 +1012,20 @@ impl<R> TraceReader<R> {
             return false;
         }
         self.held_spans = 0;
-        let ordered = otlp::order_events(std::mem::take(&mut self.held_events));
+        let mut ordered = otlp::order_events(std::mem::take(&mut self.held_events));
+        self.drop_carried_starts(&mut ordered);
         self.queue_numbered(ordered);
         true
+    }
+
+    /// Removes from `events` the starts of the carried spans (given out before).
+    fn drop_carried_starts(&mut self, events: &mut Vec<CanonicalEvent>) {
+        if self.carried.is_empty() {
+            return;
+        }
+        events.retain(|event| {
+            !(otlp::starts_span(event.event_type) && span_key(event).is_some_and(|key| self.carried.remove(&key)))
+        });
     }
 
     /// Queues `events`, numbered in the order they come.
@@ -1006,7 +1038,8 @@ impl<R> TraceReader<R> {
     }
 
     /// With the window full: orders what is held and gives out the older half of it (at a
-    /// point where no span is open, so spans stay whole), keeping the later half held to be
+    /// point where no span is open, so spans stay whole, or else where few are: their starts
+    /// go out and they stay held, see `carried`), keeping the later half held to be
     /// ordered with the next exports. So whether a span is ordered with the spans that came
     /// just before it never depends on where a window happened to end: a span is misplaced
     /// only when more than half a window of records came between it and spans that started
@@ -1014,14 +1047,31 @@ impl<R> TraceReader<R> {
     fn give_out_older(&mut self) {
         let mut ordered = otlp::order_events(std::mem::take(&mut self.held_events));
         let total = ordered.iter().filter(|event| otlp::starts_span(event.event_type)).count();
-        let cut = first_cut_past_half(&ordered, total);
-        let later = cut.map_or_else(Vec::new, |cut| ordered.split_off(cut));
+        let (later, open) = match cut_past_half(&ordered, total) {
+            Some((cut, open)) => (ordered.split_off(cut), open),
+            None => (Vec::new(), Vec::new()),
+        };
         // Only spans are held on; the events that follow the window's spans (spans exported
         // again, events without their pair) go out with the older half, as they came, so
         // they never pile up.
-        let (kept, others): (Vec<CanonicalEvent>, Vec<CanonicalEvent>) = later
+        let (mut kept, others): (Vec<CanonicalEvent>, Vec<CanonicalEvent>) = later
             .into_iter()
             .partition(|event| otlp::starts_span(event.event_type) || otlp::ends_span(event.event_type));
+        // The spans open at the cut are held whole again (their starts first, as they started
+        // before the rest), and their starts are given out now.
+        let open: std::collections::HashSet<SpanKey> = open.into_iter().collect();
+        if !open.is_empty() {
+            let starts: Vec<CanonicalEvent> = ordered
+                .iter()
+                .filter(|event| {
+                    otlp::starts_span(event.event_type) && span_key(event).is_some_and(|key| open.contains(&key))
+                })
+                .cloned()
+                .collect();
+            kept.splice(0..0, starts);
+        }
+        self.drop_carried_starts(&mut ordered);
+        self.carried.extend(open);
         ordered.extend(others);
         let latest = ordered.iter().map(|event| otlp::nanos_of(&event.timestamp)).max();
         self.given_out_until = self.given_out_until.max(latest);

@@ -223,8 +223,9 @@ impl OtlpJsonAdapter {
 /// (one export per span, or batches of a long run) with each other: a span is exported when
 /// it ends, so an agent comes after the calls inside it; held together, they are ordered by
 /// time as one export's are. Past this many, or past [`ORDER_WINDOW_BYTES`] of records,
-/// the older half of what is held (in time order, where no span is open) is given out and
-/// the later half stays held, to be ordered with the exports that follow.
+/// the older half of what is held (in time order, where no span is open, or where few are:
+/// those stay held whole, their starts given out) is given out and the later half stays
+/// held, to be ordered with the exports that follow.
 pub const ORDER_WINDOW_SPANS: usize = 8_192;
 
 /// The most record text whose spans [`TraceReader`](super::TraceReader) holds to order them

@@ -1958,6 +1958,55 @@ fn otlp_repeats_go_out_with_the_older_half_of_a_full_window() {
     assert!(repeats[0] < got.len() / 2, "first repeat at {} of {}", repeats[0], got.len());
 }
 
+/// A span open across the whole window (an agent's root span whose record comes first, as
+/// in a trace written in order of start times, one span per line) leaves no point where no
+/// span is open: its start goes out with the older half and it stays held, so its end still
+/// comes after every call inside it and the calls are not marked out of order.
+#[test]
+fn otlp_a_span_open_across_full_windows_stays_around_its_children() {
+    let window = super::otlp::ORDER_WINDOW_SPANS;
+    let calls = 2 * window + window / 3;
+    let end = (10 * (calls + 2)).to_string();
+    // One line per span after `first`, the calls under `parent`.
+    let trace = |first: &[SpanRow<'_>], parent: &str| {
+        let mut text: String = first.iter().map(|row| otlp_doc(&[*row]) + "\n").collect();
+        for idx in 0..calls {
+            let id = format!("{:016x}", idx + 0x1000);
+            let (start, stop) = ((10 * (idx + 1)).to_string(), (10 * (idx + 1) + 5).to_string());
+            text.push_str(&otlp_doc(&[(&id, Some(parent), "execute_tool Bash", Some(&start), Some(&stop))]));
+            text.push('\n');
+        }
+        text
+    };
+    let main = ("00000000000000a1", None, "invoke_agent main", Some("1"), Some(end.as_str()));
+    let text = trace(&[main], "00000000000000a1");
+    let got = events(&text);
+    assert_eq!(got.len(), 2 * (calls + 1), "every span once: no start given out twice");
+    assert_eq!((got[0].event_type, got[0].step_name.as_deref()), (EventType::AgentInvokeStart, Some("main")));
+    let last = got.last().unwrap();
+    assert_eq!((last.event_type, last.step_name.as_deref()), (EventType::AgentInvokeEnd, Some("main")));
+    assert!(!got.iter().any(|e| e.attributes.contains_key(agentic_core::event::OUT_OF_ORDER)));
+    let times: Vec<_> = got.iter().map(|e| e.timestamp).collect();
+    assert!(times.windows(2).all(|pair| pair[0] <= pair[1]), "events in time order");
+    let seqs: Vec<u64> = got.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=got.len() as u64).collect::<Vec<_>>());
+    // Nested: a sub-agent open across the cuts as well, its calls read after it.
+    let helper = ("00000000000000a2", Some("00000000000000a1"), "invoke_agent helper", Some("2"), Some(end.as_str()));
+    let text = trace(&[main, helper], "00000000000000a2");
+    let got = events(&text);
+    let names: Vec<_> = got.iter().map(|e| (e.event_type, e.step_name.as_deref())).collect();
+    assert_eq!(names.len(), 2 * (calls + 2));
+    assert_eq!(
+        names[..2],
+        [(EventType::AgentInvokeStart, Some("main")), (EventType::AgentInvokeStart, Some("helper"))]
+    );
+    assert_eq!(
+        names[names.len() - 2..],
+        [(EventType::AgentInvokeEnd, Some("helper")), (EventType::AgentInvokeEnd, Some("main"))]
+    );
+    assert!(!got.iter().any(|e| e.attributes.contains_key(agentic_core::event::OUT_OF_ORDER)));
+}
+
 /// A span exported again (a retried batch, or listed twice in one document) is one
 /// `custom` event with `data.repeated: true`, so its call counts once; the same span id in
 /// another trace is another span. The spans of the exports are ordered together; the
