@@ -29,6 +29,7 @@ use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 use super::{TraceAdapter, TraceFormat, first_problem, kind_of, member, no_time};
 
@@ -100,9 +101,31 @@ struct Pending {
     time: i128,
     moment: Moment,
     /// The span's place in the span tree: before-children order for a start, after-children
-    /// order for an end (see [`order_spans`]).
+    /// order for an end (see [`span_order`]).
     rank: usize,
-    event: CanonicalEvent,
+    /// The span, by position, and whether this is its end.
+    event: (usize, bool),
+}
+
+/// What [`span_order`] needs of a span: its ids and times.
+struct SpanTimes<'a> {
+    trace_id: Option<&'a str>,
+    span_id: Option<&'a str>,
+    parent_span_id: Option<&'a str>,
+    start_nanos: i128,
+    end_nanos: i128,
+}
+
+impl<'a> SpanTimes<'a> {
+    fn of(span: &'a ParsedSpan) -> SpanTimes<'a> {
+        SpanTimes {
+            trace_id: span.trace_id.as_deref(),
+            span_id: span.span_id.as_deref(),
+            parent_span_id: span.parent_span_id.as_deref(),
+            start_nanos: span.start_nanos,
+            end_nanos: span.end_nanos,
+        }
+    }
 }
 
 impl TraceAdapter for OtlpJsonAdapter {
@@ -237,47 +260,49 @@ pub const ORDER_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
 /// are not a span's start or end (a span exported again), and any event whose pair is
 /// missing, follow, in the order they came.
 pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
-    let key_of = |event: &CanonicalEvent| {
-        event.span.as_ref().and_then(|span| Some((span.trace_id.clone(), span.span_id.clone()?)))
-    };
-    // A start waits for its end; the span takes the place of its start.
-    let mut open: std::collections::HashMap<(Option<String>, String), Vec<usize>> = std::collections::HashMap::new();
-    let mut slots: Vec<Option<CanonicalEvent>> = Vec::with_capacity(events.len());
-    let mut spans: Vec<(usize, ParsedSpan)> = Vec::new();
-    for event in events {
-        let kind = event.event_type;
-        match key_of(&event) {
-            Some(key) if starts_span(kind) => {
-                open.entry(key).or_default().push(slots.len());
-                slots.push(Some(event));
-            }
-            Some(key) if ends_span(kind) => {
-                let start = open.get_mut(&key).and_then(Vec::pop).and_then(|at| Some((at, slots[at].take()?)));
-                match start {
-                    Some((at, start)) => {
-                        let parent_span_id = start.span.as_ref().and_then(|span| span.parent_span_id.clone());
-                        spans.push((
-                            at,
-                            ParsedSpan {
-                                trace_id: key.0,
-                                span_id: Some(key.1),
-                                parent_span_id,
-                                start_nanos: nanos_of(&start.timestamp),
-                                end_nanos: nanos_of(&event.timestamp),
-                                start,
-                                end: event,
-                            },
-                        ));
-                    }
-                    None => slots.push(Some(event)),
-                }
-            }
-            _ => slots.push(Some(event)),
+    // A start waits for its end; the span takes the place of its start. Pairs are found
+    // first, by position, so the events move only once.
+    let mut end_of: Vec<Option<usize>> = vec![None; events.len()];
+    let mut open: HashMap<(Option<&str>, &str), Vec<usize>> = HashMap::new();
+    for (idx, event) in events.iter().enumerate() {
+        let Some(key) = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)))
+        else {
+            continue;
+        };
+        if starts_span(event.event_type) {
+            open.entry(key).or_default().push(idx);
+        } else if ends_span(event.event_type)
+            && let Some(at) = open.get_mut(&key).and_then(Vec::pop)
+        {
+            end_of[at] = Some(idx);
         }
     }
-    spans.sort_by_key(|(at, _)| *at);
-    let mut out = Vec::with_capacity(slots.len() + spans.len());
-    order_spans(spans.into_iter().map(|(_, span)| span).collect(), &mut out);
+    drop(open);
+    let pairs: Vec<(usize, usize)> =
+        end_of.iter().enumerate().filter_map(|(start, end)| Some((start, (*end)?))).collect();
+    let times: Vec<SpanTimes<'_>> = pairs
+        .iter()
+        .map(|&(start, end)| {
+            let (start, end) = (&events[start], &events[end]);
+            let span = start.span.as_ref();
+            SpanTimes {
+                trace_id: span.and_then(|span| span.trace_id.as_deref()),
+                span_id: span.and_then(|span| span.span_id.as_deref()),
+                parent_span_id: span.and_then(|span| span.parent_span_id.as_deref()),
+                start_nanos: nanos_of(&start.timestamp),
+                end_nanos: nanos_of(&end.timestamp),
+            }
+        })
+        .collect();
+    let order = span_order(&times);
+    drop(times);
+    let mut slots: Vec<Option<CanonicalEvent>> = events.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(slots.len());
+    for (span, is_end) in order {
+        let (start, end) = pairs[span];
+        out.extend(slots[if is_end { end } else { start }].take());
+    }
+    // The events without a pair follow, as they came.
     out.extend(slots.into_iter().flatten());
     out
 }
@@ -304,23 +329,32 @@ pub(super) fn ends_span(kind: EventType) -> bool {
 /// parents start before their children and end after them, also when the children's clock
 /// says otherwise; events at one time by the span tree ([`tree_ranks`]).
 fn order_spans(parsed: Vec<ParsedSpan>, out: &mut Vec<CanonicalEvent>) {
+    let times: Vec<SpanTimes<'_>> = parsed.iter().map(SpanTimes::of).collect();
+    let order = span_order(&times);
+    drop(times);
+    let mut events: Vec<(Option<CanonicalEvent>, Option<CanonicalEvent>)> =
+        parsed.into_iter().map(|span| (Some(span.start), Some(span.end))).collect();
+    out.reserve(order.len());
+    for (span, is_end) in order {
+        let pair = &mut events[span];
+        out.extend(if is_end { pair.1.take() } else { pair.0.take() });
+    }
+}
+
+/// The order of the events of `parsed` (spans in the order they came), by time: each span's
+/// position and whether the event is its end. Parents start before their children and end
+/// after them, also when the children's clock says otherwise; events at one time by the span
+/// tree ([`tree_ranks`]).
+fn span_order(parsed: &[SpanTimes<'_>]) -> Vec<(usize, bool)> {
     // Each span's parent among these spans, by position. Span ids are those of one trace: a
     // parent is looked up in its child's trace.
     type Key<'a> = (Option<&'a str>, &'a str);
-    let index: std::collections::HashMap<Key<'_>, usize> = parsed
-        .iter()
-        .enumerate()
-        .filter_map(|(idx, p)| p.span_id.as_deref().map(|id| ((p.trace_id.as_deref(), id), idx)))
-        .collect();
+    let index: std::collections::HashMap<Key<'_>, usize> =
+        parsed.iter().enumerate().filter_map(|(idx, p)| p.span_id.map(|id| ((p.trace_id, id), idx))).collect();
     let parent_of: Vec<Option<usize>> = parsed
         .iter()
         .enumerate()
-        .map(|(idx, p)| {
-            p.parent_span_id
-                .as_deref()
-                .and_then(|id| index.get(&(p.trace_id.as_deref(), id)).copied())
-                .filter(|&up| up != idx)
-        })
+        .map(|(idx, p)| p.parent_span_id.and_then(|id| index.get(&(p.trace_id, id)).copied()).filter(|&up| up != idx))
         .collect();
     // Depth of each span, to move times outer spans first (a loop of parent ids stops after
     // as many steps as there are spans).
@@ -352,13 +386,13 @@ fn order_spans(parsed: Vec<ParsedSpan>, out: &mut Vec<CanonicalEvent>) {
             inner_start[up] = inner_start[up].max(inner_start[idx]);
         }
     }
-    let (before_children, after_children) = tree_ranks(&parent_of, &starts, &parsed);
+    let (before_children, after_children) = tree_ranks(&parent_of, &starts, parsed);
     let mut pending = Vec::with_capacity(parsed.len() * 2);
-    for (idx, span) in parsed.into_iter().enumerate() {
+    for idx in 0..parsed.len() {
         let (start, end) = (starts[idx], ends[idx]);
         let moment = if end <= inner_start[idx] { Moment::EndAtStart } else { Moment::EndAfterStart };
-        pending.push(Pending { time: start, moment: Moment::Start, rank: before_children[idx], event: span.start });
-        pending.push(Pending { time: end, moment, rank: after_children[idx], event: span.end });
+        pending.push(Pending { time: start, moment: Moment::Start, rank: before_children[idx], event: (idx, false) });
+        pending.push(Pending { time: end, moment, rank: after_children[idx], event: (idx, true) });
     }
     // Same time: ends of spans that lasted, then starts, then ends of spans that took no time
     // (or in which a span starts as they end); among starts, and among ends, the span tree
@@ -368,14 +402,14 @@ fn order_spans(parsed: Vec<ParsedSpan>, out: &mut Vec<CanonicalEvent>) {
     // same time (an SDK that writes milliseconds) are ordered by where they sit, never by
     // how deep.
     pending.sort_by(|a, b| a.time.cmp(&b.time).then(a.moment.cmp(&b.moment)).then(a.rank.cmp(&b.rank)));
-    out.extend(pending.into_iter().map(|p| p.event));
+    pending.into_iter().map(|p| p.event).collect()
 }
 
 /// Each span's place in a walk of the span tree: before its children (`.0`) and after them
 /// (`.1`). Siblings (and the spans without a parent here) go in the order of their moved
 /// start, their own start, then their position; spans in a loop of parent ids are walked as
 /// if the first of them had no parent.
-fn tree_ranks(parent_of: &[Option<usize>], starts: &[i128], parsed: &[ParsedSpan]) -> (Vec<usize>, Vec<usize>) {
+fn tree_ranks(parent_of: &[Option<usize>], starts: &[i128], parsed: &[SpanTimes<'_>]) -> (Vec<usize>, Vec<usize>) {
     let count = parent_of.len();
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); count];
     let mut roots = Vec::new();
