@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 use crate::workflow::ErrorClass;
 
@@ -150,9 +151,9 @@ pub struct EventSource {
     /// The 1-based line of the record in its file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
-    /// The raw record as read.
+    /// The raw record as read, one copy shared by the events read from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<Value>,
+    pub raw: Option<Arc<Value>>,
 }
 
 /// The attribute an ingest adapter puts on the end of a call that could have spawned a
@@ -267,7 +268,7 @@ mod tests {
             native_id: Some("toolu_1".into()),
             native_type: Some("PostToolUse".into()),
             line: Some(3),
-            raw: Some(serde_json::json!({"tool_name": "Read"})),
+            raw: Some(Arc::new(serde_json::json!({"tool_name": "Read"}))),
         });
         let text = serde_json::to_string(&event).unwrap();
         assert!(text.contains("\"type\":\"tool_call_end\""));

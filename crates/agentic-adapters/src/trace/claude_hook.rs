@@ -46,6 +46,7 @@ use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use serde_json::{Map, Value, json};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::ends::{LatestEnds, LineIds, started_again};
 use super::{IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, member, no_time, opt_id, opt_str, rfc3339};
@@ -655,7 +656,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             native_id: tool_use_id.or(agent_id),
             native_type: Some(hook),
             line: Some(line),
-            raw: Some(record),
+            raw: Some(Arc::new(record)),
         });
         out.push(event);
         Ok(())
@@ -709,7 +710,7 @@ fn inferred_start(
         native_id: Some(agent_id.to_owned()),
         native_type: Some("SubagentStart (inferred)".to_owned()),
         line: Some(line),
-        raw: Some(record.clone()),
+        raw: Some(Arc::new(record.clone())),
     });
     event
 }

@@ -30,6 +30,7 @@ use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{TraceAdapter, TraceFormat, first_problem, kind_of, member, no_time};
 
@@ -584,7 +585,7 @@ fn parse_span(
         native_id: span_id.clone(),
         native_type: Some(operation),
         line: Some(line),
-        raw: Some(raw),
+        raw: Some(Arc::new(raw)),
     };
     let mut start = CanonicalEvent::new(start_type, to_time(start_nanos));
     start.step_name = step_name.clone();

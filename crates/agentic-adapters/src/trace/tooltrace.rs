@@ -13,6 +13,7 @@
 use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use std::ops::Range;
+use std::sync::Arc;
 
 use agentic_core::json_scan::{JsonScanner, KeySet};
 
@@ -211,7 +212,7 @@ impl TraceAdapter for TooltraceAdapter {
                     native_id: Some(call.clone()),
                     native_type: phase,
                     line: Some(line),
-                    raw: Some(record),
+                    raw: Some(Arc::new(record)),
                 });
                 out.push(repeat);
                 return Ok(());
@@ -271,7 +272,7 @@ impl TraceAdapter for TooltraceAdapter {
             native_id: tool_use_id.or(trace_id),
             native_type: Some(phase.or(span_type).unwrap_or_else(|| "post".to_owned())),
             line: Some(line),
-            raw: Some(record),
+            raw: Some(Arc::new(record)),
         });
         out.push(event);
         Ok(())
