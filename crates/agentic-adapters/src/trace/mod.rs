@@ -206,7 +206,7 @@ pub struct TraceReader<R> {
     /// OTLP spans whose start was given out while their end is still held (spans open where
     /// the window was cut): their starts are held again beside their ends, so the spans that
     /// follow are ordered inside them, and are dropped when they come out a second time.
-    carried: std::collections::HashSet<SpanKey>,
+    carried: std::collections::HashSet<SpanKey, foldhash::fast::RandomState>,
     /// The problems of the record just read after the first (which was returned), reported
     /// before its events.
     pending_errors: VecDeque<TraceError>,
@@ -243,7 +243,7 @@ fn span_key(event: &CanonicalEvent) -> Option<SpanKey> {
 /// the first position at or past half, with the keys of the spans open there, when they
 /// are at most a quarter of the spans. `None` when neither exists.
 fn cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<(usize, Vec<SpanKey>)> {
-    let mut open: std::collections::HashSet<(Option<&str>, &str)> = std::collections::HashSet::new();
+    let mut open: std::collections::HashSet<(Option<&str>, &str), foldhash::fast::RandomState> = Default::default();
     let mut starts = 0;
     let mut first_past_half = None;
     for (idx, event) in ordered.iter().enumerate() {
@@ -361,7 +361,7 @@ impl<R: BufRead> TraceReader<R> {
             held_spans: 0,
             held_since: 0,
             given_out_until: None,
-            carried: std::collections::HashSet::new(),
+            carried: Default::default(),
             pending_errors: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
@@ -1059,7 +1059,7 @@ impl<R> TraceReader<R> {
             .partition(|event| otlp::starts_span(event.event_type) || otlp::ends_span(event.event_type));
         // The spans open at the cut are held whole again (their starts first, as they started
         // before the rest), and their starts are given out now.
-        let open: std::collections::HashSet<SpanKey> = open.into_iter().collect();
+        let open: std::collections::HashSet<SpanKey, foldhash::fast::RandomState> = open.into_iter().collect();
         if !open.is_empty() {
             let starts: Vec<CanonicalEvent> = ordered
                 .iter()

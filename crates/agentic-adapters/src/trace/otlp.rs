@@ -29,10 +29,9 @@ use agentic_core::event::{EventError, EventSource, SpanContext};
 use agentic_core::{CanonicalEvent, ErrorClass, EventStatus, EventType};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{TraceAdapter, TraceFormat, first_problem, kind_of, member, no_time};
+use super::{IdMap, TraceAdapter, TraceFormat, first_problem, kind_of, member, no_time};
 
 /// How many spans are remembered (by a hash of their trace and span id) to tell one exported
 /// again.
@@ -264,7 +263,7 @@ pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
     // A start waits for its end; the span takes the place of its start. Pairs are found
     // first, by position, so the events move only once.
     let mut end_of: Vec<Option<usize>> = vec![None; events.len()];
-    let mut open: HashMap<(Option<&str>, &str), Vec<usize>> = HashMap::new();
+    let mut open: IdMap<(Option<&str>, &str), Vec<usize>> = IdMap::default();
     for (idx, event) in events.iter().enumerate() {
         let Some(key) = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)))
         else {
@@ -350,7 +349,7 @@ fn span_order(parsed: &[SpanTimes<'_>]) -> Vec<(usize, bool)> {
     // Each span's parent among these spans, by position. Span ids are those of one trace: a
     // parent is looked up in its child's trace.
     type Key<'a> = (Option<&'a str>, &'a str);
-    let index: std::collections::HashMap<Key<'_>, usize> =
+    let index: IdMap<Key<'_>, usize> =
         parsed.iter().enumerate().filter_map(|(idx, p)| p.span_id.map(|id| ((p.trace_id, id), idx))).collect();
     let parent_of: Vec<Option<usize>> = parsed
         .iter()
