@@ -252,7 +252,7 @@ impl OtlpJsonAdapter {
 pub const ORDER_WINDOW_SPANS: usize = 8_192;
 
 /// The most record text whose spans [`TraceReader`](super::TraceReader) holds to order them
-/// (held as events, a span takes about 25 times its text in memory).
+/// (held as events, a span takes about 20 times its text in memory).
 pub const ORDER_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Orders the events of spans read from several exports (as the adapter gave them out, in
