@@ -203,10 +203,6 @@ pub struct TraceReader<R> {
     /// nanoseconds): a span that starts earlier is out of order (see
     /// [`agentic_core::event::OUT_OF_ORDER`]).
     given_out_until: Option<i128>,
-    /// OTLP spans whose start was given out while their end is still held (spans open where
-    /// the window was cut): their starts are held again beside their ends, so the spans that
-    /// follow are ordered inside them, and are dropped when they come out a second time.
-    carried: std::collections::HashSet<SpanKey, foldhash::fast::RandomState>,
     /// The problems of the record just read after the first (which was returned), reported
     /// before its events.
     pending_errors: VecDeque<TraceError>,
@@ -230,40 +226,43 @@ pub struct TraceReader<R> {
     done: bool,
 }
 
-/// The key of an OTLP span event: its trace and span id.
-type SpanKey = (Option<String>, String);
-
-fn span_key(event: &CanonicalEvent) -> Option<SpanKey> {
-    event.span.as_ref().and_then(|span| Some((span.trace_id.clone(), span.span_id.clone()?)))
-}
+/// The `seq` of a held copy of a span's start that was given out already (see
+/// [`TraceReader::give_out_older`]): held events are numbered only as they go out, so no
+/// other held event has it. Such a copy is dropped when it comes out again.
+const CARRIED: u64 = u64::MAX;
 
 /// Where to cut `ordered` (OTLP events in order, `total` spans) to give out its older half:
 /// the first position at or past half its spans where no span is open; failing that (a span
 /// that lasts the whole window, as an agent's root span does when its record comes first),
-/// the first position at or past half, with the keys of the spans open there, when they
-/// are at most a quarter of the spans. `None` when neither exists.
-fn cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<(usize, Vec<SpanKey>)> {
-    let mut open: std::collections::HashSet<(Option<&str>, &str), foldhash::fast::RandomState> = Default::default();
+/// the first position at or past half where at most a quarter of the spans are open, with
+/// the positions of their starts. `None` when neither exists.
+fn cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<(usize, Vec<usize>)> {
+    // Open spans by id, the latest start last (as `order_events` pairs them).
+    let mut open: IdMap<(Option<&str>, &str), Vec<usize>> = IdMap::default();
+    let mut open_count = 0;
     let mut starts = 0;
     let mut first_past_half = None;
     for (idx, event) in ordered.iter().enumerate() {
         if starts > 0 && starts * 2 >= total {
-            if open.is_empty() {
+            if open_count == 0 {
                 return Some((idx, Vec::new()));
             }
-            if first_past_half.is_none() && open.len() * 4 <= total {
-                let keys = open.iter().map(|(trace, span)| (trace.map(str::to_owned), (*span).to_owned())).collect();
-                first_past_half = Some((idx, keys));
+            if first_past_half.is_none() && open_count * 4 <= total {
+                let mut at: Vec<usize> = open.values().flatten().copied().collect();
+                at.sort_unstable();
+                first_past_half = Some((idx, at));
             }
         }
-        let key = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)));
+        let Some(key) = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)))
+        else {
+            continue;
+        };
         if otlp::starts_span(event.event_type) {
             starts += 1;
-            open.extend(key);
-        } else if otlp::ends_span(event.event_type)
-            && let Some(key) = key
-        {
-            open.remove(&key);
+            open.entry(key).or_default().push(idx);
+            open_count += 1;
+        } else if otlp::ends_span(event.event_type) && open.get_mut(&key).and_then(Vec::pop).is_some() {
+            open_count -= 1;
         }
     }
     first_past_half
@@ -361,7 +360,6 @@ impl<R: BufRead> TraceReader<R> {
             held_spans: 0,
             held_since: 0,
             given_out_until: None,
-            carried: Default::default(),
             pending_errors: VecDeque::new(),
             scratch: Vec::new(),
             buffer: Vec::new(),
@@ -1013,19 +1011,9 @@ impl<R> TraceReader<R> {
         }
         self.held_spans = 0;
         let mut ordered = otlp::order_events(std::mem::take(&mut self.held_events));
-        self.drop_carried_starts(&mut ordered);
+        ordered.retain(|event| event.seq != CARRIED);
         self.queue_numbered(ordered);
         true
-    }
-
-    /// Removes from `events` the starts of the carried spans (given out before).
-    fn drop_carried_starts(&mut self, events: &mut Vec<CanonicalEvent>) {
-        if self.carried.is_empty() {
-            return;
-        }
-        events.retain(|event| {
-            !(otlp::starts_span(event.event_type) && span_key(event).is_some_and(|key| self.carried.remove(&key)))
-        });
     }
 
     /// Queues `events`, numbered in the order they come.
@@ -1039,7 +1027,8 @@ impl<R> TraceReader<R> {
 
     /// With the window full: orders what is held and gives out the older half of it (at a
     /// point where no span is open, so spans stay whole, or else where few are: their starts
-    /// go out and they stay held, see `carried`), keeping the later half held to be
+    /// go out and a copy of each stays held with its end, see [`CARRIED`]), keeping the later
+    /// half held to be
     /// ordered with the next exports. So whether a span is ordered with the spans that came
     /// just before it never depends on where a window happened to end: a span is misplaced
     /// only when more than half a window of records came between it and spans that started
@@ -1047,7 +1036,7 @@ impl<R> TraceReader<R> {
     fn give_out_older(&mut self) {
         let mut ordered = otlp::order_events(std::mem::take(&mut self.held_events));
         let total = ordered.iter().filter(|event| otlp::starts_span(event.event_type)).count();
-        let (later, open) = match cut_past_half(&ordered, total) {
+        let (later, open_starts) = match cut_past_half(&ordered, total) {
             Some((cut, open)) => (ordered.split_off(cut), open),
             None => (Vec::new(), Vec::new()),
         };
@@ -1057,21 +1046,14 @@ impl<R> TraceReader<R> {
         let (mut kept, others): (Vec<CanonicalEvent>, Vec<CanonicalEvent>) = later
             .into_iter()
             .partition(|event| otlp::starts_span(event.event_type) || otlp::ends_span(event.event_type));
-        // The spans open at the cut are held whole again (their starts first, as they started
-        // before the rest), and their starts are given out now.
-        let open: std::collections::HashSet<SpanKey, foldhash::fast::RandomState> = open.into_iter().collect();
-        if !open.is_empty() {
-            let starts: Vec<CanonicalEvent> = ordered
-                .iter()
-                .filter(|event| {
-                    otlp::starts_span(event.event_type) && span_key(event).is_some_and(|key| open.contains(&key))
-                })
-                .cloned()
-                .collect();
+        // The spans open at the cut are held whole again (a copy of each start first, as they
+        // started before the rest, marked to be dropped when it comes out), and their starts
+        // are given out now, unless they were given out before.
+        if !open_starts.is_empty() {
+            let starts = open_starts.iter().map(|&at| CanonicalEvent { seq: CARRIED, ..ordered[at].clone() });
             kept.splice(0..0, starts);
         }
-        self.drop_carried_starts(&mut ordered);
-        self.carried.extend(open);
+        ordered.retain(|event| event.seq != CARRIED);
         ordered.extend(others);
         let latest = ordered.iter().map(|event| otlp::nanos_of(&event.timestamp)).max();
         self.given_out_until = self.given_out_until.max(latest);

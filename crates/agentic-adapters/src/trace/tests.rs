@@ -1990,6 +1990,17 @@ fn otlp_a_span_open_across_full_windows_stays_around_its_children() {
     assert!(times.windows(2).all(|pair| pair[0] <= pair[1]), "events in time order");
     let seqs: Vec<u64> = got.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=got.len() as u64).collect::<Vec<_>>());
+    // A later run in the same file that numbers its span ids afresh: its agent, under the
+    // carried agent's id, is not taken for the carried copy and dropped (where it goes among
+    // the calls is not defined: span ids must be unique within a file).
+    let (again, again_end) = ((10 * (calls + 3)).to_string(), (10 * (calls + 4)).to_string());
+    let mut text = trace(&[main], "00000000000000a1");
+    text.push_str(&otlp_doc(&[("00000000000000a1", None, "invoke_agent main", Some(&again), Some(&again_end))]));
+    text.push('\n');
+    let got = events(&text);
+    assert_eq!(got.len(), 2 * (calls + 2));
+    let starts = got.iter().filter(|e| e.event_type == EventType::AgentInvokeStart).count();
+    assert_eq!(starts, 2, "both agents start once");
     // Nested: a sub-agent open across the cuts as well, its calls read after it.
     let helper = ("00000000000000a2", Some("00000000000000a1"), "invoke_agent helper", Some("2"), Some(end.as_str()));
     let text = trace(&[main, helper], "00000000000000a2");
