@@ -633,6 +633,53 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     );
 }
 
+/// A trace written in order of start times, one span per line: the agent's span comes first
+/// and lasts the whole run, longer than the reader holds to order spans. Its calls are all
+/// inside it, in order, and nothing is out of order.
+#[test]
+fn otlp_agent_written_first_holds_its_calls_past_the_order_window() {
+    let operation = |op: &str, tool: &str| {
+        json!([{"key": "gen_ai.operation.name", "value": {"stringValue": op}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": tool}},
+            {"key": "padding", "value": {"stringValue": "x".repeat(200)}}])
+    };
+    let calls = 12_000u64;
+    let mut trace = otlp_span_line(
+        "00000000000000a1",
+        None,
+        "invoke_agent coder",
+        (1, 10 * calls + 100),
+        operation("invoke_agent", ""),
+    );
+    for idx in 0..calls {
+        let tool = ["Read", "Edit"][(idx % 2) as usize];
+        let start = 10 * (idx + 1);
+        let id = format!("{:016x}", idx + 0x1000);
+        trace.push_str(&otlp_span_line(
+            &id,
+            Some("00000000000000a1"),
+            tool,
+            (start, start + 5),
+            operation("execute_tool", tool),
+        ));
+    }
+    let run = check_rules(
+        &[
+            ("A-01", "{count: {of: {tool: Edit}, at_least: 6000}, within: {agent: coder}}"),
+            ("A-02", "{only_after: {a: {tool: Read}, b: {tool: Edit}}, within: {agent: coder}}"),
+            ("A-03", "{count: {of: {tool: Read}, at_most: 0}, within: {tool: Edit}}"),
+        ],
+        &trace,
+    );
+    assert_eq!(run.results(), owned(&[("A-01", "PASS", 1.0), ("A-02", "PASS", 1.0), ("A-03", "PASS", 1.0)]));
+    assert!(notes_of(&run, "A-01").contains("Edit occurs 6000 time(s)"), "{}", notes_of(&run, "A-01"));
+    assert!(
+        !run.stderr().contains("out of order") && !run.stderr().contains("came after more records"),
+        "{}",
+        run.stderr()
+    );
+}
+
 /// An OTLP tool span named only by its operation (`execute_tool`, no `gen_ai.tool.name`) is a
 /// call with no name: a rule that names its tool cannot see it, so that rule's notes and
 /// stderr say so; a rule that matches any call (no name, or the glob `*`) counts it without
