@@ -113,10 +113,14 @@ fn restore_sigpipe() {}
 /// a dozen members, a list of spans) first merges all the small blocks freed since the
 /// previous one (`malloc_consolidate`): reading OTLP traces spent about a fifth of its time
 /// there (docs/benchmarks.md, "OTLP/JSON"). Small blocks are still reused through the
-/// per-thread cache; the other formats measured the same.
+/// per-thread cache; the other formats measured the same. A fastbin size set in
+/// `GLIBC_TUNABLES` (`glibc.malloc.mxfast=...`) is left as the user set it.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn tune_allocator() {
+    if std::env::var_os("GLIBC_TUNABLES").is_some_and(|tunables| tunables.to_string_lossy().contains("mxfast")) {
+        return;
+    }
     // SAFETY: called at the start of `main`, before any thread exists; `mallopt` only sets a
     // parameter of the allocator (a maximum fastbin size of 0), which glibc documents as
     // valid at any time.
