@@ -1028,11 +1028,10 @@ impl<R> TraceReader<R> {
     /// With the window full: orders what is held and gives out the older half of it (at a
     /// point where no span is open, so spans stay whole, or else where few are: their starts
     /// go out and a copy of each stays held with its end, see [`CARRIED`]), keeping the later
-    /// half held to be
-    /// ordered with the next exports. So whether a span is ordered with the spans that came
-    /// just before it never depends on where a window happened to end: a span is misplaced
-    /// only when more than half a window of records came between it and spans that started
-    /// later than it.
+    /// half held to be ordered with the next exports. So whether a span is ordered with the
+    /// spans that came just before it never depends on where a window happened to end: a span
+    /// is misplaced only when more than half a window of records came between it and spans
+    /// that started later than it.
     fn give_out_older(&mut self) {
         let mut ordered = otlp::order_events(std::mem::take(&mut self.held_events));
         let total = ordered.iter().filter(|event| otlp::starts_span(event.event_type)).count();
