@@ -3093,3 +3093,112 @@ proptest! {
         assert_parallel_agrees(text.as_bytes(), None);
     }
 }
+
+/// One OTLP span of a generated run (see `otlp_runs_keep_every_span_once_and_nested`).
+struct GenSpan {
+    id: String,
+    parent: Option<String>,
+    name: String,
+    start: u64,
+    end: u64,
+}
+
+/// A run of `calls` tool calls under a root agent and `helpers` sub-agents (each over a
+/// stretch of the run, in turn); `pick` chooses which calls go to the root.
+fn generated_run(calls: u64, helpers: u64, pick: &[bool]) -> Vec<GenSpan> {
+    let end = 10 * (calls + 2);
+    let mut spans =
+        vec![GenSpan { id: format!("{:016x}", 1), parent: None, name: "invoke_agent root".into(), start: 1, end }];
+    let stretch = calls / helpers.max(1);
+    for helper in 0..helpers {
+        let (from, to) = (10 * (helper * stretch + 1) - 2, 10 * ((helper + 1) * stretch + 1) - 2);
+        spans.push(GenSpan {
+            id: format!("{:016x}", 2 + helper),
+            parent: Some(format!("{:016x}", 1)),
+            name: format!("invoke_agent helper{helper}"),
+            start: from,
+            end: to,
+        });
+    }
+    for call in 0..calls {
+        let helper = (call / stretch.max(1)).min(helpers.saturating_sub(1));
+        let to_root = helpers == 0 || pick[call as usize % pick.len()];
+        let parent = if to_root { 1 } else { 2 + helper };
+        let start = 10 * (call + 1);
+        spans.push(GenSpan {
+            id: format!("{:016x}", 0x1000 + call),
+            parent: Some(format!("{parent:016x}")),
+            name: "execute_tool Bash".into(),
+            start,
+            end: start + 5,
+        });
+    }
+    spans
+}
+
+fn gen_span_json(span: &GenSpan, padding: &str) -> Value {
+    let mut value = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": span.id, "name": span.name,
+        "startTimeUnixNano": span.start.to_string(), "endTimeUnixNano": span.end.to_string(),
+        "attributes": [{"key": "padding", "value": {"stringValue": padding}}]});
+    if let Some(parent) = &span.parent {
+        value["parentSpanId"] = json!(parent);
+    }
+    value
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    /// Runs longer than the order window, written in three layouts (by start time, one span
+    /// per line; as an SDK exports them, each span as it ends; and in batches of such):
+    /// every span starts and ends once, its start first; a span inside another is ordered
+    /// inside it unless the reader marked the outer one out of order; and a run written by
+    /// start time has nothing out of order.
+    #[test]
+    fn otlp_runs_keep_every_span_once_and_nested(
+        helpers in 0u64..4,
+        pick in proptest::collection::vec(any::<bool>(), 1..8),
+        layout in 0usize..3,
+    ) {
+        let spans = generated_run(2_500, helpers, &pick);
+        let padding = "p".repeat(1_500);
+        let mut listed: Vec<&GenSpan> = spans.iter().collect();
+        match layout {
+            0 => listed.sort_by_key(|span| span.start),
+            _ => listed.sort_by_key(|span| (span.end, std::cmp::Reverse(span.start))),
+        }
+        let batch = if layout == 2 { 64 } else { 1 };
+        let text: String = listed
+            .chunks(batch)
+            .map(|chunk| {
+                let spans: Vec<Value> = chunk.iter().map(|span| gen_span_json(span, &padding)).collect();
+                json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string() + "\n"
+            })
+            .collect();
+        let got = events(&text);
+        prop_assert_eq!(got.len(), 2 * spans.len());
+        let mut at: std::collections::HashMap<(String, bool), usize> = std::collections::HashMap::new();
+        let mut marked = std::collections::HashSet::new();
+        for (idx, event) in got.iter().enumerate() {
+            let id = event.span.as_ref().and_then(|span| span.span_id.clone()).unwrap();
+            let is_end = otlp::ends_span(event.event_type);
+            prop_assert!(at.insert((id.clone(), is_end), idx).is_none(), "{} given out twice", id);
+            if event.attributes.contains_key(agentic_core::event::OUT_OF_ORDER) {
+                marked.insert(id);
+            }
+        }
+        for span in &spans {
+            let (start, end) = (at[&(span.id.clone(), false)], at[&(span.id.clone(), true)]);
+            prop_assert!(start < end, "{} ends before it starts", span.id);
+            if let Some(parent) = &span.parent
+                && !marked.contains(parent)
+            {
+                prop_assert!(at[&(parent.clone(), false)] < start, "{} starts before its parent", span.id);
+                prop_assert!(end < at[&(parent.clone(), true)], "{} ends after its parent", span.id);
+            }
+        }
+        if layout == 0 {
+            prop_assert!(marked.is_empty(), "{} span(s) out of order", marked.len());
+        }
+    }
+}
