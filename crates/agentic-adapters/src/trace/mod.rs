@@ -253,8 +253,7 @@ fn cut_past_half(ordered: &[CanonicalEvent], total: usize) -> Option<(usize, Vec
                 first_past_half = Some((idx, at));
             }
         }
-        let Some(key) = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)))
-        else {
+        let Some(key) = otlp::span_key(event) else {
             continue;
         };
         if otlp::starts_span(event.event_type) {

@@ -265,8 +265,7 @@ pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
     let mut end_of: Vec<Option<usize>> = vec![None; events.len()];
     let mut open: IdMap<(Option<&str>, &str), Vec<usize>> = IdMap::default();
     for (idx, event) in events.iter().enumerate() {
-        let Some(key) = event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)))
-        else {
+        let Some(key) = span_key(event) else {
             continue;
         };
         if starts_span(event.event_type) {
@@ -305,6 +304,12 @@ pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
     // The events without a pair follow, as they came.
     out.extend(slots.into_iter().flatten());
     out
+}
+
+/// The span an event of this adapter's belongs to: its trace and span id (span ids are
+/// those of one trace).
+pub(super) fn span_key(event: &CanonicalEvent) -> Option<(Option<&str>, &str)> {
+    event.span.as_ref().and_then(|span| Some((span.trace_id.as_deref(), span.span_id.as_deref()?)))
 }
 
 /// A time in nanoseconds since 1970 (as OTLP writes it).
