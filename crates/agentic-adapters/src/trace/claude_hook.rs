@@ -420,7 +420,9 @@ impl TraceAdapter for ClaudeHookAdapter {
     }
 
     fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String> {
-        let Value::Object(object) = &record else {
+        // One copy of the record, shared by its event and an inferred subagent start.
+        let record = Arc::new(record);
+        let Value::Object(object) = &*record else {
             return Err(format!("expected a JSON object, found {}", kind_of(&record)));
         };
         let hook = match member(object, "hook_event_name") {
@@ -656,7 +658,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             native_id: tool_use_id.or(agent_id),
             native_type: Some(hook),
             line: Some(line),
-            raw: Some(Arc::new(record)),
+            raw: Some(record),
         });
         out.push(event);
         Ok(())
@@ -688,7 +690,7 @@ fn inferred_start(
     session_id: Option<String>,
     timestamp: Option<chrono::DateTime<chrono::Utc>>,
     line: u64,
-    record: &Value,
+    record: &Arc<Value>,
 ) -> CanonicalEvent {
     let mut event = CanonicalEvent::new(EventType::AgentInvokeStart, timestamp.unwrap_or_else(no_time));
     event.step_name = Some(agent_type.to_owned());
@@ -710,7 +712,7 @@ fn inferred_start(
         native_id: Some(agent_id.to_owned()),
         native_type: Some("SubagentStart (inferred)".to_owned()),
         line: Some(line),
-        raw: Some(Arc::new(record.clone())),
+        raw: Some(Arc::clone(record)),
     });
     event
 }
