@@ -112,9 +112,10 @@ fn restore_sigpipe() {}
 /// Turns off glibc's fastbins. With them, every allocation of 1 KiB or more (a JSON object of
 /// a dozen members, a list of spans) first merges all the small blocks freed since the
 /// previous one (`malloc_consolidate`): reading OTLP traces spent about a fifth of its time
-/// there (docs/benchmarks.md, "OTLP/JSON"). Small blocks are still reused through the
-/// per-thread cache; the other formats measured the same. A fastbin size set in
-/// `GLIBC_TUNABLES` (`glibc.malloc.mxfast=...`) is left as the user set it.
+/// there. Small blocks are still reused through the per-thread cache; Claude Code hook
+/// traces, whose many small blocks the fastbins served well, read about 2.5% slower, the
+/// tooltrace benchmark the same (docs/benchmarks.md, "OTLP/JSON traces"). A fastbin size
+/// set in `GLIBC_TUNABLES` (`glibc.malloc.mxfast=...`) is left as the user set it.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn tune_allocator() {
