@@ -146,21 +146,16 @@ if [ -n "${BASELINE:-}" ]; then
 fi
 
 if [ "${ALTERNATE:-0}" -gt 0 ]; then
-  python3 - "$ALTERNATE" "$trace" "$agentic" "$root/benches/compliance/bench.yaml" <<'PY'
-import statistics, subprocess, sys, time
+  python3 - "$ALTERNATE" "$trace" "$agentic" "$root/benches/compliance/bench.yaml" "$root/benches/compliance" <<'PY'
+import statistics, sys
 rounds, trace, agentic, spec = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-def timed(cmd):
-    subprocess.run(["cat", trace], stdout=subprocess.DEVNULL)
-    start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
-shares, cats, checks = [], [], []
-for _ in range(rounds):
-    cat = timed(["cat", trace])
-    check = timed([agentic, "check", spec, "--trace", trace, "--threshold", "0"])
-    cats.append(cat)
-    checks.append(check)
-    shares.append(cat / check)
+sys.path.insert(0, sys.argv[5])
+from ab import alternate
+cat_runs, check_runs = alternate(rounds, trace, [["cat", trace], [agentic, "check", spec, "--trace", trace, "--threshold", "0"]])
+if any(run.status != 0 for run in cat_runs + check_runs):
+    sys.exit(f"error: a timed run failed (exit codes {sorted({run.status for run in cat_runs + check_runs})}); run `{agentic} check {spec} --trace {trace} --threshold 0` to see why")
+cats, checks = [run.wall for run in cat_runs], [run.wall for run in check_runs]
+shares = [cat / check for cat, check in zip(cats, checks)]
 met = sum(share >= 1 / 3 for share in shares)
 print(f"alternating, {rounds} rounds: cat {min(cats) * 1000:.1f}-{max(cats) * 1000:.1f} ms, "
       f"agentic check {min(checks) * 1000:.1f}-{max(checks) * 1000:.1f} ms; share of raw read speed per round "
