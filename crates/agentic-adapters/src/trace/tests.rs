@@ -1822,22 +1822,26 @@ type SpanRow<'a> = (&'a str, Option<&'a str>, &'a str, Option<&'a str>, Option<&
 
 /// One OTLP document of `spans`; `None` leaves the key out.
 fn otlp_doc(spans: &[SpanRow<'_>]) -> String {
-    let spans: Vec<Value> = spans
-        .iter()
-        .map(|(id, parent, name, start, end)| {
-            let mut span = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": id, "name": name});
-            if let Some(parent) = parent {
-                span["parentSpanId"] = json!(parent);
-            }
-            if let Some(start) = start {
-                span["startTimeUnixNano"] = json!(start);
-            }
-            if let Some(end) = end {
-                span["endTimeUnixNano"] = json!(end);
-            }
-            span
-        })
-        .collect();
+    otlp_export(spans.iter().map(otlp_span).collect())
+}
+
+/// The span of `row`, of trace `4bf92f35...`; `None` leaves the key out.
+fn otlp_span(&(id, parent, name, start, end): &SpanRow<'_>) -> Value {
+    let mut span = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": id, "name": name});
+    if let Some(parent) = parent {
+        span["parentSpanId"] = json!(parent);
+    }
+    if let Some(start) = start {
+        span["startTimeUnixNano"] = json!(start);
+    }
+    if let Some(end) = end {
+        span["endTimeUnixNano"] = json!(end);
+    }
+    span
+}
+
+/// One OTLP export document of `spans`.
+fn otlp_export(spans: Vec<Value>) -> String {
     json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
 }
 
@@ -1916,10 +1920,9 @@ fn otlp_spans_exported_one_at_a_time_are_ordered_like_one_export() {
     // Memory is bounded by the text held too: a few large spans fill the window.
     let big = "x".repeat(300_000);
     let large = |id: &str, name: &str, start: &str| {
-        let mut doc: Value = serde_json::from_str(&otlp_doc(&[(id, None, name, Some(start), Some(start))])).unwrap();
-        doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] =
-            json!([{"key": "note", "value": {"stringValue": big}}]);
-        doc.to_string() + "\n"
+        let mut span = otlp_span(&(id, None, name, Some(start), Some(start)));
+        span["attributes"] = json!([{"key": "note", "value": {"stringValue": big}}]);
+        otlp_export(vec![span]) + "\n"
     };
     let per_window = (super::otlp::ORDER_WINDOW_BYTES / 300_000) as usize + 1;
     let mut text: String =
@@ -2211,7 +2214,7 @@ fn otlp_doc_in_traces(spans: &[TraceSpan<'_>]) -> String {
             span
         })
         .collect();
-    json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string()
+    otlp_export(spans)
 }
 
 const TRACE_A: &str = "11111111111111111111111111111111";
@@ -3136,13 +3139,12 @@ fn generated_run(calls: u64, helpers: u64, pick: &[bool]) -> Vec<GenSpan> {
     spans
 }
 
+/// The span of a generated run, with `padding` as an attribute (so fewer spans fill the
+/// order window).
 fn gen_span_json(span: &GenSpan, padding: &str) -> Value {
-    let mut value = json!({"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": span.id, "name": span.name,
-        "startTimeUnixNano": span.start.to_string(), "endTimeUnixNano": span.end.to_string(),
-        "attributes": [{"key": "padding", "value": {"stringValue": padding}}]});
-    if let Some(parent) = &span.parent {
-        value["parentSpanId"] = json!(parent);
-    }
+    let (start, end) = (span.start.to_string(), span.end.to_string());
+    let mut value = otlp_span(&(&span.id, span.parent.as_deref(), &span.name, Some(&start), Some(&end)));
+    value["attributes"] = json!([{"key": "padding", "value": {"stringValue": padding}}]);
     value
 }
 
@@ -3171,8 +3173,7 @@ proptest! {
         let text: String = listed
             .chunks(batch)
             .map(|chunk| {
-                let spans: Vec<Value> = chunk.iter().map(|span| gen_span_json(span, &padding)).collect();
-                json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string() + "\n"
+                otlp_export(chunk.iter().map(|span| gen_span_json(span, &padding)).collect()) + "\n"
             })
             .collect();
         let got = events(&text);
