@@ -667,12 +667,14 @@ fn otlp_agent_written_first_holds_its_calls_past_the_order_window() {
         &[
             ("A-01", "{count: {of: {tool: Edit}, at_least: 6000}, within: {agent: coder}}"),
             ("A-02", "{only_after: {a: {tool: Read}, b: {tool: Edit}}, within: {agent: coder}}"),
-            ("A-03", "{count: {of: {tool: Read}, at_most: 0}, within: {tool: Edit}}"),
+            // Every Read is inside the agent: a count of them outside would fall short.
+            ("A-03", "{count: {of: {tool: Read}, at_least: 6000, at_most: 6000}, within: {agent: coder}}"),
         ],
         &trace,
     );
     assert_eq!(run.results(), owned(&[("A-01", "PASS", 1.0), ("A-02", "PASS", 1.0), ("A-03", "PASS", 1.0)]));
     assert!(notes_of(&run, "A-01").contains("Edit occurs 6000 time(s)"), "{}", notes_of(&run, "A-01"));
+    assert!(notes_of(&run, "A-03").contains("Read occurs 6000 time(s)"), "{}", notes_of(&run, "A-03"));
     assert!(
         !run.stderr().contains("out of order") && !run.stderr().contains("came after more records"),
         "{}",
