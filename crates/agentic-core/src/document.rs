@@ -99,11 +99,12 @@ impl DocumentLoader {
             map.retain(|key, _| !key.starts_with("x-"));
         }
         let Found { mut diagnostics, substitutes } = self.check_found(&document.value, &document.source_map);
-        let mut repaired = None;
+        let mut repaired: Option<T>;
         let value = if diagnostics.is_empty() && recovered.is_empty() {
-            let (value, refused) = self.deserialize_located::<T>(&mut document.value, &document.source_map);
-            diagnostics.extend(refused);
-            value
+            let located = self.deserialize_located::<T>(&mut document.value, &document.source_map);
+            diagnostics.extend(located.diagnostics);
+            repaired = located.repaired;
+            located.value
         } else {
             // What the schema rejected is removed; a value of the wrong type or outside its
             // allowed values is replaced by a valid stand-in when removing it leaves a
@@ -117,7 +118,7 @@ impl DocumentLoader {
             // `tier: 1.0` is an integer to the schema (and to `deserialize_located`): so it is
             // here, or one such number beside a real error would hide every other finding.
             whole_floats_as_integers(&mut pruned);
-            repaired = serde_json::from_value::<T>(pruned).ok();
+            repaired = serde_json::from_value::<T>(pruned.clone()).ok();
             if repaired.is_none() && !substitutes.is_empty() {
                 let mut fixed = document.value.clone();
                 for (pointer, stand_in) in &substitutes {
@@ -129,7 +130,30 @@ impl DocumentLoader {
                     }
                 }
                 whole_floats_as_integers(&mut fixed);
-                repaired = serde_json::from_value::<T>(fixed).ok();
+                repaired = serde_json::from_value::<T>(fixed.clone()).ok();
+                if repaired.is_none() {
+                    pruned = fixed;
+                }
+            }
+            if repaired.is_none() {
+                // What serde refuses beyond the schema's findings (a count too large for
+                // 64 bits beside a negative one) is reported too, and set aside for the
+                // repair; what it says about a place the schema's findings emptied (a
+                // required key removed there) only restates them.
+                let located = self.deserialize_located::<T>(&mut pruned, &document.source_map);
+                let reported: Vec<String> = diagnostics.iter().filter_map(|d| d.pointer.clone()).collect();
+                diagnostics.extend(located.diagnostics.into_iter().filter(|found| {
+                    // The whole document refused (an empty one) says nothing new either.
+                    // Nor does one inside a place a finding covers (the whole document, for
+                    // one that is not a mapping).
+                    let at = found.pointer.as_deref().unwrap_or("");
+                    !at.is_empty()
+                        && !reported.iter().any(|pointer| {
+                            pointer.starts_with(at)
+                                || at.strip_prefix(pointer.as_str()).is_some_and(|rest| rest.starts_with('/'))
+                        })
+                }));
+                repaired = located.repaired;
             }
             None
         };
@@ -142,17 +166,17 @@ impl DocumentLoader {
     /// field is set aside to find the next one, so every such problem is reported at once. A
     /// whole number written with a fraction (`tier: 1.0`), which JSON Schema counts as an
     /// integer, is read as that integer in `value`.
-    fn deserialize_located<T: DeserializeOwned>(
-        &self,
-        value: &mut Value,
-        source_map: &SourceMap,
-    ) -> (Option<T>, Vec<Diagnostic>) {
+    fn deserialize_located<T: DeserializeOwned>(&self, value: &mut Value, source_map: &SourceMap) -> Located<T> {
         let mut working = value.clone();
         let mut diagnostics = Vec::new();
         // Each round fixes or sets aside one field; a document has only so many.
         for _ in 0..256 {
             let error = match serde_path_to_error::deserialize::<_, T>(&working) {
-                Ok(parsed) => return (diagnostics.is_empty().then_some(parsed), diagnostics),
+                // With fields set aside, the document is only a repair for further checks.
+                Ok(parsed) if diagnostics.is_empty() => {
+                    return Located { value: Some(parsed), diagnostics, repaired: None };
+                }
+                Ok(parsed) => return Located { value: None, diagnostics, repaired: Some(parsed) },
                 Err(error) => error,
             };
             let pointer = path_pointer(error.path());
@@ -190,18 +214,30 @@ impl DocumentLoader {
             } else {
                 format!("compare the file with the {} schema in docs/schema/", self.kind)
             };
-            diagnostics.push(
-                Diagnostic::error("invalid-value", text)
-                    .at(source_map.nearest(&pointer))
-                    .at_pointer(pointer.clone())
-                    .with_hint(hint),
-            );
+            // A stand-in refused in turn is set aside without a second word.
+            if !diagnostics.iter().any(|found: &Diagnostic| found.pointer.as_deref() == Some(pointer.as_str())) {
+                diagnostics.push(
+                    Diagnostic::error("invalid-value", text)
+                        .at(source_map.nearest(&pointer))
+                        .at_pointer(pointer.clone())
+                        .with_hint(hint),
+                );
+            }
             if pointer.is_empty() || working.pointer(&pointer).is_none() {
                 break;
             }
+            // A number too large stands in as the largest its field may take (a required
+            // count must not go missing: that would hide the other findings); anything else
+            // is set aside.
+            if too_large && let Some(target) = working.pointer_mut(&pointer) {
+                let negative = target.as_f64().is_some_and(|v| v < 0.0);
+                *target = if negative { Value::from(i64::MIN) } else { Value::from(u64::MAX) };
+                // Refused again, it is set aside (its error does not read as too large).
+                continue;
+            }
             remove_pointer(&mut working, &pointer);
         }
-        (None, diagnostics)
+        Located { value: None, diagnostics, repaired: None }
     }
 
     /// Checks a JSON value against the schema and returns every problem as a diagnostic.
@@ -305,7 +341,14 @@ impl DocumentLoader {
                     )
                     .at(position)
                     .at_pointer(pointer.clone())
-                    .with_hint(type_hint(&expected, found)),
+                    .with_hint(if pointer.is_empty() && expected == "object" {
+                        format!(
+                            "a {} is a mapping of `key: value` lines at the top level, not a list or a value",
+                            self.kind
+                        )
+                    } else {
+                        type_hint(&expected, found)
+                    }),
                 );
             }
             ValidationErrorKind::Enum { options } => {
@@ -409,9 +452,18 @@ impl DocumentLoader {
                 }
             }
             other => {
-                // A number out of range stands in as its bound.
-                if let ValidationErrorKind::Minimum { limit } | ValidationErrorKind::Maximum { limit } = other {
-                    out.substitutes.push((pointer.clone(), limit.clone()));
+                // A number out of range stands in as its bound, or, past an exclusive bound
+                // (a weight in (0, 1)), as a value inside the range.
+                match other {
+                    ValidationErrorKind::Minimum { limit } | ValidationErrorKind::Maximum { limit } => {
+                        out.substitutes.push((pointer.clone(), limit.clone()));
+                    }
+                    ValidationErrorKind::ExclusiveMinimum { .. } | ValidationErrorKind::ExclusiveMaximum { .. } => {
+                        if let Some(inside) = self.inside_range(error.schema_path().as_str()) {
+                            out.substitutes.push((pointer.clone(), inside));
+                        }
+                    }
+                    _ => {}
                 }
                 let hint = match other {
                     ValidationErrorKind::Minimum { limit } => format!("use a value of at least {limit}"),
@@ -430,6 +482,29 @@ impl DocumentLoader {
                 );
             }
         }
+    }
+
+    /// A number inside the range of the subschema whose bound `schema_path` names (it ends in
+    /// that bound's keyword): the middle of a range bounded on both sides, else one past
+    /// its one bound; a whole number for an integer.
+    fn inside_range(&self, schema_path: &str) -> Option<Value> {
+        let (parent, _) = schema_path.rsplit_once('/')?;
+        let schema = self.schema.pointer(parent)?;
+        let bound = |keys: [&str; 2]| keys.iter().find_map(|key| schema.get(*key).and_then(Value::as_f64));
+        let low = bound(["minimum", "exclusiveMinimum"]);
+        let high = bound(["maximum", "exclusiveMaximum"]);
+        let inside = match (low, high) {
+            (Some(low), Some(high)) => low + (high - low) / 2.0,
+            (Some(low), None) => low + 1.0,
+            (None, Some(high)) => high - 1.0,
+            (None, None) => return None,
+        };
+        if schema.get("type").and_then(Value::as_str) == Some("integer") {
+            let whole = inside.floor();
+            let fits = low.is_none_or(|low| whole > low) && high.is_none_or(|high| whole < high);
+            return fits.then(|| Value::from(whole as i64));
+        }
+        serde_json::Number::from_f64(inside).map(Value::Number)
     }
 
     /// A valid value for `schema` (a subschema of this loader's schema), to stand in for a
@@ -665,6 +740,16 @@ struct Found {
     /// `(pointer, valid stand-in)` for values of the wrong type, outside their options or
     /// range, and for missing required keys.
     substitutes: Vec<(String, Value)>,
+}
+
+/// What [`DocumentLoader::deserialize_located`] made of a value the schema accepted.
+struct Located<T> {
+    /// The document, when serde refused nothing.
+    value: Option<T>,
+    /// What serde refused, each at its own field.
+    diagnostics: Vec<Diagnostic>,
+    /// When it refused something: the document with those fields set aside or at a stand-in.
+    repaired: Option<T>,
 }
 
 /// A valid value of a JSON Schema type, to stand in for a wrong one.

@@ -479,12 +479,38 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
             );
         }
     }
+    // Reports name the workflow and `--baseline` refuses another one's report, so a blank
+    // name would let any blank-named report through.
+    if spec.workflow.trim().is_empty() {
+        diagnostics.push(
+            Diagnostic::error("workflow-empty", "`workflow` is empty or blank")
+                .at_pointer("/workflow")
+                .with_hint("name the workflow these checkpoints are for, as its file is named (`feature-workflow`)"),
+        );
+    }
+    if spec.spec_version.trim().is_empty() {
+        diagnostics.push(
+            Diagnostic::warning("spec-version-empty", "`spec_version` is empty or blank")
+                .at_pointer("/spec_version")
+                .with_hint("give the spec a version such as \"1.0.0\" (reports and baseline comparisons name it)"),
+        );
+    }
     for (idx, constraint) in spec.environment_constraints.iter().enumerate() {
         if constraint.id.trim().is_empty() {
             diagnostics.push(
                 Diagnostic::error("id-empty", "an environment constraint id is empty or blank")
                     .at_pointer(format!("/environment_constraints/{idx}/id"))
                     .with_hint("give the constraint an id such as `ENV-01` (BLOCKED notes name it)"),
+            );
+        }
+        if constraint.constraint.trim().is_empty() {
+            diagnostics.push(
+                Diagnostic::warning(
+                    "constraint-empty",
+                    format!("environment constraint `{}` has an empty `constraint` text", constraint.id),
+                )
+                .at_pointer(format!("/environment_constraints/{idx}/constraint"))
+                .with_hint("say what in the environment blocks the checkpoints (BLOCKED notes quote it)"),
             );
         }
     }
@@ -542,7 +568,8 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
             if !seen_affects.insert(affected.as_str()) {
                 diagnostics.push(
                     Diagnostic::warning("duplicate-affects", format!("`{affected}` is listed twice in `affects`"))
-                        .at_pointer(format!("{pointer}/affects/{affect_idx}")),
+                        .at_pointer(format!("{pointer}/affects/{affect_idx}"))
+                        .with_hint("remove the second entry (a checkpoint is blocked once)"),
                 );
             }
             if !checkpoint_ids.contains(&affected.as_str()) {
@@ -1310,6 +1337,15 @@ pub fn lint_against_previous(
             }
         }
     }
+    // The next free number is past the new spec's own ids too (`P1-03` added beside a
+    // misplaced `P1-00` is taken).
+    let mut taken: HashMap<&str, u64> = HashMap::new();
+    for new in &current.checkpoints {
+        if let Some((prefix, number)) = split_id(&new.id) {
+            let entry = taken.entry(prefix).or_insert(number);
+            *entry = (*entry).max(number);
+        }
+    }
     for (idx, new) in current.checkpoints.iter().enumerate() {
         if previous_ids.contains_key(new.id.as_str()) {
             continue;
@@ -1319,7 +1355,8 @@ pub fn lint_against_previous(
             && number <= top
         {
             let width = top_id.len() - prefix.len() - 1;
-            let hint = match top.checked_add(1) {
+            let last = taken.get(prefix).map_or(top, |&mine| mine.max(top));
+            let hint = match last.checked_add(1) {
                 Some(next) => format!("new checkpoints take the next free number, `{prefix}-{next:0width$}`"),
                 None => format!("`{top_id}` is the highest number there is: start a new prefix for new checkpoints"),
             };
@@ -1446,6 +1483,77 @@ checkpoints:
     /// A tier that cannot be read (quoted, a word, null, out of range, a fraction, missing)
     /// is reported once, and nothing is said on the strength of a stand-in tier (a tier-3
     /// checkpoint is not told to add `assert:`); the checks across checkpoints still run.
+    /// A number past an exclusive bound (a weight of 1 or 0), one too large for 64 bits, or
+    /// two numbers out of range each stand in for a valid value: every other finding of the
+    /// spec is still reported in the same pass.
+    #[test]
+    fn numbers_out_of_range_hide_no_other_finding() {
+        let spec = |weight: &str, at_least: &str, at_most: &str| {
+            format!(
+                r#"workflow: wf
+spec_version: "1"
+environment_constraints:
+  - {{id: ENV-01, constraint: c, affects: [P9-99], active_when: {{path: s.x, equals: true}}}}
+checkpoints:
+  - {{id: P1-01, tier: 1, instruction: "a", severity: low, verification: {{method: api_state, evidence_sources: [s], assert: {{path: s.a, length: {{gte: {at_most}}}}}}}}}
+  - {{id: P1-01, tier: 1, instruction: "b", severity: low, verification: {{method: api_state, evidence_sources: [s], assert: {{all: [{{path: s.a, equals: 1}}, {{path: s.a, equals: 2}}]}}}}}}
+  - {{id: P2-01, tier: 2, instruction: "c", severity: low, verification: {{method: tool_sequence, evidence_sources: [trace_file], rule: {{count: {{of: {{tool: Grep}}, at_least: {at_least}, at_most: {at_most}}}}}}}}}
+  - {{id: P2-02, tier: 2, instruction: "d", severity: low, verification: {{method: tool_sequence, evidence_sources: [trace_file], rule: {{count: {{of: {{tool: Bash}}, at_least: 3, at_most: 2}}}}}}}}
+  - id: P3-01
+    tier: 3
+    instruction: "e"
+    severity: low
+    verification: {{method: content_analysis, evidence_sources: [s]}}
+    partial_criteria: [{{condition: "x", weight: {weight}}}]
+"#
+            )
+        };
+        let others = ["orphaned-id", "duplicate-id", "condition-contradiction", "rule-contradiction"];
+        let valid = codes(&spec("0.5", "1", "5"));
+        for code in others {
+            assert!(valid.iter().any(|(found, _)| found == code), "{code}: {valid:?}");
+        }
+        for (weight, at_least, at_most, bad) in [
+            ("1.0", "1", "5", 1),
+            ("0", "1", "5", 1),
+            ("-0.5", "1", "5", 1),
+            ("1.5", "1", "5", 1),
+            ("0.5", "1", "99999999999999999999999", 2),
+            ("0.5", "-1", "99999999999999999999999", 3),
+            ("1", "-1", "99999999999999999999999", 4),
+        ] {
+            let found = codes(&spec(weight, at_least, at_most));
+            for code in others {
+                assert!(
+                    found.iter().any(|(found, _)| found == code),
+                    "{weight} {at_least} {at_most}: {code}: {found:?}"
+                );
+            }
+            let invalid = found.iter().filter(|(code, _)| code == "invalid-value").count();
+            assert_eq!(invalid, bad, "{weight} {at_least} {at_most}: {found:?}");
+        }
+    }
+
+    /// A blank `workflow` is an error (reports and baselines are matched by it); a blank
+    /// `spec_version` or constraint text is a warning.
+    #[test]
+    fn blank_names_are_reported() {
+        let text = "workflow: \" \"\nspec_version: \"\"\nenvironment_constraints:\n  - {id: ENV-01, constraint: \"\", affects: [P1-01], active_when: {path: pr.draft, equals: true}}\ncheckpoints:\n  - {id: P1-01, tier: 1, instruction: x, severity: high, verification: {method: api_state, evidence_sources: [pr], assert: {path: pr.n, equals: 1}}}\n";
+        let found: Vec<(String, bool, usize)> = load_spec(text, "spec.yaml")
+            .diagnostics
+            .iter()
+            .map(|d| (d.code.clone(), d.is_error(), d.position.map(|p| p.line).unwrap_or(0)))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("workflow-empty".to_owned(), true, 1),
+                ("spec-version-empty".to_owned(), false, 2),
+                ("constraint-empty".to_owned(), false, 4),
+            ]
+        );
+    }
+
     #[test]
     fn an_unreadable_or_missing_tier_is_reported_alone_and_other_checks_still_run() {
         const SPEC: &str = r#"workflow: wf
@@ -1845,6 +1953,14 @@ checkpoints:
             let current: CheckpointSpec = serde_json::from_value(document.value.clone()).unwrap();
             lint_against_previous(&old, &current, "new.yaml", &document.source_map)
         };
+        // The next free number is past the new spec's own ids too: `P1-03` is taken here.
+        let taken = lower.replace(
+            "checkpoints:\n",
+            "checkpoints:\n  - id: P1-03\n    tier: 3\n    instruction: newer\n    severity: low\n    verification:\n      method: content_analysis\n      evidence_sources: [pr_body]\n",
+        );
+        let found = compare(SPEC, &taken);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].hint.as_deref(), Some("new checkpoints take the next free number, `P1-04`"));
         // The previous highest id is named as written, and the next keeps its width.
         let wide = |text: &str| text.replace("P1-0", "P1-00");
         let found = compare(&wide(SPEC), &wide(&lower));

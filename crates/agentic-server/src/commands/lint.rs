@@ -121,7 +121,12 @@ pub(crate) fn run(args: LintArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             let document = serde_json::json!({
                 "files": files,
-                "summary": {"errors": errors, "warnings": warnings, "unreadable": unreadable},
+                // A count, as the other two are: the files that could not be used.
+                "summary": {
+                    "errors": errors,
+                    "warnings": warnings,
+                    "unreadable": reports.iter().filter(|report| report.unreadable.is_some()).count(),
+                },
             });
             stdout_text!("{}\n", serde_json::to_string_pretty(&document)?)?;
         }
