@@ -180,6 +180,12 @@ pub const OUT_OF_ORDER: &str = "x.otlp.out_of_order";
 /// every event when it has no end either; the tier-2 engine warns in the notes of order rules.
 pub const START_MISSING: &str = "x.otlp.start_missing";
 
+/// Attribute on an ingested event whose record's time did not read as written: `"no_zone"`
+/// (a time without a zone, such as Python's `isoformat()` writes, read as UTC) or
+/// `"not_rfc3339"` (not a time: the event has none). Tooltrace and hook records are ordered
+/// by their place in the file, so the call is kept; `agentic check` warns.
+pub const TIME_UNREAD: &str = "x.time.unread";
+
 /// One canonical event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CanonicalEvent {

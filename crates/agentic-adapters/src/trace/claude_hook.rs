@@ -49,7 +49,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::ends::{LatestEnds, LineIds, started_again};
-use super::{IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, member, no_time, opt_id, opt_str, rfc3339};
+use super::{IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, member, no_time, opt_id, opt_str, record_time};
 
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
@@ -444,7 +444,8 @@ impl TraceAdapter for ClaudeHookAdapter {
                  exact and case-sensitive)"
             ));
         }
-        let timestamp = rfc3339(object, "timestamp")?;
+        let record_time = record_time(object, "timestamp");
+        let timestamp = record_time.time;
         let session_id = opt_id(object, "session_id")?;
         let agent_id = opt_id(object, "agent_id")?;
         let agent_type = opt_str(object, "agent_type")?.filter(|text| !text.is_empty());
@@ -608,6 +609,7 @@ impl TraceAdapter for ClaudeHookAdapter {
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
         // Room for the attributes written below (a map that grows rehashes every key).
         event.attributes = Map::with_capacity(12);
+        record_time.mark(&mut event);
         event.step_name = step_name;
         event.status = status;
         event.error = error;

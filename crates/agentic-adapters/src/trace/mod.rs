@@ -1133,26 +1133,41 @@ pub(crate) fn first_problem(problems: &[String], what: &str, after: &str) -> Res
     }
 }
 
-/// Parses an RFC 3339 timestamp field; `Ok(None)` when absent.
-pub(crate) fn rfc3339(record: &serde_json::Map<String, Value>, key: &str) -> Result<Option<DateTime<Utc>>, String> {
+/// A record's time field, read leniently: tooltrace and hook records are ordered by their
+/// place in the file, never by time, so a time that does not read costs the record its time,
+/// not its call (dropping the call would hide it from every rule).
+pub(crate) struct RecordTime {
+    /// The time: RFC 3339, or a time without a zone (Python's `isoformat()`) read as UTC.
+    pub time: Option<DateTime<Utc>>,
+    /// Why the time is not as written: [`agentic_core::event::TIME_UNREAD`]'s values.
+    pub unread: Option<&'static str>,
+}
+
+impl RecordTime {
+    /// Marks `event` with why its time is not as written, when it is not.
+    pub(crate) fn mark(&self, event: &mut CanonicalEvent) {
+        if let Some(why) = self.unread {
+            event.attributes.insert(agentic_core::event::TIME_UNREAD.to_owned(), Value::from(why));
+        }
+    }
+}
+
+/// Reads a time field (see [`RecordTime`]); absent or `null` is no time, and no mark.
+pub(crate) fn record_time(record: &serde_json::Map<String, Value>, key: &str) -> RecordTime {
+    let unread = |why| RecordTime { time: None, unread: Some(why) };
     match member(record, key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => DateTime::parse_from_rfc3339(text)
-            .map(|t| Some(t.with_timezone(&Utc)))
-            .map_err(|error| {
-                // The usual mistake: a local time without a zone (Python's `isoformat()`).
-                let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
-                    .iter()
-                    .any(|format| chrono::NaiveDateTime::parse_from_str(text, format).is_ok());
-                if naive {
-                    format!(
-                        "`{key}` \"{text}\" has no time zone; write it in RFC 3339 with `Z` (UTC) or an offset such as `+02:00`"
-                    )
-                } else {
-                    format!("`{key}` \"{text}\" is not an RFC 3339 time ({error})")
-                }
-            }),
-        Some(other) => Err(format!("`{key}` must be an RFC 3339 string, found {other}")),
+        None | Some(Value::Null) => RecordTime { time: None, unread: None },
+        Some(Value::String(text)) => match DateTime::parse_from_rfc3339(text) {
+            Ok(time) => RecordTime { time: Some(time.with_timezone(&Utc)), unread: None },
+            Err(_) => ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+                .iter()
+                .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
+                .map_or_else(
+                    || unread("not_rfc3339"),
+                    |naive| RecordTime { time: Some(naive.and_utc()), unread: Some("no_zone") },
+                ),
+        },
+        Some(_) => unread("not_rfc3339"),
     }
 }
 

@@ -21,7 +21,7 @@ use super::ends::{LatestEnds, LineIds, started_again};
 use super::layout::{Layouts, Member};
 use serde_json::{Map, Value, json};
 
-use super::{TraceAdapter, TraceFormat, kind_of, member, no_time, opt_id, opt_str, rfc3339};
+use super::{TraceAdapter, TraceFormat, kind_of, member, no_time, opt_id, opt_str, record_time};
 
 /// Reads tooltrace records.
 ///
@@ -85,7 +85,8 @@ impl TraceAdapter for TooltraceAdapter {
                  keep each format in a file of its own and read the hook records with `--trace-format claude_hook`"
             ));
         }
-        let timestamp = rfc3339(object, "timestamp")?;
+        let record_time = record_time(object, "timestamp");
+        let timestamp = record_time.time;
         let span_type = opt_str(object, "span_type")?;
         if let Some(kind) = &span_type
             && kind != "parent"
@@ -110,6 +111,7 @@ impl TraceAdapter for TooltraceAdapter {
             Some(other) => return Err(format!("`phase` must be pre, post or post_failure, found \"{other}\"")),
         };
         let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time)).with_step(tool_name.clone());
+        record_time.mark(&mut event);
         let mut data = Map::new();
         if let Some(args) = member(object, "args") {
             data.insert("input".to_owned(), args.clone());

@@ -2034,11 +2034,32 @@ impl Window {
 /// (decided by the order events are fed in, not by the locations' `seq`).
 #[derive(Debug)]
 enum RuleState {
-    Before { first_a: Option<Location>, first_b: Option<Location>, a_first: bool },
-    OnlyAfter { seen_a: Option<Location>, first_b: Option<Location>, violation: Option<Location> },
-    ImmediatelyBefore { previous_is_a: bool, count_b: u64, violation: Option<Location>, first_b: Option<Location> },
-    Never { first: Option<Location>, count: u64 },
-    Count { count: u64 },
+    Before {
+        first_a: Option<Location>,
+        first_b: Option<Location>,
+        a_first: bool,
+    },
+    OnlyAfter {
+        seen_a: Option<Location>,
+        first_b: Option<Location>,
+        violation: Option<Location>,
+    },
+    /// `previous_span`: the hash of the previous call's span (0: none, or not known after a
+    /// block summary, which holds no agent starts), to tell the agent it spawned.
+    ImmediatelyBefore {
+        previous_is_a: bool,
+        previous_span: u64,
+        count_b: u64,
+        violation: Option<Location>,
+        first_b: Option<Location>,
+    },
+    Never {
+        first: Option<Location>,
+        count: u64,
+    },
+    Count {
+        count: u64,
+    },
 }
 
 /// The verdict of one rule.
@@ -2102,6 +2123,12 @@ pub struct TraceOutcome {
     /// OTLP spans without a start time (marked [`agentic_core::event::START_MISSING`]), placed
     /// at their end time, and the line of the first; the notes of order rules warn.
     pub spans_without_start: (u64, Option<u64>),
+    /// Records whose time reads only as a time without a zone, taken as UTC, and records
+    /// whose time does not read at all (marked [`agentic_core::event::TIME_UNREAD`]), each
+    /// with the line of the first: their calls count (order is the file's), `check` warns.
+    pub times_without_zone: (u64, Option<u64>),
+    /// See [`TraceOutcome::times_without_zone`].
+    pub times_unread: (u64, Option<u64>),
     /// Rules whose scope matched spans in a trace where no call records a parent (a Claude
     /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
     /// could be placed inside those scopes, so the rules saw nothing inside.
@@ -2156,6 +2183,10 @@ pub struct SequenceEngine {
     out_of_order_spans: (u64, Option<u64>),
     /// See [`TraceOutcome::spans_without_start`].
     spans_without_start: (u64, Option<u64>),
+    /// See [`TraceOutcome::times_without_zone`].
+    times_without_zone: (u64, Option<u64>),
+    /// See [`TraceOutcome::times_unread`].
+    times_unread: (u64, Option<u64>),
     /// Counts the events the rules with a scope see, in feed order (events folded into a
     /// summary are not among them): it orders occurrences taken into a scope late.
     order: u64,
@@ -2422,9 +2453,13 @@ impl SequenceEngine {
             .map(|rule| match rule.relation {
                 Relation::Before(..) => RuleState::Before { first_a: None, first_b: None, a_first: false },
                 Relation::OnlyAfter(..) => RuleState::OnlyAfter { seen_a: None, first_b: None, violation: None },
-                Relation::ImmediatelyBefore(..) => {
-                    RuleState::ImmediatelyBefore { previous_is_a: false, count_b: 0, violation: None, first_b: None }
-                }
+                Relation::ImmediatelyBefore(..) => RuleState::ImmediatelyBefore {
+                    previous_is_a: false,
+                    previous_span: 0,
+                    count_b: 0,
+                    violation: None,
+                    first_b: None,
+                },
                 Relation::Never(..) => RuleState::Never { first: None, count: 0 },
                 Relation::Count(..) => RuleState::Count { count: 0 },
             })
@@ -2481,6 +2516,8 @@ impl SequenceEngine {
             calls_with_text_arguments: (0, None),
             out_of_order_spans: (0, None),
             spans_without_start: (0, None),
+            times_without_zone: (0, None),
+            times_unread: (0, None),
             order: 0,
             scoped,
             parented_calls: false,
@@ -2515,6 +2552,11 @@ impl SequenceEngine {
         }
         if marked(agentic_core::event::START_MISSING).is_some() {
             tally(&mut self.spans_without_start);
+        }
+        match marked(agentic_core::event::TIME_UNREAD).and_then(Value::as_str) {
+            Some("no_zone") => tally(&mut self.times_without_zone),
+            Some(_) => tally(&mut self.times_unread),
+            None => {}
         }
         // Tooltrace ids are file-wide (not keyed by session), but a file of several sessions
         // is still said to be one, as for the other formats.
@@ -2799,6 +2841,7 @@ impl SequenceEngine {
         // With precomputed bits, only rules that can change are visited: those with a
         // scope (which follows every event), those stepped on every event, and those one of
         // whose matchers matched.
+        let agent_start = event.event_type == EventType::AgentInvokeStart;
         let visit = match bits {
             Some(bits) if self.rules.len() <= 64 => {
                 Some(self.masks.scoped | if counts { self.masks.stepped(bits) } else { 0 })
@@ -2810,12 +2853,12 @@ impl SequenceEngine {
                 while todo != 0 {
                     let idx = todo.trailing_zeros() as usize;
                     todo &= todo - 1;
-                    self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+                    self.step(idx, counts, is_container, is_end, agent_start, span, parent, location, &matches);
                 }
             }
             None => {
                 for idx in 0..self.rules.len() {
-                    self.step(idx, counts, is_container, is_end, span, parent, location, &matches);
+                    self.step(idx, counts, is_container, is_end, agent_start, span, parent, location, &matches);
                 }
             }
         }
@@ -2865,7 +2908,7 @@ impl SequenceEngine {
             }
         };
         if inside {
-            step_rule(&rule.relation, *ids, state, location, matches);
+            step_rule(&rule.relation, *ids, state, location, CallLink::default(), matches);
         }
     }
 
@@ -2897,6 +2940,7 @@ impl SequenceEngine {
         counts: bool,
         is_container: bool,
         is_end: bool,
+        agent_start: bool,
         span: Option<SpanRef<'_>>,
         parent: Option<SpanRef<'_>>,
         location: Location,
@@ -2972,7 +3016,12 @@ impl SequenceEngine {
             _ => true,
         };
         if steps && in_scope {
-            step_rule(&rule.relation, *ids, state, location, matches);
+            let link = CallLink {
+                span: span.map_or(0, |span| span.hash),
+                parent: parent.map_or(0, |parent| parent.hash),
+                agent_start,
+            };
+            step_rule(&rule.relation, *ids, state, location, link, matches);
             if let Some(scope) = scope.as_mut() {
                 note_firsts(state, &mut scope.firsts, order);
             }
@@ -3314,6 +3363,8 @@ impl SequenceEngine {
             calls_without_name: if names_calls { self.calls_without_name } else { (0, None) },
             out_of_order_spans: self.out_of_order_spans,
             spans_without_start: self.spans_without_start,
+            times_without_zone: self.times_without_zone,
+            times_unread: self.times_unread,
             unlinked_scopes,
         }
     }
@@ -3422,7 +3473,23 @@ fn concerns(relation: &Relation, ids: RuleIds, matches: &Matches<'_, '_>) -> boo
     }
 }
 
-fn step_rule(relation: &Relation, ids: RuleIds, state: &mut RuleState, here: Location, matches: &Matches<'_, '_>) {
+/// Where a call sits in the span tree, for `immediately_before`: its span and parent (hashes;
+/// 0: none) and whether it is an agent's start.
+#[derive(Debug, Clone, Copy, Default)]
+struct CallLink {
+    span: u64,
+    parent: u64,
+    agent_start: bool,
+}
+
+fn step_rule(
+    relation: &Relation,
+    ids: RuleIds,
+    state: &mut RuleState,
+    here: Location,
+    link: CallLink,
+    matches: &Matches<'_, '_>,
+) {
     let (first_id, second_id) = (ids.first, ids.second);
     match (relation, state) {
         (Relation::Before(a, b), RuleState::Before { first_a, first_b, a_first }) => {
@@ -3449,7 +3516,7 @@ fn step_rule(relation: &Relation, ids: RuleIds, state: &mut RuleState, here: Loc
         }
         (
             Relation::ImmediatelyBefore(a, b),
-            RuleState::ImmediatelyBefore { previous_is_a, count_b, violation, first_b },
+            RuleState::ImmediatelyBefore { previous_is_a, previous_span, count_b, violation, first_b },
         ) => {
             if matches.check(b, second_id) {
                 *count_b += 1;
@@ -3460,7 +3527,14 @@ fn step_rule(relation: &Relation, ids: RuleIds, state: &mut RuleState, here: Loc
                     *violation = Some(here);
                 }
             }
-            *previous_is_a = matches.check(a, first_id);
+            // The agent a call spawned (a `Task` and its subagent, an OTLP `execute_tool` span
+            // and the `invoke_agent` inside it) is one step with that call: what comes right
+            // after the agent starts comes right after the call too, as in a trace that
+            // records no agent starts (tooltrace).
+            let spawned = link.agent_start && link.parent != 0 && link.parent == *previous_span;
+            let is_a = matches.check(a, first_id);
+            *previous_is_a = is_a || (spawned && *previous_is_a);
+            *previous_span = link.span;
         }
         (Relation::Never(m), RuleState::Never { first, count }) if matches.check(m, first_id) => {
             *count += 1;
@@ -3629,6 +3703,58 @@ mod tests {
     fn verdicts(rules: Vec<Value>, events: Vec<CanonicalEvent>) -> Vec<bool> {
         let rules = rules.into_iter().map(rule).collect();
         SequenceEngine::run(rules, events, 0).outcomes.iter().map(|o| o.passed).collect()
+    }
+
+    /// The agent a call spawned is one step with that call for `immediately_before`: a
+    /// subagent's first call comes right after its `Task`, as in a trace without agent starts;
+    /// an agent that no call right before it spawned is a call between the two.
+    #[test]
+    fn an_agent_is_one_step_with_the_call_that_spawned_it() {
+        use EventType::{AgentInvokeEnd as AE, AgentInvokeStart as AS, ToolCallEnd as TE, ToolCallStart as TS};
+        let rules = || {
+            vec![
+                json!({"immediately_before": {"a": {"tool": "Task"}, "b": {"tool": "Read"}}}),
+                json!({"immediately_before": {"a": {"agent": "reviewer"}, "b": {"tool": "Read"}}}),
+                json!({"immediately_before": {"a": {"tool": "Task"}, "b": {"agent": "reviewer"}}}),
+                json!({"immediately_before": {"a": {"tool": "Grep"}, "b": {"tool": "Read"}}}),
+                json!({"immediately_before": {"a": {"agent": "reviewer"}, "b": {"tool": "Read"}}, "within": {"tool": "Task"}}),
+            ]
+        };
+        // Grep, then a Task whose subagent's first call is a Read.
+        let spawned = vec![
+            span(TS, "Grep", "g", None, 1),
+            span(TE, "Grep", "g", None, 2),
+            span(TS, "Task", "t", None, 3),
+            span(AS, "reviewer", "ag", Some("t"), 4),
+            span(TS, "Read", "r", Some("ag"), 5),
+            span(TE, "Read", "r", Some("ag"), 6),
+            span(AE, "reviewer", "ag", Some("t"), 7),
+            span(TE, "Task", "t", None, 8),
+        ];
+        assert_eq!(verdicts(rules(), spawned), vec![true, true, true, false, true]);
+        // An agent that the call before it did not spawn (an OTLP `invoke_agent` at the top)
+        // stands between Grep and the Read.
+        let unspawned = vec![
+            span(TS, "Grep", "g", None, 1),
+            span(TE, "Grep", "g", None, 2),
+            span(AS, "reviewer", "ag", None, 3),
+            span(TS, "Read", "r", Some("ag"), 4),
+            span(TE, "Read", "r", Some("ag"), 5),
+            span(AE, "reviewer", "ag", None, 6),
+        ];
+        assert_eq!(verdicts(rules(), unspawned), vec![false, true, false, false, false]);
+        // Inside the scope the subagent's start is the first call; the Task, its root, is not
+        // inside, so nothing inside comes before the Read.
+        let within = vec![
+            span(TS, "Task", "t", None, 1),
+            span(AS, "reviewer", "ag", Some("t"), 2),
+            span(TS, "Read", "r1", Some("ag"), 3),
+            span(TS, "Read", "r2", Some("ag"), 4),
+        ];
+        let rule = vec![
+            json!({"immediately_before": {"a": {"tool": "Task"}, "b": {"tool": "Read"}}, "within": {"tool": "Task"}}),
+        ];
+        assert_eq!(verdicts(rule, within), vec![false]);
     }
 
     fn skill_trace() -> Vec<CanonicalEvent> {

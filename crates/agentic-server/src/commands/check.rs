@@ -970,6 +970,20 @@ fn run_trace(
             agentic_adapters::trace::ORDER_WINDOW_SPANS
         )
     });
+    warn(outcome.times_without_zone, &|count, at| {
+        format!(
+            "{count} record(s) have a `timestamp` without a time zone{at}, read as UTC; their calls count as usual \
+             (tooltrace and hook records are ordered by their place in the file), but write `Z` or an offset such as \
+             `+02:00` so their times are right"
+        )
+    });
+    warn(outcome.times_unread, &|count, at| {
+        format!(
+            "{count} record(s) have a `timestamp` that is not an RFC 3339 time{at}; their calls count as usual \
+             (tooltrace and hook records are ordered by their place in the file) and carry no time: write times \
+             such as \"2026-02-19T10:00:00Z\""
+        )
+    });
     warn(outcome.spans_without_start, &|count, at| {
         format!(
             "{count} OTLP span(s) record no `startTimeUnixNano`{at}, so they are placed at their end time (as spans \

@@ -1711,16 +1711,54 @@ async fn the_golden_set_calibrates_the_judge() {
     assert_eq!(server.requests().len(), 6);
 }
 
+/// A time that does not read (no zone, as Python's `isoformat()` writes it, or no time at
+/// all) costs its record the time, not the call: the forbidden call still fails the rule,
+/// and stderr says how many times did not read and where.
+#[test]
+fn a_record_whose_time_does_not_read_still_counts() {
+    let trace = concat!(
+        "{\"timestamp\":\"2026-02-19T10:00:00\",\"tool_name\":\"Read\",\"span_type\":\"parent\",\"trace_id\":\"a1\",\"args\":{\"file_path\":\"skill.md\"}}\n",
+        "{\"timestamp\":1771495200,\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a2\",\"args\":{\"command\":\"rm -rf /\"}}\n",
+        "{\"timestamp\":\"2026-02-19T10:00:03.5\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a3\",\"args\":{\"command\":\"make\"}}\n",
+    );
+    let run = check_rules(
+        &[
+            ("N-01", r#"{never: {tool: Bash, args: {command: {contains: "rm -rf"}}}}"#),
+            ("B-01", r#"{before: {a: {tool: Read}, b: {tool: Bash}}}"#),
+        ],
+        trace,
+    );
+    let results: Vec<&str> =
+        run.report["checkpoints"].as_array().unwrap().iter().map(|c| c["result"].as_str().unwrap()).collect();
+    assert_eq!(results, ["FAIL", "PASS"], "{}", run.report);
+    let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap();
+    assert!(notes.contains("occurs 1 time(s), first at line 2") && !notes.contains("malformed"), "{notes}");
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains("2 record(s) have a `timestamp` without a time zone (first at line 1), read as UTC"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 record(s) have a `timestamp` that is not an RFC 3339 time (first at line 2)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("malformed"), "{stderr}");
+}
+
 /// A skipped malformed record may be the very call a rule forbids: every tier-2 verdict says
 /// how many records were skipped and where, not only the warnings on stderr.
 #[test]
 fn skipped_records_are_named_in_the_tier_two_notes() {
     let trace = concat!(
         "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a1\",\"args\":{\"command\":\"make\"}}\n",
-        "{\"timestamp\":\"2026-02-19T10:00:03.5\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a2\",\"args\":{\"command\":\"rm -rf /\"}}\n",
+        "{\"timestamp\":\"2026-02-19T10:00:03Z\",\"tool_name\":\"Bash\",\"span_type\":\"sibling\",\"trace_id\":\"a2\",\"args\":{\"command\":\"rm -rf /\"}}\n",
     );
     let run = check_rules(&[("N-01", r#"{never: {tool: Bash, args: {command: {contains: "rm -rf"}}}}"#)], trace);
-    assert!(run.stderr().contains("line 2:") && run.stderr().contains("has no time zone"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("line 2:") && run.stderr().contains("`span_type` must be \"parent\" or \"child\""),
+        "{}",
+        run.stderr()
+    );
     let notes = run.report["checkpoints"][0]["notes"].as_str().unwrap();
     assert!(
         notes.contains("never occurs. Warning: 1 malformed trace record(s) were skipped (first at line 2)"),

@@ -238,7 +238,7 @@ impl SequenceEngine {
                     *seen_a = seen_a.or_else(|| at(*a));
                 }
                 (
-                    RuleState::ImmediatelyBefore { previous_is_a, count_b, violation, first_b },
+                    RuleState::ImmediatelyBefore { previous_is_a, previous_span, count_b, violation, first_b },
                     Partial::ImmediatelyBefore { count_b: n, first_b: b, first_is_b, violation: inner, last_is_a },
                 ) => {
                     if summary.events == 0 {
@@ -250,6 +250,9 @@ impl SequenceEngine {
                     *count_b += n;
                     *first_b = first_b.or_else(|| at(*b));
                     *previous_is_a = *last_is_a;
+                    // A summarized block holds records only, no agent starts: no agent can be
+                    // one step with its last call.
+                    *previous_span = 0;
                 }
                 (RuleState::Never { first, count }, Partial::Never { first: f, count: n }) => {
                     *first = first.or_else(|| at(*f));
@@ -277,7 +280,7 @@ impl SequenceEngine {
         while todo != 0 {
             let idx = todo.trailing_zeros() as usize;
             todo &= todo - 1;
-            self.step(idx, true, event.post_only_parent, true, span, parent, location, &matches);
+            self.step(idx, true, event.post_only_parent, true, false, span, parent, location, &matches);
         }
     }
 
