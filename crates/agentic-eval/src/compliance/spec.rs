@@ -1185,6 +1185,7 @@ fn warn_matchers_matching_everything(rule: &CompiledRule, pointer: &str, diagnos
     for (key, compiled) in matchers {
         let matcher = compiled.source();
         let Some((false, names)) = matcher_names(matcher) else { continue };
+        warn_of_tool_name_case(&names, &format!("{pointer}/{key}/tool"), diagnostics);
         let args = matcher.args.iter().flatten().collect::<Vec<_>>();
         let flagged_when_compiled = names.is_empty() && args.is_empty() && matcher.args_text.is_none();
         let everything = !flagged_when_compiled
@@ -1206,6 +1207,53 @@ fn warn_matchers_matching_everything(rule: &CompiledRule, pointer: &str, diagnos
                 .with_hint(
                     "`*` matches any tool name and `regex: \".*\"` any text; name a tool with `tool:` or an agent with `agent:`",
                 ),
+        );
+    }
+}
+
+/// Tool names of Claude Code and of the seed's traces: a name that spells one of them in
+/// other letters (`bash`) matches nothing in such a trace, as names are case-sensitive.
+const KNOWN_TOOLS: [&str; 21] = [
+    "Agent",
+    "Bash",
+    "BashOutput",
+    "Edit",
+    "ExitPlanMode",
+    "Glob",
+    "Grep",
+    "KillShell",
+    "LS",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+    "Read",
+    "SlashCommand",
+    "Skill",
+    "Task",
+    "TodoRead",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "Write",
+];
+
+/// Warns about a tool name that is a known tool's name in other letters (`tool: bash`):
+/// names are case-sensitive, so it matches nothing in a Claude Code trace.
+fn warn_of_tool_name_case(names: &[&str], pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
+    for name in names {
+        if KNOWN_TOOLS.contains(name) {
+            continue;
+        }
+        let Some(known) = KNOWN_TOOLS.iter().find(|known| known.eq_ignore_ascii_case(name)) else { continue };
+        diagnostics.push(
+            Diagnostic::warning(
+                "tool-name-case",
+                format!("tool name `{name}` is Claude Code's `{known}` in other letters, and names are case-sensitive"),
+            )
+            .at_pointer(pointer.to_owned())
+            .with_hint(format!(
+                "write `{known}` to match Claude Code's tool (if your trace really names the tool `{name}`, leave it)"
+            )),
         );
     }
 }
@@ -1532,6 +1580,44 @@ checkpoints:
             let invalid = found.iter().filter(|(code, _)| code == "invalid-value").count();
             assert_eq!(invalid, bad, "{weight} {at_least} {at_most}: {found:?}");
         }
+    }
+
+    /// A known tool's name in other letters is a warning; the name itself, a glob and an
+    /// unknown name are not.
+    #[test]
+    fn a_known_tool_in_other_letters_is_a_warning() {
+        let text = rules_spec(&[
+            ("{never: {tool: bash}}", None),
+            ("{count: {of: {tool: [Read, webfetch, \"b*\", Deploy]}, at_most: 3}}", None),
+            ("{before: {a: {tool: Read}, b: {tool: Edit}}, within: {tool: task}}", None),
+        ]);
+        let found: Vec<(String, Option<String>)> = load_spec(&text, "spec.yaml")
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "tool-name-case")
+            .map(|d| (d.message.clone(), d.pointer.clone()))
+            .collect();
+        let at = |idx: usize, key: &str| Some(format!("/checkpoints/{idx}/verification/rule/{key}/tool"));
+        assert_eq!(
+            found,
+            vec![
+                (
+                    "tool name `bash` is Claude Code's `Bash` in other letters, and names are case-sensitive"
+                        .to_owned(),
+                    at(0, "never")
+                ),
+                (
+                    "tool name `webfetch` is Claude Code's `WebFetch` in other letters, and names are case-sensitive"
+                        .to_owned(),
+                    at(1, "count/of")
+                ),
+                (
+                    "tool name `task` is Claude Code's `Task` in other letters, and names are case-sensitive"
+                        .to_owned(),
+                    at(2, "within")
+                ),
+            ]
+        );
     }
 
     /// A blank `workflow` is an error (reports and baselines are matched by it); a blank

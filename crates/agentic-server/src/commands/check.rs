@@ -899,15 +899,24 @@ fn run_trace(
             (0, "-") => "no events (standard input was empty, or closed)",
             (0, _) => "no events",
             _ => {
-                "no tool calls or agent invocations (OTLP spans are calls when they follow the OpenTelemetry GenAI \
-                 conventions: `gen_ai.operation.name` `execute_tool` or `invoke_agent`, or a span name that starts \
-                 with it, or a `gen_ai.tool.name`)"
+                "no tool calls or agent invocations (calls are tooltrace lines, Claude Code `PreToolUse`, \
+                 `PostToolUse`, `PostToolUseFailure` and `SubagentStart` records, and OTLP spans that follow the \
+                 OpenTelemetry GenAI conventions: `gen_ai.operation.name` `execute_tool` or `invoke_agent`, a span \
+                 name that starts with it, or a `gen_ai.tool.name`)"
             }
         };
         say_err!(
             "warning: {path}: the trace has {what}; tier-2 rules that forbid something pass without \
              evidence (is the trace capture installed, and is --trace-format right?)"
         );
+        // The report says so too, where a CI job reads the verdict.
+        for rule in outcome.outcomes.iter_mut().filter(|rule| rule.passed) {
+            agentic_eval::compliance::append_sentence(
+                &mut rule.notes,
+                "Warning: the trace holds no tool calls or agent invocations, so this rule passed without evidence \
+                 (is the trace capture installed, and is --trace-format right?).",
+            );
+        }
     }
     // Counted marks the readers left on events, each with the line of the first.
     let warn = |(count, first): (u64, Option<u64>), rest: &dyn Fn(u64, &str) -> String| {

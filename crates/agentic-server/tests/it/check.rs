@@ -627,9 +627,17 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
         check_rules(&[("O-02", "{never: {tool: Bash}}")], &span("00000000000000b2", None, "Bash", (200, 300), other));
     assert_eq!(run.results(), owned(&[("O-02", "PASS", 1.0)]));
     assert!(
-        run.stderr().contains("no tool calls or agent invocations (OTLP spans are calls when they follow the OpenTelemetry GenAI conventions"),
+        run.stderr().contains("and OTLP spans that follow the OpenTelemetry GenAI conventions"),
         "{}",
         run.stderr()
+    );
+    // The report says it too: a pass on a trace without calls is no evidence.
+    assert!(
+        notes_of(&run, "O-02").contains(
+            "Warning: the trace holds no tool calls or agent invocations, so this rule passed without evidence"
+        ),
+        "{}",
+        notes_of(&run, "O-02")
     );
 }
 
