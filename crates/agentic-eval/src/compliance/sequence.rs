@@ -2045,12 +2045,15 @@ enum RuleState {
         violation: Option<Location>,
     },
     /// `previous_span`: the hash of the previous call's span (0: none, or not known after a
-    /// block summary, which holds no agent starts), to tell the agent it spawned.
+    /// block summary, which holds no agent starts), to tell the agent it spawned;
+    /// `previous`: that call, and `violation`'s second part the call right before the first
+    /// `b` not preceded by an `a` (none: it was the first call), for the note.
     ImmediatelyBefore {
         previous_is_a: bool,
         previous_span: u64,
+        previous: Option<Call>,
         count_b: u64,
-        violation: Option<Location>,
+        violation: Option<(Location, Option<Call>)>,
         first_b: Option<Location>,
     },
     Never {
@@ -2456,6 +2459,7 @@ impl SequenceEngine {
                 Relation::ImmediatelyBefore(..) => RuleState::ImmediatelyBefore {
                     previous_is_a: false,
                     previous_span: 0,
+                    previous: None,
                     count_b: 0,
                     violation: None,
                     first_b: None,
@@ -3473,6 +3477,21 @@ fn concerns(relation: &Relation, ids: RuleIds, matches: &Matches<'_, '_>) -> boo
     }
 }
 
+/// A call `immediately_before` remembers, to name the one right before a `b` it failed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Call {
+    at: Location,
+    /// An agent's start (a subagent, an OTLP `invoke_agent` span), not a tool call.
+    agent_start: bool,
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = if self.agent_start { "an agent's start" } else { "the call" };
+        write!(f, "{what} at {}", self.at)
+    }
+}
+
 /// Where a call sits in the span tree, for `immediately_before`: its span and parent (hashes;
 /// 0: none) and whether it is an agent's start.
 #[derive(Debug, Clone, Copy, Default)]
@@ -3516,7 +3535,7 @@ fn step_rule(
         }
         (
             Relation::ImmediatelyBefore(a, b),
-            RuleState::ImmediatelyBefore { previous_is_a, previous_span, count_b, violation, first_b },
+            RuleState::ImmediatelyBefore { previous_is_a, previous_span, previous, count_b, violation, first_b },
         ) => {
             if matches.check(b, second_id) {
                 *count_b += 1;
@@ -3524,7 +3543,7 @@ fn step_rule(
                     *first_b = Some(here);
                 }
                 if !*previous_is_a && violation.is_none() {
-                    *violation = Some(here);
+                    *violation = Some((here, *previous));
                 }
             }
             // The agent a call spawned (a `Task` and its subagent, an OTLP `execute_tool` span
@@ -3535,6 +3554,7 @@ fn step_rule(
             let is_a = matches.check(a, first_id);
             *previous_is_a = is_a || (spawned && *previous_is_a);
             *previous_span = link.span;
+            *previous = Some(Call { at: here, agent_start: link.agent_start });
         }
         (Relation::Never(m), RuleState::Never { first, count }) if matches.check(m, first_id) => {
             *count += 1;
@@ -3591,8 +3611,15 @@ fn conclude(relation: &Relation, state: &RuleState, place: &str) -> RuleOutcome 
         (Relation::ImmediatelyBefore(a, b), RuleState::ImmediatelyBefore { count_b, violation, first_b, .. }) => {
             match (violation, count_b) {
                 (_, 0) => (false, format!("no {} {place}", b.description)),
-                (Some(lv), _) => {
-                    (false, format!("{} at {lv} is not directly preceded by {}", b.description, a.description))
+                (Some((lv, before)), _) => {
+                    let before = match before {
+                        Some(call) => format!("right before it came {call}"),
+                        None => format!("it is the first call {place}"),
+                    };
+                    (
+                        false,
+                        format!("{} at {lv} is not directly preceded by {} ({before})", b.description, a.description),
+                    )
                 }
                 (None, n) => (
                     true,
@@ -3755,6 +3782,29 @@ mod tests {
             json!({"immediately_before": {"a": {"tool": "Task"}, "b": {"tool": "Read"}}, "within": {"tool": "Task"}}),
         ];
         assert_eq!(verdicts(rule, within), vec![false]);
+        // A failed rule's note names the call right before the `b` it failed on.
+        let notes = |events: Vec<CanonicalEvent>| {
+            let rules =
+                vec![super::tests::rule(json!({"immediately_before": {"a": {"tool": "Grep"}, "b": {"tool": "Read"}}}))];
+            SequenceEngine::run(rules, events, 0).outcomes[0].notes.clone()
+        };
+        assert_eq!(
+            notes(vec![
+                span(TS, "Grep", "g", None, 1),
+                span(AS, "reviewer", "ag", None, 2),
+                span(TS, "Read", "r", Some("ag"), 3)
+            ]),
+            "Read at line 3 (event 3) is not directly preceded by Grep (right before it came an agent's start at line 2 \
+             (event 2))"
+        );
+        assert_eq!(
+            notes(vec![span(TS, "Read", "r", None, 1)]),
+            "Read at line 1 (event 1) is not directly preceded by Grep (it is the first call in the trace)"
+        );
+        assert_eq!(
+            notes(vec![span(TS, "Bash", "b", None, 1), span(TS, "Read", "r", None, 2)]),
+            "Read at line 2 (event 2) is not directly preceded by Grep (right before it came the call at line 1 (event 1))"
+        );
     }
 
     fn skill_trace() -> Vec<CanonicalEvent> {

@@ -22,8 +22,8 @@
 //! they need, and the caller feeds those with [`SequenceEngine::feed_scoped`].
 
 use super::{
-    ArgsRef, EventRef, ExcerptKey, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks, RuleState,
-    SequenceEngine, by_hash, span_hash, span_refs,
+    ArgsRef, Call, EventRef, ExcerptKey, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks,
+    RuleState, SequenceEngine, by_hash, span_hash, span_refs,
 };
 
 /// A call's arguments as the excerpt shows them: their JSON text, at most 160 characters.
@@ -238,15 +238,30 @@ impl SequenceEngine {
                     *seen_a = seen_a.or_else(|| at(*a));
                 }
                 (
-                    RuleState::ImmediatelyBefore { previous_is_a, previous_span, count_b, violation, first_b },
+                    RuleState::ImmediatelyBefore {
+                        previous_is_a,
+                        previous_span,
+                        previous,
+                        count_b,
+                        violation,
+                        first_b,
+                    },
                     Partial::ImmediatelyBefore { count_b: n, first_b: b, first_is_b, violation: inner, last_is_a },
                 ) => {
                     if summary.events == 0 {
                         continue;
                     }
+                    // Every event of a run is a tool call's end: the one before the run's
+                    // `k`-th is its `k - 1`-th.
+                    let call = |index: Option<u32>| at(index).map(|at| Call { at, agent_start: false });
                     if violation.is_none() {
-                        *violation = if *first_is_b && !*previous_is_a { at(Some(0)) } else { at(*inner) };
+                        *violation = if *first_is_b && !*previous_is_a {
+                            at(Some(0)).map(|here| (here, *previous))
+                        } else {
+                            at(*inner).map(|here| (here, call(inner.and_then(|k| k.checked_sub(1)))))
+                        };
                     }
+                    *previous = call(summary.events.checked_sub(1));
                     *count_b += n;
                     *first_b = first_b.or_else(|| at(*b));
                     *previous_is_a = *last_is_a;
