@@ -918,7 +918,7 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
     );
     let confidence = &report.tier_3_confidence;
     if confidence.protocol_enabled {
-        let range = confidence.score_range.map_or_else(|| "n/a".to_owned(), |[l, h]| format!("{l:.2}..{h:.2}"));
+        let range = confidence.score_range.map_or_else(|| "n/a".to_owned(), |[l, h]| format!("{l:.2}%..{h:.2}%"));
         let _ = writeln!(
             out,
             "tier 3 over {} runs: range {range}, mean {}, variance {}, {}",
@@ -1105,7 +1105,7 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
     let confidence = &report.tier_3_confidence;
     let _ = writeln!(out, "\n## Tier-3 confidence\n");
     if confidence.protocol_enabled {
-        let range = confidence.score_range.map_or_else(|| "n/a".to_owned(), |[l, h]| format!("{l:.2} to {h:.2}"));
+        let range = confidence.score_range.map_or_else(|| "n/a".to_owned(), |[l, h]| format!("{l:.2}% to {h:.2}%"));
         let _ = writeln!(
             out,
             "{} runs: range {range}, mean {}, variance {}: **{}**.",

@@ -2136,6 +2136,10 @@ pub struct TraceOutcome {
     /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
     /// could be placed inside those scopes, so the rules saw nothing inside.
     pub unlinked_scopes: u64,
+    /// The scopes (as rules describe them) that no span of the trace matched: their rules saw
+    /// nothing inside them (a wrong name, or an agent scope over a trace that records no agent
+    /// starts, as tooltrace); the notes say so and `check` warns.
+    pub unmatched_scopes: Vec<String>,
 }
 
 /// The streaming tier-2 engine: feed events in trace order, then [`SequenceEngine::finish`].
@@ -3130,6 +3134,17 @@ impl SequenceEngine {
     pub fn finish(self) -> TraceOutcome {
         let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
+        // Scopes no span matched (nor an id-less call), each described once.
+        let mut unmatched_scopes: Vec<String> = Vec::new();
+        for (rule, scope) in self.rules.iter().zip(&self.scopes) {
+            if let (Some(within), Some(scope)) = (&rule.within, scope)
+                && !scope.rooted
+                && scope.idless_roots == 0
+                && !unmatched_scopes.contains(&within.description)
+            {
+                unmatched_scopes.push(within.description.clone());
+            }
+        }
         let reads_arguments = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
         let late_arguments_missed = self.rules.iter().enumerate().any(|(idx, rule)| misses_late_arguments(idx, rule));
         let reads_argument_paths =
@@ -3370,6 +3385,7 @@ impl SequenceEngine {
             times_without_zone: self.times_without_zone,
             times_unread: self.times_unread,
             unlinked_scopes,
+            unmatched_scopes,
         }
     }
 }

@@ -1000,6 +1000,20 @@ fn run_trace(
              `immediately_before` rules may see them where they did not run (export the start time on every span)"
         )
     });
+    if !outcome.unmatched_scopes.is_empty() && outcome.calls > 0 {
+        let agents = outcome.unmatched_scopes.iter().any(|scope| scope.starts_with("agent "));
+        say_err!(
+            "warning: {path}: no span of the trace matched the `within` scope(s) {}, so the rules scoped to them saw \
+             nothing inside (check the names{})",
+            outcome.unmatched_scopes.iter().map(|scope| format!("`{scope}`")).collect::<Vec<_>>().join(", "),
+            if agents {
+                "; tooltrace and Claude Code hook captures without `agent_type` record no agents by name: scope \
+                 those by the spawning call, such as `within: {tool: Task}`"
+            } else {
+                ""
+            }
+        );
+    }
     if outcome.unlinked_scopes > 0 {
         say_err!(
             "warning: {path}: {} `within` rule(s) matched their scope, but no tool call in the trace records a parent \
@@ -1126,7 +1140,7 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
         if !absent.is_empty() && condition.evaluate(evidence).holds {
             say_err!(
                 "warning: constraint `{}` is active while evidence source(s) {} that its `active_when` reads are \
-                 absent from the evidence, so a failure of {} is reported BLOCKED; check the source name in \
+                 absent from the evidence, so those of {} that fail are reported BLOCKED; check the source name in \
                  `active_when` and the evidence files",
                 constraint.constraint.id,
                 absent.iter().map(|source| format!("`{source}`")).collect::<Vec<_>>().join(", "),

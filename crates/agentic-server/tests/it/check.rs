@@ -1719,6 +1719,33 @@ async fn the_golden_set_calibrates_the_judge() {
     assert_eq!(server.requests().len(), 6);
 }
 
+/// A scope no span matched is said on stderr too, once per scope, with a hint when it names
+/// an agent (tooltrace records none); a scope that matched says nothing.
+#[test]
+fn a_scope_no_span_matched_is_warned_of() {
+    let trace = concat!(
+        "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Task\",\"span_type\":\"parent\",\"trace_id\":\"t1\"}\n",
+        "{\"timestamp\":\"2026-02-19T10:00:01Z\",\"tool_name\":\"Write\",\"span_type\":\"child\",\"trace_id\":\"w1\",\"parent_trace_id\":\"t1\"}\n",
+    );
+    let run = check_rules(
+        &[
+            ("S-01", "{never: {tool: Write}, within: {agent: reviewer}}"),
+            ("S-02", "{count: {of: {tool: Read}, at_most: 3}, within: {agent: reviewer}}"),
+            ("S-03", "{never: {tool: Write}, within: {tool: Task}}"),
+        ],
+        trace,
+    );
+    assert_eq!(run.results(), owned(&[("S-01", "PASS", 1.0), ("S-02", "PASS", 1.0), ("S-03", "FAIL", 0.0)]));
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains("no span of the trace matched the `within` scope(s) `agent reviewer`, so the rules scoped to them saw nothing inside")
+            && stderr.contains("scope those by the spawning call, such as `within: {tool: Task}`"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("no span of the trace matched").count(), 1, "{stderr}");
+    assert!(!stderr.contains("`tool Task`"), "{stderr}");
+}
+
 /// A time that does not read (no zone, as Python's `isoformat()` writes it, or no time at
 /// all) costs its record the time, not the call: the forbidden call still fails the rule,
 /// and stderr says how many times did not read and where.
