@@ -379,12 +379,31 @@ fn place(diagnostics: &mut [Diagnostic], source_map: &SourceMap, file: &str) {
 
 /// The first of `earlier` ids that `id` differs from only in case or surrounding spaces; none
 /// for a blank id, or when `id` is among them exactly (a `duplicate-id`, said as that).
-fn lookalike<'a>(id: &str, earlier: impl Iterator<Item = &'a str> + Clone) -> Option<&'a str> {
-    let reads = id.trim().to_lowercase();
-    if reads.is_empty() || earlier.clone().any(|other| other == id) {
-        return None;
+/// Ids seen so far, to find one that differs from a new id only in case or surrounding
+/// spaces (a lookalike) in constant time: a spec of thousands of checkpoints is linted in
+/// linear time.
+#[derive(Default)]
+struct Lookalikes<'a> {
+    exact: HashSet<&'a str>,
+    /// Each id trimmed and lowercased, and the first id that reads so.
+    reads: HashMap<String, &'a str>,
+}
+
+impl<'a> Lookalikes<'a> {
+    fn add(&mut self, id: &'a str) {
+        self.exact.insert(id);
+        self.reads.entry(id.trim().to_lowercase()).or_insert(id);
     }
-    earlier.into_iter().find(|other| other.trim().to_lowercase() == reads)
+
+    /// The first id seen that reads as `id` but is not it; none when `id` itself was seen
+    /// (a duplicate, reported as such) or is blank.
+    fn of(&self, id: &str) -> Option<&'a str> {
+        let reads = id.trim().to_lowercase();
+        if reads.is_empty() || self.exact.contains(id) {
+            return None;
+        }
+        self.reads.get(&reads).copied()
+    }
 }
 
 /// The next `ENV-NN` id that no constraint or checkpoint of `spec` uses.
@@ -411,6 +430,7 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
         );
     }
     let mut first_seen: HashMap<&str, usize> = HashMap::new();
+    let mut earlier = Lookalikes::default();
     for (idx, checkpoint) in spec.checkpoints.iter().enumerate() {
         let pointer = format!("/checkpoints/{idx}/id");
         // A blank id is reported as such (`id-empty`), not as a repeat of another blank one.
@@ -419,8 +439,9 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
         } else {
             *first_seen.entry(checkpoint.id.as_str()).or_insert(idx)
         };
-        let earlier = spec.checkpoints[..idx].iter().map(|c| c.id.as_str());
-        if let Some(alike) = lookalike(&checkpoint.id, earlier) {
+        let alike = earlier.of(&checkpoint.id);
+        earlier.add(&checkpoint.id);
+        if let Some(alike) = alike {
             diagnostics.push(
                 Diagnostic::warning(
                     "id-lookalike",
@@ -518,11 +539,19 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
     let mut free_ids = free_constraint_ids(&spec);
     let mut constraint_ids: HashSet<&str> = HashSet::new();
     let mut constraints = Vec::new();
+    // A constraint's id is compared with the constraints before it, then the checkpoints'.
+    let mut earlier_constraints = Lookalikes::default();
     for (idx, constraint) in spec.environment_constraints.iter().enumerate() {
         let pointer = format!("/environment_constraints/{idx}");
-        let earlier =
-            spec.environment_constraints[..idx].iter().map(|c| c.id.as_str()).chain(checkpoint_ids.iter().copied());
-        if let Some(other) = lookalike(&constraint.id, earlier) {
+        let alike = if earlier_constraints.exact.contains(constraint.id.as_str())
+            || earlier.exact.contains(constraint.id.as_str())
+        {
+            None
+        } else {
+            earlier_constraints.of(&constraint.id).or_else(|| earlier.of(&constraint.id))
+        };
+        earlier_constraints.add(&constraint.id);
+        if let Some(other) = alike {
             diagnostics.push(
                 Diagnostic::warning(
                     "id-lookalike",
@@ -930,6 +959,10 @@ fn detect_rule_conflicts(
             _ => None,
         })
         .collect();
+    let mut forbidding = CoverIndex::default();
+    for (at, (_, never, ..)) in forbidden.iter().enumerate() {
+        forbidding.add(at, never.source());
+    }
     detect_opposite_orders(spec, checkpoints, rules, diagnostics);
     for (idx, checkpoint) in checkpoints.iter().enumerate() {
         let CompiledCheck::Sequence(rule_idx) = checkpoint.check else { continue };
@@ -948,11 +981,13 @@ fn detect_rule_conflicts(
             if required[..at].iter().any(|earlier| earlier.source() == needed.source()) {
                 continue;
             }
-            let conflict = forbidden.iter().find(|(other, never, _, within)| {
-                !std::ptr::eq(*other, checkpoint)
+            let conflict = forbidding.candidates(needed.source(), forbidden.len()).find_map(|at| {
+                let (other, never, _, within) = &forbidden[at];
+                (!std::ptr::eq(*other, checkpoint)
                     && within.is_none_or(|forbidding| scope.is_some_and(|needed| matcher_covers(forbidding, needed)))
                     && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
-                    && matcher_covers(never.source(), needed.source())
+                    && matcher_covers(never.source(), needed.source()))
+                .then_some(&forbidden[at])
             });
             let Some((other, never, by_count, within)) = conflict else { continue };
             let forbids = match (by_count, never.source() == needed.source()) {
@@ -1005,13 +1040,18 @@ fn detect_opposite_orders(
                 _ => None,
             })
             .collect();
+    // Earlier rules by their `b`, to find those whose `b` may cover this one's `a`.
+    let mut earlier = CoverIndex::default();
     for (at, (idx, checkpoint, a, b, within)) in befores.iter().enumerate() {
-        let opposite = befores[..at].iter().find(|(_, other, other_a, other_b, other_within)| {
-            other_within == within
-                && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
-                && matcher_covers(other_b.source(), a.source())
-                && matcher_covers(b.source(), other_a.source())
-        });
+        let opposite = earlier.candidates(a.source(), at).map(|at| &befores[at]).find(
+            |(_, other, other_a, other_b, other_within)| {
+                other_within == within
+                    && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
+                    && matcher_covers(other_b.source(), a.source())
+                    && matcher_covers(b.source(), other_a.source())
+            },
+        );
+        earlier.add(at, b.source());
         let Some((_, other, ..)) = opposite else { continue };
         diagnostics.push(
             Diagnostic::error(
@@ -1024,6 +1064,50 @@ fn detect_opposite_orders(
             .at_pointer(format!("/checkpoints/{}/verification/rule", spec_index(spec, *idx, checkpoint)))
             .with_hint("both can never pass in one run (each needs both calls); fix one of them"),
         );
+    }
+}
+
+/// Matchers in a list, indexed to find those that may cover a matcher (see
+/// [`matcher_covers`]) without comparing it with every one: lint's contradiction checks
+/// compare pairs of checkpoints, and a spec of thousands would otherwise take seconds.
+#[derive(Default)]
+struct CoverIndex<'a> {
+    /// Positions of matchers by a plain name they list (and whether it is an agent's).
+    by_name: HashMap<(bool, &'a str), Vec<usize>>,
+    /// Positions of matchers that name nothing, list a glob, or cannot be read one way: they
+    /// may cover any matcher.
+    wide: Vec<usize>,
+}
+
+impl<'a> CoverIndex<'a> {
+    /// Adds the matcher at `position` (positions are added in increasing order).
+    fn add(&mut self, position: usize, matcher: &'a EventMatcher) {
+        match matcher_names(matcher) {
+            Some((agent, names)) if !names.is_empty() && !names.iter().any(|name| is_glob(name)) => {
+                for name in names {
+                    let positions = self.by_name.entry((agent, name)).or_default();
+                    if positions.last() != Some(&position) {
+                        positions.push(position);
+                    }
+                }
+            }
+            _ => self.wide.push(position),
+        }
+    }
+
+    /// In increasing order, the positions below `below` whose matcher may cover `narrow`: a
+    /// matcher covers only a matcher whose names it covers, so one that lists only plain
+    /// names must list `narrow`'s first (a plain name is covered by itself or a glob).
+    fn candidates(&self, narrow: &EventMatcher, below: usize) -> impl Iterator<Item = usize> + use<> {
+        let mut found: Vec<usize> = match matcher_names(narrow) {
+            Some((agent, names)) if names.first().is_some_and(|name| !is_glob(name)) => {
+                let named = names.first().and_then(|name| self.by_name.get(&(agent, *name)));
+                named.into_iter().flatten().chain(&self.wide).copied().filter(|&at| at < below).collect()
+            }
+            _ => (0..below).collect(),
+        };
+        found.sort_unstable();
+        found.into_iter()
     }
 }
 
