@@ -467,7 +467,11 @@ fn judge_case(
                 *value
             }
             (MetricKind::Scored, other) => {
-                return Err(suite_error(field, format!("score `{other:?}` is not a number in 0..5")));
+                let written = match other {
+                    MetricScore::Score(value) => value.to_string(),
+                    MetricScore::Binary(pass) => pass.to_string(),
+                };
+                return Err(suite_error(field, format!("score `{written}` is not a number in 0..5")));
             }
         };
         weighted += metric.weight * (score / 5.0);

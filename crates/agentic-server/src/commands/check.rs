@@ -299,7 +299,13 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             // `"tier": 1.0` is the integer 1 to the schema, so it is to the reader too.
             agentic_core::document::whole_floats_as_integers(&mut value);
-            let baseline: ComplianceReport = serde_json::from_value(value).with_context(not_a_report)?;
+            // A field of the wrong shape is named by its place (`checkpoints[3].tier`).
+            let baseline: ComplianceReport = serde_path_to_error::deserialize(value)
+                .map_err(|error| {
+                    let place = error.path().to_string();
+                    anyhow::anyhow!("at `{place}`: {}", error.into_inner())
+                })
+                .with_context(not_a_report)?;
             let mut seen = std::collections::HashSet::new();
             if let Some(twice) = baseline.checkpoints.iter().find(|c| !seen.insert(c.id.as_str())) {
                 bail!(
@@ -347,9 +353,13 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let replay = read_verdicts(&spec, path, "the --tier3-verdicts file")?;
             // (`read_verdicts` said which ids are no tier-3 checkpoint.)
-            let judged =
-                |id: &&str| spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == *id);
-            for id in replay.ids().filter(judged) {
+            let tier3: std::collections::HashSet<&str> = spec
+                .checkpoints
+                .iter()
+                .filter(|c| c.tier == Tier::Semantic)
+                .map(|c| c.checkpoint.id.as_str())
+                .collect();
+            for id in replay.ids().filter(|id| tier3.contains(id)) {
                 if replay.recorded_runs(id).is_none() && args.eval_runs > 1 {
                     say_err!(
                         "warning: {path}: `{id}` has one verdict for all {} runs, so it adds nothing to their spread; \
@@ -545,8 +555,10 @@ fn read_verdicts(spec: &CompiledSpec, path: &str, what: &str) -> anyhow::Result<
     replay
         .validate_against(spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| &c.checkpoint))
         .with_context(|| format!("reading `{path}`"))?;
+    let tier3: std::collections::HashSet<&str> =
+        spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| c.checkpoint.id.as_str()).collect();
     for id in replay.ids() {
-        if !spec.checkpoints.iter().any(|c| c.tier == Tier::Semantic && c.checkpoint.id == id) {
+        if !tier3.contains(id) {
             say_err!(
                 "warning: {path}: verdict for `{id}` ignored: the spec has no tier-3 checkpoint `{id}`; fix the id or remove the verdict"
             );
@@ -888,9 +900,15 @@ fn run_trace(
     }
     if outcome.events == 0 && skipped > 0 {
         // Nothing usable: scoring the rules on an empty trace would pass every `never`.
+        let hint = if carriage_returns_only(path) {
+            "; its lines end in a carriage return alone (old Mac line endings), so it reads as one line: convert \
+             them with `tr '\\r' '\\n' < FILE > FIXED`"
+        } else {
+            ""
+        };
         bail!(
             "no record of trace `{path}` could be read ({skipped} malformed); \
-             check that it is a trace (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON) and the --trace-format"
+             check that it is a trace (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON) and the --trace-format{hint}"
         );
     }
     if outcome.calls == 0 && !spec.rules.is_empty() {
@@ -1031,6 +1049,18 @@ fn run_trace(
         );
     }
     Ok(outcome)
+}
+
+/// Whether the file at `path` (not standard input, not gzip) has carriage returns and no
+/// line feed in its first 64 KiB: lines ended the old Mac way, which read as one line.
+fn carriage_returns_only(path: &str) -> bool {
+    use std::io::Read;
+    if path == "-" {
+        return false;
+    }
+    let mut head = Vec::new();
+    let read = std::fs::File::open(path).and_then(|file| file.take(64 * 1024).read_to_end(&mut head));
+    read.is_ok() && !head.starts_with(&[0x1f, 0x8b]) && head.contains(&b'\r') && !head.contains(&b'\n')
 }
 
 /// Warns about inputs whose absence turns checks into NOT_APPLICABLE or BLOCKED without a

@@ -1719,6 +1719,19 @@ async fn the_golden_set_calibrates_the_judge() {
     assert_eq!(server.requests().len(), 6);
 }
 
+/// A trace whose lines end in a carriage return alone reads as one line: the error says why
+/// and how to convert it.
+#[test]
+fn a_trace_with_old_mac_line_endings_is_explained() {
+    let trace = concat!(
+        "{\"timestamp\":\"2026-02-19T10:00:00Z\",\"tool_name\":\"Read\",\"span_type\":\"parent\",\"trace_id\":\"a1\"}\r",
+        "{\"timestamp\":\"2026-02-19T10:00:01Z\",\"tool_name\":\"Bash\",\"span_type\":\"parent\",\"trace_id\":\"a2\"}\r",
+    );
+    let run = check_rules(&[("N-01", "{never: {tool: Write}}")], trace);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("its lines end in a carriage return alone"), "{}", run.stderr());
+}
+
 /// A scope no span matched is said on stderr too, once per scope, with a hint when it names
 /// an agent (tooltrace records none); a scope that matched says nothing.
 #[test]
@@ -2854,6 +2867,22 @@ fn a_baseline_that_is_no_report_is_named_as_such() {
         let run = against(&report);
         assert_eq!(run.code(), 2, "{version}: {}", run.stderr());
         assert!(run.stderr().contains(&format!("has schema_version `{version}`, not a version")), "{}", run.stderr());
+    }
+    // A field of the wrong shape is named by its place.
+    for (edit, value, place) in [
+        ("/checkpoints/3/tier", json!(1.5), "at `checkpoints[3].tier`"),
+        ("/checkpoints/0/result", json!("PASSED"), "at `checkpoints[0].result`: unknown variant `PASSED`"),
+        ("/summary", json!(1), "at `summary`"),
+    ] {
+        let mut report = first.report.clone();
+        *report.pointer_mut(edit).unwrap() = value;
+        let run = against(&report);
+        assert_eq!(run.code(), 2, "{edit}: {}", run.stderr());
+        assert!(
+            run.stderr().contains("is not a compliance report") && run.stderr().contains(place),
+            "{edit}: {}",
+            run.stderr()
+        );
     }
 }
 
