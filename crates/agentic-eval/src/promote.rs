@@ -195,8 +195,11 @@ pub fn parse_result_set(text: &str) -> Result<Vec<EvaluationResult>, String> {
         .into_iter()
         .enumerate()
         .map(|(idx, item)| {
-            serde_json::from_value(item).map_err(|error| {
-                format!("`{prefix}[{idx}]`: {error}; each item is the JSON printed by `agentic score`")
+            // The field inside the item is named too (`results[1].criteria[0].raw_score`).
+            serde_path_to_error::deserialize(item).map_err(|error| {
+                let inner = error.path().to_string();
+                let place = if inner == "." { String::new() } else { format!(".{inner}") };
+                format!("`{prefix}[{idx}]{place}`: {}; each item is the JSON printed by `agentic score`", error.inner())
             })
         })
         .collect()
@@ -423,6 +426,19 @@ mod tests {
 
     fn many(n: usize, correctness: f64, style: f64) -> Vec<EvaluationResult> {
         vec![result(correctness, style); n]
+    }
+
+    /// A bad field of a result is named by its place inside the item, not only the item.
+    #[test]
+    fn a_bad_result_field_is_named_by_its_place() {
+        let mut item = serde_json::to_value(result(0.8, 0.7)).unwrap();
+        item["criteria"][1]["normalized_score"] = serde_json::json!("high");
+        let text = serde_json::json!({"results": [serde_json::to_value(result(0.8, 0.7)).unwrap(), item]}).to_string();
+        let error = parse_result_set(&text).unwrap_err();
+        assert!(
+            error.starts_with("`results[1].criteria[1].normalized_score`: invalid type: string \"high\""),
+            "{error}"
+        );
     }
 
     #[test]
