@@ -377,8 +377,6 @@ fn place(diagnostics: &mut [Diagnostic], source_map: &SourceMap, file: &str) {
     sort_diagnostics(diagnostics);
 }
 
-/// The first of `earlier` ids that `id` differs from only in case or surrounding spaces; none
-/// for a blank id, or when `id` is among them exactly (a `duplicate-id`, said as that).
 /// Ids seen so far, to find one that differs from a new id only in case or surrounding
 /// spaces (a lookalike) in constant time: a spec of thousands of checkpoints is linted in
 /// linear time.
@@ -1458,26 +1456,10 @@ pub fn lint_against_previous(
             },
         }
     }
-    // Per prefix: the highest number and the id that has it (named as written, and the next
-    // number keeps its width: `STEP-007` is followed by `STEP-008`).
-    let mut highest: HashMap<String, (u64, &str)> = HashMap::new();
-    for old in &previous.checkpoints {
-        if let Some((prefix, number)) = split_id(&old.id) {
-            let entry = highest.entry(prefix.to_owned()).or_insert((number, old.id.as_str()));
-            if number > entry.0 {
-                *entry = (number, old.id.as_str());
-            }
-        }
-    }
+    let highest = highest_ids(&previous.checkpoints);
     // The next free number is past the new spec's own ids too (`P1-03` added beside a
     // misplaced `P1-00` is taken).
-    let mut taken: HashMap<&str, u64> = HashMap::new();
-    for new in &current.checkpoints {
-        if let Some((prefix, number)) = split_id(&new.id) {
-            let entry = taken.entry(prefix).or_insert(number);
-            *entry = (*entry).max(number);
-        }
-    }
+    let taken = highest_ids(&current.checkpoints);
     for (idx, new) in current.checkpoints.iter().enumerate() {
         if previous_ids.contains_key(new.id.as_str()) {
             continue;
@@ -1487,10 +1469,10 @@ pub fn lint_against_previous(
             && number <= top
         {
             let width = top_id.len() - prefix.len() - 1;
-            let last = taken.get(prefix).map_or(top, |&mine| mine.max(top));
+            let (last, last_id) = taken.get(prefix).copied().filter(|&(mine, _)| mine > top).unwrap_or((top, top_id));
             let hint = match last.checked_add(1) {
                 Some(next) => format!("new checkpoints take the next free number, `{prefix}-{next:0width$}`"),
-                None => format!("`{top_id}` is the highest number there is: start a new prefix for new checkpoints"),
+                None => format!("`{last_id}` is the highest number there is: start a new prefix for new checkpoints"),
             };
             diagnostics.push(
                 Diagnostic::warning(
@@ -1504,6 +1486,21 @@ pub fn lint_against_previous(
     }
     place(&mut diagnostics, source_map, file);
     diagnostics
+}
+
+/// Per id prefix (`P1` of `P1-07`), the highest number and the id that has it, named as
+/// written (the next number keeps its width: `STEP-007` is followed by `STEP-008`).
+fn highest_ids(checkpoints: &[Checkpoint]) -> HashMap<&str, (u64, &str)> {
+    let mut highest: HashMap<&str, (u64, &str)> = HashMap::new();
+    for checkpoint in checkpoints {
+        if let Some((prefix, number)) = split_id(&checkpoint.id) {
+            let entry = highest.entry(prefix).or_insert((number, checkpoint.id.as_str()));
+            if number > entry.0 {
+                *entry = (number, checkpoint.id.as_str());
+            }
+        }
+    }
+    highest
 }
 
 fn split_id(id: &str) -> Option<(&str, u64)> {
@@ -1612,9 +1609,6 @@ checkpoints:
         }
     }
 
-    /// A tier that cannot be read (quoted, a word, null, out of range, a fraction, missing)
-    /// is reported once, and nothing is said on the strength of a stand-in tier (a tier-3
-    /// checkpoint is not told to add `assert:`); the checks across checkpoints still run.
     /// A number past an exclusive bound (a weight of 1 or 0), one too large for 64 bits, or
     /// two numbers out of range each stand in for a valid value: every other finding of the
     /// spec is still reported in the same pass.
@@ -1724,6 +1718,9 @@ checkpoints:
         );
     }
 
+    /// A tier that cannot be read (quoted, a word, null, out of range, a fraction, missing)
+    /// is reported once, and nothing is said on the strength of a stand-in tier (a tier-3
+    /// checkpoint is not told to add `assert:`); the checks across checkpoints still run.
     #[test]
     fn an_unreadable_or_missing_tier_is_reported_alone_and_other_checks_still_run() {
         const SPEC: &str = r#"workflow: wf
