@@ -126,6 +126,18 @@ impl<'a> SpanTimes<'a> {
             end_nanos: span.end_nanos,
         }
     }
+
+    /// The span whose start and end events these are (ids from the start, times from both).
+    fn of_events(start: &'a CanonicalEvent, end: &CanonicalEvent) -> SpanTimes<'a> {
+        let span = start.span.as_ref();
+        SpanTimes {
+            trace_id: span.and_then(|span| span.trace_id.as_deref()),
+            span_id: span.and_then(|span| span.span_id.as_deref()),
+            parent_span_id: span.and_then(|span| span.parent_span_id.as_deref()),
+            start_nanos: nanos_of(&start.timestamp),
+            end_nanos: nanos_of(&end.timestamp),
+        }
+    }
 }
 
 impl TraceAdapter for OtlpJsonAdapter {
@@ -279,20 +291,8 @@ pub(super) fn order_events(events: Vec<CanonicalEvent>) -> Vec<CanonicalEvent> {
     drop(open);
     let pairs: Vec<(usize, usize)> =
         end_of.iter().enumerate().filter_map(|(start, end)| Some((start, (*end)?))).collect();
-    let times: Vec<SpanTimes<'_>> = pairs
-        .iter()
-        .map(|&(start, end)| {
-            let (start, end) = (&events[start], &events[end]);
-            let span = start.span.as_ref();
-            SpanTimes {
-                trace_id: span.and_then(|span| span.trace_id.as_deref()),
-                span_id: span.and_then(|span| span.span_id.as_deref()),
-                parent_span_id: span.and_then(|span| span.parent_span_id.as_deref()),
-                start_nanos: nanos_of(&start.timestamp),
-                end_nanos: nanos_of(&end.timestamp),
-            }
-        })
-        .collect();
+    let times: Vec<SpanTimes<'_>> =
+        pairs.iter().map(|&(start, end)| SpanTimes::of_events(&events[start], &events[end])).collect();
     let order = span_order(&times);
     drop(times);
     let mut slots: Vec<Option<CanonicalEvent>> = events.into_iter().map(Some).collect();
