@@ -186,6 +186,12 @@ pub const START_MISSING: &str = "x.otlp.start_missing";
 /// by their place in the file, so the call is kept; `agentic check` warns.
 pub const TIME_UNREAD: &str = "x.time.unread";
 
+/// [`TIME_UNREAD`]'s value for a time without a zone, read as UTC.
+pub const TIME_NO_ZONE: &str = "no_zone";
+
+/// [`TIME_UNREAD`]'s value for a time that does not read: the event has none.
+pub const TIME_NOT_RFC3339: &str = "not_rfc3339";
+
 /// One canonical event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CanonicalEvent {

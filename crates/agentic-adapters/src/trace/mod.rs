@@ -1154,6 +1154,7 @@ impl RecordTime {
 
 /// Reads a time field (see [`RecordTime`]); absent or `null` is no time, and no mark.
 pub(crate) fn record_time(record: &serde_json::Map<String, Value>, key: &str) -> RecordTime {
+    use agentic_core::event::{TIME_NO_ZONE, TIME_NOT_RFC3339};
     let unread = |why| RecordTime { time: None, unread: Some(why) };
     match member(record, key) {
         None | Some(Value::Null) => RecordTime { time: None, unread: None },
@@ -1163,11 +1164,11 @@ pub(crate) fn record_time(record: &serde_json::Map<String, Value>, key: &str) ->
                 .iter()
                 .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
                 .map_or_else(
-                    || unread("not_rfc3339"),
-                    |naive| RecordTime { time: Some(naive.and_utc()), unread: Some("no_zone") },
+                    || unread(TIME_NOT_RFC3339),
+                    |naive| RecordTime { time: Some(naive.and_utc()), unread: Some(TIME_NO_ZONE) },
                 ),
         },
-        Some(_) => unread("not_rfc3339"),
+        Some(_) => unread(TIME_NOT_RFC3339),
     }
 }
 

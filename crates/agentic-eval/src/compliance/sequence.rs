@@ -2044,13 +2044,11 @@ enum RuleState {
         first_b: Option<Location>,
         violation: Option<Location>,
     },
-    /// `previous_span`: the hash of the previous call's span (0: none, or not known after a
-    /// block summary, which holds no agent starts), to tell the agent it spawned;
-    /// `previous`: that call, and `violation`'s second part the call right before the first
-    /// `b` not preceded by an `a` (none: it was the first call), for the note.
+    /// `previous`: the previous call (to tell the agent it spawned, and for the note), and
+    /// `violation`'s second part the call right before the first `b` not preceded by an `a`
+    /// (none: it was the first call).
     ImmediatelyBefore {
         previous_is_a: bool,
-        previous_span: u64,
         previous: Option<Call>,
         count_b: u64,
         violation: Option<(Location, Option<Call>)>,
@@ -2136,10 +2134,11 @@ pub struct TraceOutcome {
     /// Code hook capture without `agent_id`, tooltrace lines without `parent_trace_id`): nothing
     /// could be placed inside those scopes, so the rules saw nothing inside.
     pub unlinked_scopes: u64,
-    /// The scopes (as rules describe them) that no span of the trace matched: their rules saw
-    /// nothing inside them (a wrong name, or an agent scope over a trace that records no agent
-    /// starts, as tooltrace); the notes say so and `check` warns.
-    pub unmatched_scopes: Vec<String>,
+    /// The scopes that no span of the trace matched, as rules describe them, and whether each
+    /// names an agent: their rules saw nothing inside them (a wrong name, or an agent scope
+    /// over a trace that records no agent starts, as tooltrace); the notes say so and `check`
+    /// warns.
+    pub unmatched_scopes: Vec<(String, bool)>,
 }
 
 /// The streaming tier-2 engine: feed events in trace order, then [`SequenceEngine::finish`].
@@ -2462,7 +2461,6 @@ impl SequenceEngine {
                 Relation::OnlyAfter(..) => RuleState::OnlyAfter { seen_a: None, first_b: None, violation: None },
                 Relation::ImmediatelyBefore(..) => RuleState::ImmediatelyBefore {
                     previous_is_a: false,
-                    previous_span: 0,
                     previous: None,
                     count_b: 0,
                     violation: None,
@@ -2562,7 +2560,7 @@ impl SequenceEngine {
             tally(&mut self.spans_without_start);
         }
         match marked(agentic_core::event::TIME_UNREAD).and_then(Value::as_str) {
-            Some("no_zone") => tally(&mut self.times_without_zone),
+            Some(agentic_core::event::TIME_NO_ZONE) => tally(&mut self.times_without_zone),
             Some(_) => tally(&mut self.times_unread),
             None => {}
         }
@@ -3135,14 +3133,14 @@ impl SequenceEngine {
         let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         // Scopes no span matched (nor an id-less call), each described once.
-        let mut unmatched_scopes: Vec<String> = Vec::new();
+        let mut unmatched_scopes: Vec<(String, bool)> = Vec::new();
         for (rule, scope) in self.rules.iter().zip(&self.scopes) {
             if let (Some(within), Some(scope)) = (&rule.within, scope)
                 && !scope.rooted
                 && scope.idless_roots == 0
-                && !unmatched_scopes.contains(&within.description)
+                && !unmatched_scopes.iter().any(|(seen, _)| *seen == within.description)
             {
-                unmatched_scopes.push(within.description.clone());
+                unmatched_scopes.push((within.description.clone(), within.source().agent.is_some()));
             }
         }
         let reads_arguments = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
@@ -3364,6 +3362,15 @@ impl SequenceEngine {
                         outcome.notes
                     );
                 }
+                if self.calls == 0 && outcome.passed {
+                    // A pass on a trace without calls proves nothing: the report says so, where
+                    // a CI job reads the verdict.
+                    append_sentence(
+                        &mut outcome.notes,
+                        "Warning: the trace holds no tool calls or agent invocations, so this rule passed without \
+                         evidence (is the trace capture installed, and is --trace-format right?).",
+                    );
+                }
                 outcome
             })
             .collect();
@@ -3499,6 +3506,9 @@ struct Call {
     at: Location,
     /// An agent's start (a subagent, an OTLP `invoke_agent` span), not a tool call.
     agent_start: bool,
+    /// The hash of its span (0: none, or not known: a block summary keeps none), to tell the
+    /// agent it spawned.
+    span: u64,
 }
 
 impl std::fmt::Display for Call {
@@ -3551,7 +3561,7 @@ fn step_rule(
         }
         (
             Relation::ImmediatelyBefore(a, b),
-            RuleState::ImmediatelyBefore { previous_is_a, previous_span, previous, count_b, violation, first_b },
+            RuleState::ImmediatelyBefore { previous_is_a, previous, count_b, violation, first_b },
         ) => {
             if matches.check(b, second_id) {
                 *count_b += 1;
@@ -3566,11 +3576,10 @@ fn step_rule(
             // and the `invoke_agent` inside it) is one step with that call: what comes right
             // after the agent starts comes right after the call too, as in a trace that
             // records no agent starts (tooltrace).
-            let spawned = link.agent_start && link.parent != 0 && link.parent == *previous_span;
+            let spawned = link.agent_start && link.parent != 0 && previous.is_some_and(|call| call.span == link.parent);
             let is_a = matches.check(a, first_id);
             *previous_is_a = is_a || (spawned && *previous_is_a);
-            *previous_span = link.span;
-            *previous = Some(Call { at: here, agent_start: link.agent_start });
+            *previous = Some(Call { at: here, agent_start: link.agent_start, span: link.span });
         }
         (Relation::Never(m), RuleState::Never { first, count }) if matches.check(m, first_id) => {
             *count += 1;
@@ -5627,6 +5636,25 @@ mod tests {
         let notes = &outcome.outcomes[0].notes;
         assert!(notes.contains(&format!("occurs {} time(s)", POST_ONLY_SCOPE_WINDOW)), "{notes}");
         assert!(notes.contains("Warning: 100 call(s) under spans recorded after them were not placed"), "{notes}");
+    }
+
+    /// A rule that passes on a trace without calls says it passed without evidence; one that
+    /// fails, or passes on calls, does not.
+    #[test]
+    fn a_pass_without_calls_is_noted() {
+        let rules = || {
+            vec![
+                rule(json!({"never": {"tool": "Write"}})),
+                rule(json!({"count": {"of": {"tool": "Read"}, "at_least": 1}})),
+            ]
+        };
+        let warning =
+            "Warning: the trace holds no tool calls or agent invocations, so this rule passed without evidence";
+        let empty = SequenceEngine::run(rules(), Vec::new(), 0);
+        assert!(empty.outcomes[0].passed && empty.outcomes[0].notes.contains(warning), "{:?}", empty.outcomes[0]);
+        assert!(!empty.outcomes[1].passed && !empty.outcomes[1].notes.contains(warning), "{:?}", empty.outcomes[1]);
+        let read = SequenceEngine::run(rules(), vec![end("Read", json!({}), 1)], 0);
+        assert!(read.outcomes.iter().all(|o| o.passed && !o.notes.contains(warning)), "{:?}", read.outcomes);
     }
 
     /// A scope that no span ever opened passes `never` vacuously: the note says so (a spec

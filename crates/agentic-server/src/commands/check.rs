@@ -299,13 +299,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             }
             // `"tier": 1.0` is the integer 1 to the schema, so it is to the reader too.
             agentic_core::document::whole_floats_as_integers(&mut value);
-            // A field of the wrong shape is named by its place (`checkpoints[3].tier`).
-            let baseline: ComplianceReport = serde_path_to_error::deserialize(value)
-                .map_err(|error| {
-                    let place = error.path().to_string();
-                    anyhow::anyhow!("at `{place}`: {}", error.into_inner())
-                })
-                .with_context(not_a_report)?;
+            let baseline: ComplianceReport = from_value_at(value).with_context(not_a_report)?;
             let mut seen = std::collections::HashSet::new();
             if let Some(twice) = baseline.checkpoints.iter().find(|c| !seen.insert(c.id.as_str())) {
                 bail!(
@@ -353,12 +347,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Some(path) => {
             let replay = read_verdicts(&spec, path, "the --tier3-verdicts file")?;
             // (`read_verdicts` said which ids are no tier-3 checkpoint.)
-            let tier3: std::collections::HashSet<&str> = spec
-                .checkpoints
-                .iter()
-                .filter(|c| c.tier == Tier::Semantic)
-                .map(|c| c.checkpoint.id.as_str())
-                .collect();
+            let tier3 = tier3_ids(&spec);
             for id in replay.ids().filter(|id| tier3.contains(id)) {
                 if replay.recorded_runs(id).is_none() && args.eval_runs > 1 {
                     say_err!(
@@ -555,8 +544,7 @@ fn read_verdicts(spec: &CompiledSpec, path: &str, what: &str) -> anyhow::Result<
     replay
         .validate_against(spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| &c.checkpoint))
         .with_context(|| format!("reading `{path}`"))?;
-    let tier3: std::collections::HashSet<&str> =
-        spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| c.checkpoint.id.as_str()).collect();
+    let tier3 = tier3_ids(spec);
     for id in replay.ids() {
         if !tier3.contains(id) {
             say_err!(
@@ -565,6 +553,12 @@ fn read_verdicts(spec: &CompiledSpec, path: &str, what: &str) -> anyhow::Result<
         }
     }
     Ok(replay)
+}
+
+/// The ids of the spec's tier-3 checkpoints, to look verdict ids up in (a spec may hold
+/// thousands).
+fn tier3_ids(spec: &CompiledSpec) -> std::collections::HashSet<&str> {
+    spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| c.checkpoint.id.as_str()).collect()
 }
 
 /// Tier 3 without `--tier3-verdicts`: every tier-3 checkpoint is an input error.
@@ -777,6 +771,12 @@ fn from_strict_json<T: serde::de::DeserializeOwned>(text: &str) -> anyhow::Resul
     if !value.is_object() {
         bail!("expected a JSON object, found {}", json_kind(&value));
     }
+    from_value_at(value)
+}
+
+/// `value` read into `T`; a value of the wrong shape is named by its place
+/// (`checkpoints[3].tier: invalid type ...`).
+fn from_value_at<T: serde::de::DeserializeOwned>(value: Value) -> anyhow::Result<T> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let place = error.path().to_string();
         anyhow::anyhow!("at `{place}`: {}", error.into_inner())
@@ -927,14 +927,7 @@ fn run_trace(
             "warning: {path}: the trace has {what}; tier-2 rules that forbid something pass without \
              evidence (is the trace capture installed, and is --trace-format right?)"
         );
-        // The report says so too, where a CI job reads the verdict.
-        for rule in outcome.outcomes.iter_mut().filter(|rule| rule.passed) {
-            agentic_eval::compliance::append_sentence(
-                &mut rule.notes,
-                "Warning: the trace holds no tool calls or agent invocations, so this rule passed without evidence \
-                 (is the trace capture installed, and is --trace-format right?).",
-            );
-        }
+        // (The notes of the rules that passed say so too: `SequenceEngine::finish`.)
     }
     // Counted marks the readers left on events, each with the line of the first.
     let warn = |(count, first): (u64, Option<u64>), rest: &dyn Fn(u64, &str) -> String| {
@@ -1019,11 +1012,11 @@ fn run_trace(
         )
     });
     if !outcome.unmatched_scopes.is_empty() && outcome.calls > 0 {
-        let agents = outcome.unmatched_scopes.iter().any(|scope| scope.starts_with("agent "));
+        let agents = outcome.unmatched_scopes.iter().any(|(_, agent)| *agent);
         say_err!(
             "warning: {path}: no span of the trace matched the `within` scope(s) {}, so the rules scoped to them saw \
              nothing inside (check the names{})",
-            outcome.unmatched_scopes.iter().map(|scope| format!("`{scope}`")).collect::<Vec<_>>().join(", "),
+            outcome.unmatched_scopes.iter().map(|(scope, _)| format!("`{scope}`")).collect::<Vec<_>>().join(", "),
             if agents {
                 "; tooltrace and Claude Code hook captures without `agent_type` record no agents by name: scope \
                  those by the spawning call, such as `within: {tool: Task}`"

@@ -238,22 +238,16 @@ impl SequenceEngine {
                     *seen_a = seen_a.or_else(|| at(*a));
                 }
                 (
-                    RuleState::ImmediatelyBefore {
-                        previous_is_a,
-                        previous_span,
-                        previous,
-                        count_b,
-                        violation,
-                        first_b,
-                    },
+                    RuleState::ImmediatelyBefore { previous_is_a, previous, count_b, violation, first_b },
                     Partial::ImmediatelyBefore { count_b: n, first_b: b, first_is_b, violation: inner, last_is_a },
                 ) => {
                     if summary.events == 0 {
                         continue;
                     }
                     // Every event of a run is a tool call's end: the one before the run's
-                    // `k`-th is its `k - 1`-th.
-                    let call = |index: Option<u32>| at(index).map(|at| Call { at, agent_start: false });
+                    // `k`-th is its `k - 1`-th. A run holds no agent starts, so no agent can
+                    // be one step with its last call: its span is not kept.
+                    let call = |index: Option<u32>| at(index).map(|at| Call { at, agent_start: false, span: 0 });
                     if violation.is_none() {
                         *violation = if *first_is_b && !*previous_is_a {
                             at(Some(0)).map(|here| (here, *previous))
@@ -265,9 +259,6 @@ impl SequenceEngine {
                     *count_b += n;
                     *first_b = first_b.or_else(|| at(*b));
                     *previous_is_a = *last_is_a;
-                    // A summarized block holds records only, no agent starts: no agent can be
-                    // one step with its last call.
-                    *previous_span = 0;
                 }
                 (RuleState::Never { first, count }, Partial::Never { first: f, count: n }) => {
                     *first = first.or_else(|| at(*f));
