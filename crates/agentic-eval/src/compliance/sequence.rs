@@ -2094,9 +2094,10 @@ pub struct TraceOutcome {
     /// [`agentic_core::event::SPAWN_MISATTRIBUTED`]), and the line of the first mark.
     pub misattributed_spawns: (u64, Option<u64>),
     /// OTLP tool calls that record no arguments (`gen_ai.tool.call.arguments` is opt-in in the
-    /// OpenTelemetry GenAI conventions), and the line of the first, when a rule has `args`
-    /// conditions (none otherwise): those conditions cannot match such calls, and the notes
-    /// of the rules that have them warn.
+    /// OpenTelemetry GenAI conventions) and whose tool a matcher with `args` or `args_text`
+    /// conditions names, and the line of the first: those conditions cannot match such calls,
+    /// and the notes of the rules that have such matchers warn (each counting the calls of
+    /// the tools its own matchers name).
     pub calls_without_arguments: (u64, Option<u64>),
     /// Calls whose start had no arguments (absent, `null` or `{}`) and whose end has them,
     /// with the line of the first such end, when an order rule (`before`, `only_after`,
@@ -2108,8 +2109,8 @@ pub struct TraceOutcome {
     /// such end: those rules took the calls in at the end.
     pub calls_with_changed_arguments: (u64, Option<u64>),
     /// OTLP tool calls whose `gen_ai.tool.call.arguments` is not a JSON object (text that is
-    /// not JSON, such as a language's own printing of a dict, or a lone value), and the line of
-    /// the first, when a rule has `args` path conditions (none otherwise): `args_text`
+    /// not JSON, such as a language's own printing of a dict, or a lone value) and whose tool
+    /// a matcher with `args` path conditions names, and the line of the first: `args_text`
     /// matches such arguments, `args` paths cannot.
     pub calls_with_text_arguments: (u64, Option<u64>),
     /// Calls that record no tool or agent name (an OTLP `execute_tool` span without
@@ -2174,6 +2175,9 @@ pub struct SequenceEngine {
     misattributed_spawns: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_without_arguments`].
     calls_without_arguments: (u64, Option<u64>),
+    /// Per rule: the calls of [`TraceOutcome::calls_without_arguments`] and of
+    /// [`TraceOutcome::calls_with_text_arguments`] that its own matchers name.
+    unread_arguments_by_rule: Vec<[(u64, Option<u64>); 2]>,
     /// See [`TraceOutcome::calls_with_late_arguments`].
     calls_with_late_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_with_changed_arguments`].
@@ -2492,6 +2496,7 @@ impl SequenceEngine {
             })
             .collect();
         let masks = RuleMasks::new(&rules, &ids);
+        let rule_count = rules.len();
         let late_capable = rules.iter().take(64).enumerate().fold(0u64, |mask, (idx, rule)| match &rule.relation {
             Relation::Never(matcher) | Relation::Count(matcher, ..) if matcher.reads_arguments() => mask | 1 << idx,
             _ => mask,
@@ -2515,6 +2520,7 @@ impl SequenceEngine {
             traces: Vec::new(),
             misattributed_spawns: (0, None),
             calls_without_arguments: (0, None),
+            unread_arguments_by_rule: vec![[(0, None); 2]; rule_count],
             calls_with_late_arguments: (0, None),
             calls_with_changed_arguments: (0, None),
             late_capable,
@@ -2573,12 +2579,32 @@ impl SequenceEngine {
         {
             self.note_session(session);
         }
-        match marked(agentic_core::event::ARGUMENTS_UNREAD).and_then(Value::as_str) {
-            Some("absent") => tally(&mut self.calls_without_arguments),
-            Some(_) => tally(&mut self.calls_with_text_arguments),
-            None => {}
+        let view = EventRef::from_event(event);
+        if let Some(unread) = marked(agentic_core::event::ARGUMENTS_UNREAD).and_then(Value::as_str) {
+            self.tally_unread_arguments(unread != "absent", view.name.unwrap_or(""), line);
         }
-        self.feed_ref(&EventRef::from_event(event));
+        self.feed_ref(&view);
+    }
+
+    /// Counts a tool call named `name` whose arguments argument conditions cannot read (none
+    /// recorded, or, `as_text`, not a JSON object), for the rules with a matcher that names its
+    /// tool and has such conditions (`args` or `args_text`; `args` alone for text): a call of
+    /// a tool no such matcher names is nothing those rules missed.
+    fn tally_unread_arguments(&mut self, as_text: bool, name: &str, line: Option<u64>) {
+        let misses = |matcher: &CompiledMatcher| {
+            (if as_text { matcher.reads_argument_paths() } else { matcher.reads_arguments() })
+                && matcher.name_matches(CallKind::Tool, name)
+        };
+        let mut any = false;
+        for (rule, tallies) in self.rules.iter().zip(&mut self.unread_arguments_by_rule) {
+            if rule.all_matchers().any(misses) {
+                tally(&mut tallies[usize::from(as_text)], line);
+                any = true;
+            }
+        }
+        if any {
+            tally(if as_text { &mut self.calls_with_text_arguments } else { &mut self.calls_without_arguments }, line);
+        }
     }
 
     /// Notes the session of a tooltrace record (whose ids are file-wide, so its events carry
@@ -3143,10 +3169,7 @@ impl SequenceEngine {
                 unmatched_scopes.push((within.description.clone(), within.source().agent.is_some()));
             }
         }
-        let reads_arguments = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
         let late_arguments_missed = self.rules.iter().enumerate().any(|(idx, rule)| misses_late_arguments(idx, rule));
-        let reads_argument_paths =
-            self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_argument_paths));
         let names_calls = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::misses_nameless));
         let outcomes = self
             .rules
@@ -3288,25 +3311,23 @@ impl SequenceEngine {
                     )
                 });
                 // OTLP calls whose arguments an argument condition could not read.
-                let reads_arguments = rule.all_matchers().any(CompiledMatcher::reads_arguments);
+                let [without_arguments, with_text_arguments] = self.unread_arguments_by_rule[idx];
                 let unread = [
                     (
-                        self.calls_without_arguments,
-                        reads_arguments,
+                        without_arguments,
                         "no arguments",
                         " (`gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions), so `args` \
                          conditions could not match them; record the arguments",
                     ),
                     (
-                        self.calls_with_text_arguments,
-                        rule.all_matchers().any(CompiledMatcher::reads_argument_paths),
+                        with_text_arguments,
                         "arguments that are not a JSON object",
                         ", so `args` conditions could not match them (`args_text` matches such text); record the \
                          arguments as a JSON object",
                     ),
                 ];
-                for (tally, reads, what, why) in unread {
-                    warn_of_tally(notes, tally, reads, |count, at| {
+                for (tally, what, why) in unread {
+                    warn_of_tally(notes, tally, true, |count, at| {
                         format!("Warning: {count} OTLP tool call(s) record {what}{at}{why} to check this rule on every call.")
                     });
                 }
@@ -3382,10 +3403,10 @@ impl SequenceEngine {
             excerpt: self.excerpt.into_iter().map(|(_, line)| line).collect(),
             traces: self.traces,
             misattributed_spawns: self.misattributed_spawns,
-            calls_without_arguments: if reads_arguments { self.calls_without_arguments } else { (0, None) },
+            calls_without_arguments: self.calls_without_arguments,
             calls_with_late_arguments: if late_arguments_missed { self.calls_with_late_arguments } else { (0, None) },
             calls_with_changed_arguments: self.calls_with_changed_arguments,
-            calls_with_text_arguments: if reads_argument_paths { self.calls_with_text_arguments } else { (0, None) },
+            calls_with_text_arguments: self.calls_with_text_arguments,
             calls_without_name: if names_calls { self.calls_without_name } else { (0, None) },
             out_of_order_spans: self.out_of_order_spans,
             spans_without_start: self.spans_without_start,

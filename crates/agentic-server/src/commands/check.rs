@@ -944,9 +944,9 @@ fn run_trace(
     });
     warn(outcome.calls_without_arguments, &|count, at| {
         format!(
-            "{count} OTLP tool call(s) record no arguments{at}: `gen_ai.tool.call.arguments` is opt-in in the \
-             OpenTelemetry GenAI conventions, so rules with `args` conditions could not match those calls (turn on \
-             recording of tool arguments in the instrumentation)"
+            "{count} OTLP tool call(s) of tools that rules with `args` or `args_text` conditions name record no \
+             arguments{at}: `gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions, so those \
+             conditions could not match those calls (turn on recording of tool arguments in the instrumentation)"
         )
     });
     warn(outcome.calls_with_late_arguments, &|count, at| {
@@ -967,9 +967,9 @@ fn run_trace(
     });
     warn(outcome.calls_with_text_arguments, &|count, at| {
         format!(
-            "{count} OTLP tool call(s) record `gen_ai.tool.call.arguments` that is not a JSON object{at}, so rules \
-             with `args` conditions could not match those calls (`args_text` matches such text; record the arguments \
-             as a JSON object)"
+            "{count} OTLP tool call(s) of tools that rules with `args` conditions name record \
+             `gen_ai.tool.call.arguments` that is not a JSON object{at}, so those conditions could not match those \
+             calls (`args_text` matches such text; record the arguments as a JSON object)"
         )
     });
     warn(outcome.calls_without_name, &|count, at| {

@@ -574,7 +574,8 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     let warning = "Warning: 1 OTLP tool call(s) record no arguments (first at line 1)";
     assert!(notes_of(&run, "O-02").contains(warning), "{}", notes_of(&run, "O-02"));
     assert!(!notes_of(&run, "O-01").contains(warning) && !notes_of(&run, "O-03").contains(warning));
-    assert!(run.stderr().contains("1 OTLP tool call(s) record no arguments (first at line 1)"), "{}", run.stderr());
+    assert!(run.stderr().contains("1 OTLP tool call(s) of tools that rules with"), "{}", run.stderr());
+    assert!(run.stderr().contains("name record no arguments (first at line 1)"), "{}", run.stderr());
     // With the arguments recorded, there is nothing to warn about.
     let arguments = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
         {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{\"command\": \"ls\"}"}}]);
@@ -587,7 +588,7 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     // cannot, and rules with `args` conditions say so.
     let printed = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
         {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{'command': 'rm -rf /'}"}}]);
-    let trace = span("00000000000000b2", None, "execute_tool Bash", (200, 300), printed);
+    let trace = span("00000000000000b2", None, "execute_tool Bash", (200, 300), printed.clone());
     let run = check_rules(
         &[
             ("O-02", "{never: {tool: Bash, args: {command: {contains: \"rm -rf\"}}}}"),
@@ -600,6 +601,38 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     assert!(notes_of(&run, "O-02").contains(text_warning), "{}", notes_of(&run, "O-02"));
     assert!(!notes_of(&run, "O-04").contains(text_warning), "{}", notes_of(&run, "O-04"));
     assert!(run.stderr().contains("that is not a JSON object (first at line 1)"), "{}", run.stderr());
+    // Only calls of tools that a matcher with argument conditions names are counted, each
+    // rule with the tools its own matchers name: a `Read` without arguments is nothing a
+    // `Bash` rule missed.
+    let trace = span("00000000000000c1", None, "execute_tool Read", (100, 200), operation("execute_tool"))
+        + &span("00000000000000c2", None, "execute_tool Read", (200, 300), printed.clone())
+        + &span("00000000000000c3", None, "execute_tool Bash", (300, 400), operation("execute_tool"));
+    let run = check_rules(
+        &[
+            ("O-02", "{never: {tool: Bash, args: {command: {contains: \"rm -rf\"}}}}"),
+            ("O-05", "{count: {of: {tool: Read, args: {file_path: {glob: \"**/*.md\"}}}, at_most: 5}}"),
+            ("O-06", "{never: {tool: Write, args: {file_path: {glob: \"**/*.env\"}}}}"),
+        ],
+        &trace,
+    );
+    let notes = |id| notes_of(&run, id);
+    assert!(
+        notes("O-02").contains("Warning: 1 OTLP tool call(s) record no arguments (first at line 3)"),
+        "{}",
+        notes("O-02")
+    );
+    assert!(!notes("O-02").contains("not a JSON object"), "{}", notes("O-02"));
+    assert!(
+        notes("O-05").contains("Warning: 1 OTLP tool call(s) record no arguments (first at line 1)"),
+        "{}",
+        notes("O-05")
+    );
+    assert!(
+        notes("O-05").contains("1 OTLP tool call(s) record arguments that are not a JSON object (first at line 2)")
+    );
+    assert!(!notes("O-06").contains("OTLP tool call"), "{}", notes("O-06"));
+    assert!(run.stderr().contains("2 OTLP tool call(s) of tools that rules with"), "{}", run.stderr());
+    assert!(run.stderr().contains("record no arguments (first at line 1)"), "{}", run.stderr());
     // Spans of another convention (OpenInference's `openinference.span.kind`) are steps, not
     // calls: the warning that absence rules pass says which spans count as calls.
     // A run longer than the reader holds to order (2 MiB of records here): its agent span,
