@@ -1415,13 +1415,25 @@ pub fn lint_against_previous(
             );
         }
         match here {
-            None if moved_to[old_idx].is_none() => diagnostics.push(
-                Diagnostic::error("id-removed", format!("checkpoint `{}` was removed", old.id))
-                    .at_pointer("/checkpoints")
+            None if moved_to[old_idx].is_none() => {
+                // Said where it stood: at the previous checkpoint after it that is still there
+                // (else the one before it), not at the list's first line.
+                let survivor = |old: &Checkpoint| current_ids.get(old.id.as_str()).copied();
+                let after = previous.checkpoints[old_idx + 1..].iter().find_map(|c| Some((survivor(c)?, &c.id)));
+                let before = previous.checkpoints[..old_idx].iter().rev().find_map(|c| Some((survivor(c)?, &c.id)));
+                let (pointer, place) = match (after, before) {
+                    (Some((idx, id)), _) => (format!("/checkpoints/{idx}"), format!(" (it stood before `{id}`)")),
+                    (None, Some((idx, id))) => (format!("/checkpoints/{idx}"), format!(" (it stood after `{id}`)")),
+                    (None, None) => ("/checkpoints".to_owned(), String::new()),
+                };
+                diagnostics.push(
+                Diagnostic::error("id-removed", format!("checkpoint `{}` was removed{place}", old.id))
+                    .at_pointer(pointer)
                     .with_hint(
                         "ids are immutable and append-only (old reports reference them): restore the checkpoint under its id; a new checkpoint takes the next free number",
                     ),
-            ),
+                )
+            }
             None => {}
             // The id now holds another previous checkpoint's instruction (reported as
             // renumbered); if its own instruction went nowhere, it was removed.
@@ -2139,6 +2151,18 @@ checkpoints:
         let found = compare(&huge(SPEC), &huge(&lower));
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].hint.as_deref().is_some_and(|hint| hint.contains("the highest number there is")), "{found:?}");
+        // A removed checkpoint is placed where it stood: at the previous checkpoint after it
+        // that is still there, or (the last one removed) at the one before it.
+        let middle_start = SPEC.find("  - id: P2-01").unwrap();
+        let middle_end = SPEC.find("  - id: P3-01").unwrap();
+        let without_middle = format!("{}{}", &SPEC[..middle_start], &SPEC[middle_end..]);
+        let found = compare(SPEC, &without_middle);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].message, "checkpoint `P2-01` was removed (it stood before `P3-01`)");
+        assert_eq!(found[0].pointer.as_deref(), Some("/checkpoints/1"));
+        let found = compare(SPEC, &removed);
+        assert_eq!(found[0].message, "checkpoint `P3-02` was removed (it stood after `P3-01`)");
+        assert_eq!(found[0].pointer.as_deref(), Some("/checkpoints/2"));
         // `P1-+7` is no number: not compared as 7.
         assert_eq!(split_id("P1-+7"), None);
         assert_eq!(split_id("P1-007"), Some(("P1", 7)));
