@@ -82,7 +82,24 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
 /// is an answer: no `HEAD` yet, a detached `HEAD`).
 fn git(repo: &Path, args: &[&str]) -> anyhow::Result<Option<String>> {
     let output = git_output(repo, args)?;
-    Ok(output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
+    Ok(output.status.success().then(|| git_text(&output.stdout, args)))
+}
+
+/// Git's output as text: bytes that are not UTF-8 (a ref name, or a commit message written in
+/// another encoding without saying so) read as U+FFFD, and stderr says so, since an assertion
+/// on such a name or message then compares against the replaced text.
+fn git_text(stdout: &[u8], args: &[&str]) -> String {
+    match std::str::from_utf8(stdout) {
+        Ok(text) => text.to_owned(),
+        Err(_) => {
+            say_err!(
+                "warning: `git {}` printed text that is not UTF-8 (a ref name, or a commit message in another \
+                 encoding): those bytes read as U+FFFD in the evidence",
+                args.join(" ")
+            );
+            String::from_utf8_lossy(stdout).into_owned()
+        }
+    }
 }
 
 /// Runs git in `repo` where a failure means the facts cannot be collected (a damaged
@@ -99,7 +116,7 @@ fn git_required(repo: &Path, args: &[&str]) -> anyhow::Result<String> {
             stderr.trim()
         );
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    Ok(git_text(&output.stdout, args))
 }
 
 /// Variables that point git at another repository than the path given (a git hook sets

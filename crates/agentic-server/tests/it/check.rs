@@ -1127,6 +1127,23 @@ fn evidence_git_collects_branches_commits_tags_and_dirty_state() {
         ]
     );
     assert_eq!(commits[0]["sha"], odd["git"]["head"]);
+    // A ref name that is not UTF-8 (git allows any byte but a few): its bytes read as U+FFFD,
+    // and stderr says so instead of changing the name without a word. (A commit message in
+    // another encoding is re-encoded by git itself.)
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&odd_repo)
+        .arg("branch")
+        .arg(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"caf\xe9"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = agentic().args(["evidence", "git"]).arg(&odd_repo).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("printed text that is not UTF-8") && stderr.contains("U+FFFD"), "{stderr}");
+    let latin: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(latin["git"]["branches"].as_array().unwrap().contains(&json!("caf\u{fffd}")), "{latin}");
     // A file to merge that repeats a key (even nested) is bad input, as for `check --evidence`.
     std::fs::write(&extra, r#"{"pr": {"draft": true, "draft": false}}"#).unwrap();
     let output = agentic().args(["evidence", "git"]).arg(&repo).arg("--merge").arg(&extra).output().unwrap();
