@@ -156,11 +156,14 @@ pub struct EventSource {
     pub raw: Option<Arc<Value>>,
 }
 
-/// The attribute an ingest adapter puts on the end of a call that could have spawned a
-/// subagent and spawned none, while an earlier such call of its session, linked to a
-/// subagent, has not ended: the earlier call's id. The link was likely wrong (a Claude Code
-/// call that was denied ends without a record), so scopes may hold that subagent's calls
-/// under the wrong call; the tier-2 engine warns in the notes of scoped rules.
+/// The attribute an ingest adapter puts on the end of a call that contradicts a link it made
+/// from a subagent to its spawning call: a call that could have spawned a subagent and
+/// spawned none, while an earlier such call of its session, linked to a subagent, has not
+/// ended (a Claude Code call that was denied ends without a record); or a linked call that
+/// ends while its subagent still runs, while another linked call of its type has not ended
+/// (parallel subagents that started in another order than their calls). Its value is that
+/// other call's id. Scopes may hold the subagent's calls under the wrong call; the tier-2
+/// engine warns in the notes of scoped rules.
 pub const SPAWN_MISATTRIBUTED: &str = "x.claude_hook.spawn_misattributed";
 
 /// Attribute on the start of a tool call whose arguments an `args` condition cannot read:

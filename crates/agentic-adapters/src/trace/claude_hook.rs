@@ -278,7 +278,9 @@ impl ClaudeHookAdapter {
     /// same session and subagent type, linked to a subagent, has not ended: that earlier
     /// call (the subagent was most likely this call's, and the earlier call was denied,
     /// which ends without a record), unless this call ran inside that subagent (a nested
-    /// call that spawned nothing says nothing of the link).
+    /// call that spawned nothing says nothing of the link). For the end of a linked call while
+    /// its subagent still runs: another linked call of its type that has not ended (the two
+    /// subagents most likely started in another order than their calls).
     fn track_spawner(
         &mut self,
         hook: &str,
@@ -291,13 +293,27 @@ impl ClaudeHookAdapter {
         if hook != "PreToolUse" {
             // The same id in another session is another call.
             let this = |spawner: &Spawner| &spawner.tool_use_id == id && spawner.session_id.as_ref() == session_id;
+            let kinds_meet = |a: &Option<String>, b: &Option<String>| a.is_none() || b.is_none() || a == b;
             if let Some(at) = self.linked.iter().position(this) {
-                self.linked.remove(at);
-                return None;
+                let ended = self.linked.remove(at)?;
+                // A call ends after the subagent it spawned stops. One that ends while the
+                // subagent linked to it still runs, with another call of its type linked and in
+                // flight, most likely spawned that call's subagent instead (parallel subagents
+                // of one type that started in the other order than their calls).
+                let agent = (ended.session_id.clone(), ended.subagent.clone()?);
+                if !matches!(self.agents.get(&agent), Some(Run::Running)) {
+                    return None;
+                }
+                return self
+                    .linked
+                    .iter()
+                    .find(|other| {
+                        other.session_id == ended.session_id && kinds_meet(&other.subagent_type, &ended.subagent_type)
+                    })
+                    .map(|other| other.tool_use_id.clone());
             }
             let at = self.spawners.iter().position(this)?;
             let ended = self.spawners.remove(at)?;
-            let kinds_meet = |a: &Option<String>, b: &Option<String>| a.is_none() || b.is_none() || a == b;
             return self
                 .linked
                 .iter()

@@ -3304,10 +3304,13 @@ impl SequenceEngine {
                 let notes = &mut outcome.notes;
                 warn_of_tally(notes, self.misattributed_spawns, rule.within.is_some(), |count, at| {
                     format!(
-                        "Warning: {count} spawning call(s) ended without a subagent while an earlier call of their \
-                         session and subagent type, linked to a subagent, had not ended{at}: that subagent was most \
-                         likely the later call's (the earlier call was denied, which Claude Code ends without a \
-                         record), so its calls may be counted under the wrong call."
+                        "Warning: {count} spawning call(s) ended in a way that contradicts how subagents were \
+                         linked to the calls of their session and subagent type{at}: a call ended without a subagent \
+                         while an earlier one, linked to a subagent, had not ended (the earlier call was most likely \
+                         denied, which Claude Code ends without a record), or a call ended while the subagent linked \
+                         to it still ran (parallel subagents of one type that started in another order than their \
+                         calls); hook records do not say which call spawned which subagent, so calls inside those \
+                         subagents may be counted under the wrong call."
                     )
                 });
                 // OTLP calls whose arguments an argument condition could not read.

@@ -937,9 +937,12 @@ fn run_trace(
     };
     warn(outcome.misattributed_spawns, &|count, at| {
         format!(
-            "{count} spawning call(s) ended without a subagent while an earlier call of their type, linked to one, \
-             had not ended{at}: the subagent was most likely the later call's (Claude Code ends a denied call without \
-             a record), so `within` rules may count its calls under the wrong call"
+            "{count} spawning call(s) ended in a way that contradicts how subagents were linked to the calls of \
+             their session and subagent type{at} (a call ended without a subagent while an earlier one, linked to a \
+             subagent, had not ended: most likely a denied call, which Claude Code ends without a record; or a call \
+             ended while the subagent linked to it still ran: parallel subagents of one type that started in another \
+             order than their calls): hook records do not say which call spawned which subagent, so `within` rules \
+             may count calls inside those subagents under the wrong call"
         )
     });
     warn(outcome.calls_without_arguments, &|count, at| {
