@@ -112,6 +112,47 @@ pub fn parse_yaml_recovering(text: &str) -> Result<(YamlDocument, Vec<Diagnostic
 }
 
 fn recovering_with_limits(text: &str, limits: YamlLimits) -> Result<(YamlDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
+    read_document(text, limits).map_err(|mut errors| {
+        for error in &mut errors {
+            explain_brackets(text, error);
+        }
+        errors
+    })
+}
+
+/// A syntax error on a line where a bracket follows a `{`: inside a flow mapping, `[` starts
+/// a list, so a path such as `{path: ci.checks[*].status, ...}` does not parse. The general
+/// hint would not say so.
+fn explain_brackets(text: &str, error: &mut Diagnostic) {
+    let Some(line) = error.position.and_then(|at| text.lines().nth(at.line.checked_sub(1)?)) else { return };
+    if error.code != "yaml-syntax" {
+        return;
+    }
+    // Outside quotes: a `[` or `]` right after a word character, inside `{`.
+    let (mut quote, mut braces, mut previous) = (None, 0usize, ' ');
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(open), _) if c == open => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') if previous == ' ' => break,
+            (None, '{') => braces += 1,
+            (None, '}') => braces = braces.saturating_sub(1),
+            (None, '[' | ']') if braces > 0 && (previous.is_alphanumeric() || matches!(previous, '_' | '*' | ']')) => {
+                error.hint = Some(
+                    "inside `{...}`, `[` and `]` start and end a list: quote a value that holds them, as in \
+                     `{path: \"ci.checks[*].status\", contains: failure}`, or write the mapping in block style"
+                        .to_owned(),
+                );
+                return;
+            }
+            _ => {}
+        }
+        previous = c;
+    }
+}
+
+fn read_document(text: &str, limits: YamlLimits) -> Result<(YamlDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
     if text.len() > limits.max_bytes {
         return Err(vec![
             Diagnostic::error(
@@ -766,5 +807,21 @@ mod tests {
         let errors = parse_yaml("a: [1, 2\nb: 3\n").unwrap_err();
         assert_eq!(errors[0].code, "yaml-syntax");
         assert!(errors[0].position.is_some());
+        assert!(errors[0].hint.as_deref().is_some_and(|hint| hint.starts_with("check indentation")));
+    }
+
+    #[test]
+    fn a_bracket_inside_a_flow_mapping_gets_its_own_hint() {
+        let bracket_hint = |text: &str| {
+            let errors = parse_yaml(text).unwrap_err();
+            assert_eq!(errors[0].code, "yaml-syntax", "{text}");
+            errors[0].hint.clone().unwrap_or_default().starts_with("inside `{...}`, `[` and `]`")
+        };
+        assert!(bracket_hint("assert:\n  not: {path: ci.checks[*].status, contains: failure}\n"));
+        assert!(bracket_hint("x: {path: a.b[0].c, equals: 1}\n"));
+        // Quoted, it parses; a bracket outside a flow mapping or in quotes is not the cause.
+        assert!(parse_yaml("not: {path: \"ci.checks[*].status\", contains: failure}\n").is_ok());
+        assert!(!bracket_hint("a: [1, 2\nb: 3\n"));
+        assert!(!bracket_hint("x: {a: 'b[0]', c: d e: f}\n"));
     }
 }

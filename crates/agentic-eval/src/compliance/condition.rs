@@ -874,7 +874,7 @@ fn compile_nested(
 fn check_list_operators(condition: &Condition, path_text: &str, pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
     let scalar = |value: &Value| !value.is_array();
     let contains_hint = format!(
-        "`{path_text}` is a list: to ask whether an element is the value, write `contains:`; to ask that none is, `not: {{path: {path_text}, contains: ...}}`"
+        "`{path_text}` is a list: to ask whether an element is the value, write `contains:`; to ask that none is, `not: {{path: \"{path_text}\", contains: ...}}` (quoted: inside `{{...}}`, `[` starts a list)"
     );
     let never = |key: &str, why: &str| {
         Diagnostic::error(
