@@ -1489,12 +1489,32 @@ fn compare_with_previous(
                 let at = problem.position.map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
                 format!(": {at}{}", problem.message)
             });
-            return Err(UnusablePrevious {
-                unreadable: false,
-                reason: format!(
-                    "previous spec `{previous_path}` is not a valid checkpoint spec{first}; run `agentic lint {previous_path}`"
-                ),
-            });
+            // The previous spec is history, often not to be edited: errors elsewhere than at
+            // its ids, tiers and instructions (`severity: urgent`, an unknown key) do not hold
+            // the comparison back, as they do not in the new spec; they are said.
+            if let Some((old, _)) = agentic_eval::compliance::parse_spec_for_comparison(&old_text) {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "previous-has-errors",
+                        format!(
+                            "the previous spec `{previous_path}` is not a valid checkpoint spec{first}; its ids, \
+                             tiers and instructions read, so they are compared"
+                        ),
+                    )
+                    .with_hint(format!("run `agentic lint {previous_path}` to see all its problems"))
+                    .at(agentic_core::diagnostic::Position::START)
+                    .in_file(file),
+                );
+                old
+            } else {
+                return Err(UnusablePrevious {
+                    unreadable: false,
+                    reason: format!(
+                        "previous spec `{previous_path}` is not a valid checkpoint spec{first}, at a checkpoint's id, \
+                         tier or instruction, so its ids cannot be compared; run `agentic lint {previous_path}`"
+                    ),
+                });
+            }
         }
     };
     // Ids are what the versions are compared by: a previous spec that uses one twice cannot

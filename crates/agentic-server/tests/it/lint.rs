@@ -194,6 +194,21 @@ fn a_previous_spec_reads_like_any_spec() {
     assert_eq!(json["files"][1]["read_error_code"], "previous-invalid", "{stdout}");
     assert_eq!(json["files"][0]["read_error_code"], serde_json::Value::Null, "{stdout}");
     assert!(!stderr.contains("unreadable"), "{stderr}");
+    // An error elsewhere than at an id, tier or instruction (`severity: urgent`) does not hold
+    // the comparison back: the previous spec is history. It is said, and ids are compared.
+    let urgent = dir.path().join("urgent.yaml");
+    let old_text = example.replacen("severity: high", "severity: urgent", 1);
+    let start = old_text.find("  - id: P1-02").unwrap();
+    let end = start + old_text[start + 1..].find("  - id: ").unwrap() + 1;
+    let new_text =
+        format!("{}{}", &old_text[..start], &old_text[end..]).replacen("severity: urgent", "severity: high", 1);
+    std::fs::write(&urgent, &old_text).unwrap();
+    std::fs::write(&path, &new_text).unwrap();
+    let (code, stdout, stderr) = run(&[path.to_str().unwrap(), "--previous", urgent.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("warning[previous-has-errors]") && stdout.contains("\"urgent\""), "{stdout}");
+    assert!(stdout.contains("error[id-removed]: checkpoint `P1-02` was removed"), "{stdout}");
+    std::fs::write(&path, &written).unwrap();
     let missing = dir.path().join("missing.yaml");
     let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", missing.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
