@@ -574,18 +574,20 @@ fn shown_name(text: &str) -> String {
 
 /// A text matcher as notes show it; values are quoted as JSON strings, so an empty value, a
 /// space or a `)` in one reads back as what the spec says (a regular expression stays
-/// between slashes unless it holds one, a `)`, a `,` or a character a line cannot show).
+/// between slashes unless it holds one, a `)`, a `,` or a space at an end, then between
+/// backticks, so its backslashes are not doubled as JSON would write them; as a JSON string
+/// when it holds a backtick or a character a line cannot show).
 fn describe_text_match(text: &TextMatch) -> String {
     let mut parts = Vec::new();
     if let Some(glob) = &text.glob {
         parts.push(format!("~ {}", quoted(glob)));
     }
     if let Some(regex) = &text.regex {
-        if regex.chars().any(|c| matches!(c, '/' | ')' | ',') || c.is_control() || c.is_whitespace() && c != ' ')
-            || regex.starts_with(' ')
-            || regex.ends_with(' ')
-        {
+        if regex.chars().any(|c| c == '`' || c.is_control() || c.is_whitespace() && c != ' ') {
             parts.push(format!("=~ {}", quoted(regex)));
+        } else if regex.chars().any(|c| matches!(c, '/' | ')' | ',')) || regex.starts_with(' ') || regex.ends_with(' ')
+        {
+            parts.push(format!("=~ `{regex}`"));
         } else {
             parts.push(format!("=~ /{regex}/"));
         }
@@ -3710,7 +3712,7 @@ mod tests {
 
     /// Notes show a matcher so that it reads back as the spec has it: values quoted, names and
     /// paths quoted when they hold anything but name characters, a regex between slashes only
-    /// when nothing in it could end it.
+    /// when nothing in it could end it, else between backticks unless it holds one.
     #[test]
     fn matchers_are_described_unambiguously() {
         let describe = |matcher: Value| {
@@ -3727,7 +3729,16 @@ mod tests {
         );
         assert_eq!(
             describe(json!({"tool": "mcp__*", "args": {"edits.0.path": {"regex": "^src/"}}})),
-            r#"mcp__*(edits.0.path =~ "^src/")"#
+            "mcp__*(edits.0.path =~ `^src/`)"
+        );
+        // Backslashes as written, not doubled as in JSON.
+        assert_eq!(
+            describe(json!({"tool": "Bash", "args": {"command": {"regex": "git push.*(--force|-f\\b)"}}})),
+            r"Bash(command =~ `git push.*(--force|-f\b)`)"
+        );
+        assert_eq!(
+            describe(json!({"tool": "Bash", "args": {"command": {"regex": "a`b\\d/"}}})),
+            r#"Bash(command =~ "a`b\\d/")"#
         );
         assert_eq!(
             describe(json!({"tool": "Bash", "args": {"command": {"regex": "^git commit"}}})),
