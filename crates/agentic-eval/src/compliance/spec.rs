@@ -605,9 +605,21 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                     format!("constraint `{}` affects `{affected}`, which is not a checkpoint", constraint.id),
                 )
                 .at_pointer(format!("{pointer}/affects/{affect_idx}"));
+                // Ids that differ in their number name other checkpoints: `P3-01` for `P3-02`
+                // would move the constraint to another instruction, so it is not suggested.
+                let other_number = |suggestion: &str| match (split_id(affected), split_id(suggestion)) {
+                    (Some((prefix, number)), Some((other_prefix, other_number))) => {
+                        prefix.eq_ignore_ascii_case(other_prefix) && number != other_number
+                    }
+                    _ => false,
+                };
                 diagnostic = match did_you_mean(affected, checkpoint_ids.iter().copied()) {
-                    Some(suggestion) => diagnostic.with_hint(format!("did you mean `{suggestion}`?")),
-                    None => diagnostic.with_hint("list ids from `checkpoints:` only"),
+                    Some(suggestion) if !other_number(suggestion) => {
+                        diagnostic.with_hint(format!("did you mean `{suggestion}`?"))
+                    }
+                    _ => diagnostic.with_hint(format!(
+                        "list ids from `checkpoints:` only: add the checkpoint `{affected}`, or take it out of `affects`"
+                    )),
                 };
                 diagnostics.push(diagnostic);
             }
@@ -1933,6 +1945,19 @@ checkpoints:
         assert!(has("tier-method-mismatch"), "{found:?}");
         let orphan = found.iter().find(|(c, _)| c == "orphaned-id").unwrap();
         assert_eq!(orphan.1, 7, "{found:?}");
+        // A near id with another number is another checkpoint: not suggested. One written
+        // another way (case) is.
+        let hint = |affects: &str| {
+            let text = SPEC.replace("affects: [P3-02]", &format!("affects: [{affects}]"));
+            let loaded = load_spec(&text, "spec.yaml");
+            let orphan = loaded.diagnostics.iter().find(|d| d.code == "orphaned-id").unwrap();
+            orphan.hint.clone().unwrap()
+        };
+        assert_eq!(
+            hint("P3-03"),
+            "list ids from `checkpoints:` only: add the checkpoint `P3-03`, or take it out of `affects`"
+        );
+        assert_eq!(hint("p3-02"), "did you mean `P3-02`?");
     }
 
     /// A whole number written with a fraction is a whole number (JSON Schema counts it as
