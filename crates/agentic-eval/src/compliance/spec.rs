@@ -302,6 +302,20 @@ pub fn parse_spec_for_comparison(text: &str) -> Option<(CheckpointSpec, SourceMa
 pub fn load_spec(text: &str, file: &str) -> SpecLoad {
     let loaded = loader().load::<CheckpointSpec>(text);
     let mut diagnostics = loaded.diagnostics;
+    for diagnostic in &mut diagnostics {
+        // An empty `partial_criteria` most likely meant "no criteria": that is Mode B, written
+        // by leaving the key out.
+        if diagnostic.code == "invalid-value"
+            && diagnostic.pointer.as_deref().is_some_and(|at| at.ends_with("/partial_criteria"))
+            && diagnostic.message.ends_with("[] has less than 1 item")
+        {
+            diagnostic.hint = Some(
+                "leave `partial_criteria` out for Mode B (a PARTIAL earns 0.5 and needs notes), or list conditions with \
+                 their weights for Mode A"
+                    .to_owned(),
+            );
+        }
+    }
     let mut spec = None;
     let source_map = loaded.document.as_ref().map(|d| d.source_map.clone()).unwrap_or_default();
     if let Some(value) = loaded.value {
@@ -1958,6 +1972,14 @@ checkpoints:
             "list ids from `checkpoints:` only: add the checkpoint `P3-03`, or take it out of `affects`"
         );
         assert_eq!(hint("p3-02"), "did you mean `P3-02`?");
+    }
+
+    #[test]
+    fn an_empty_partial_criteria_points_to_mode_b() {
+        let text = SPEC.replace("    partial_criteria:\n", "    partial_criteria: []\n    x-old:\n");
+        let loaded = load_spec(&text, "spec.yaml");
+        let empty = loaded.diagnostics.iter().find(|d| d.code == "invalid-value").expect("reported");
+        assert!(empty.hint.as_deref().is_some_and(|hint| hint.starts_with("leave `partial_criteria` out for Mode B")));
     }
 
     /// A whole number written with a fraction is a whole number (JSON Schema counts it as
