@@ -157,6 +157,23 @@ impl DocumentLoader {
             }
             None
         };
+        // A number too large for a float reads as its text: the schema's "must be a number,
+        // found the string" at the same place would only restate the YAML finding.
+        // The YAML finding takes the place the schema's named, so what a caller sets aside for
+        // it (findings about that place) stays the same.
+        let mut recovered = recovered;
+        diagnostics.retain(|schema| {
+            let same = recovered.iter_mut().find(|yaml| {
+                yaml.code == "yaml-non-finite" && schema.code == "invalid-type" && yaml.position == schema.position
+            });
+            match same {
+                Some(yaml) => {
+                    yaml.pointer = yaml.pointer.take().or_else(|| schema.pointer.clone());
+                    false
+                }
+                None => true,
+            }
+        });
         diagnostics.splice(0..0, recovered);
         Loaded { value, document: Some(document), diagnostics, repaired }
     }
@@ -886,6 +903,10 @@ mod tests {
         let loader = DocumentLoader::new::<Doc>("test");
         let loaded: Loaded<Doc> = loader.load("name: x\ncount: .inf\n");
         assert_eq!(loaded.diagnostics[0].code, "yaml-non-finite");
+        // Said once: not also "must be a number, found the string".
+        let loaded: Loaded<Doc> = loader.load("name: x\ncount: 1e400\n");
+        let found: Vec<&str> = loaded.diagnostics.iter().map(|d| d.code.as_str()).collect();
+        assert_eq!(found, ["yaml-non-finite"]);
         for text in ["name: x\ncount: '.inf'\n", "name: x\ncount: \"-.Inf\"\n", "name: x\ncount: '.NaN'\n"] {
             let loaded: Loaded<Doc> = loader.load(text);
             let hint = loaded.diagnostics[0].hint.as_deref().unwrap_or_default();
