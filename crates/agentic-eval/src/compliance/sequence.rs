@@ -1418,6 +1418,7 @@ impl Prepared {
     const POST_ONLY_PARENT: u8 = 4;
     const HAS_SPAN: u8 = 8;
     const TOOL_WITH_PARENT: u8 = 16;
+    const AGENT: u8 = 32;
 
     /// The event ends a tool call or an agent invocation.
     fn is_call_end(&self) -> bool {
@@ -1440,6 +1441,11 @@ impl Prepared {
     fn tool_with_parent(&self) -> bool {
         self.flags & Prepared::TOOL_WITH_PARENT != 0
     }
+
+    /// The event starts or ends an agent invocation.
+    fn is_agent(&self) -> bool {
+        self.flags & Prepared::AGENT != 0
+    }
 }
 
 impl MatchPlan {
@@ -1458,7 +1464,9 @@ impl MatchPlan {
                 | (u8::from(event.parent_span_id.is_some()) * Prepared::HAS_PARENT)
                 | (u8::from(event.post_only_parent) * Prepared::POST_ONLY_PARENT)
                 | (u8::from(event.span_id.is_some()) * Prepared::HAS_SPAN)
-                | (u8::from(tool && event.parent_span_id.is_some()) * Prepared::TOOL_WITH_PARENT),
+                | (u8::from(tool && event.parent_span_id.is_some()) * Prepared::TOOL_WITH_PARENT)
+                | (u8::from(matches!(event.event_type, EventType::AgentInvokeStart | EventType::AgentInvokeEnd))
+                    * Prepared::AGENT),
         }
     }
 }
@@ -2209,6 +2217,9 @@ pub struct SequenceEngine {
     /// their tool calls carry no link (Claude Code hooks with `agent_id` on `SubagentStart`
     /// only), model calls and steps do not count.
     parented_calls: bool,
+    /// Whether an agent invocation (a start or an end) was seen: a trace without any (tooltrace,
+    /// Claude Code hooks without Subagent hooks or `agent_id`) cannot match agent matchers.
+    agents_seen: bool,
     /// The parents of recent spans (a tooltrace `child` line, an OTLP span, a top-level call):
     /// calls under such a span are inside a scope its parent is in, and outside for good
     /// under one seen without a parent.
@@ -2535,6 +2546,7 @@ impl SequenceEngine {
             order: 0,
             scoped,
             parented_calls: false,
+            agents_seen: false,
             links: Links::default(),
         }
     }
@@ -2717,7 +2729,10 @@ impl SequenceEngine {
         let parent_hash = parent.map_or(0, |parent| parent.hash);
         let call_kind = match event.event_type {
             EventType::ToolCallStart | EventType::ToolCallEnd => Some(CallKind::Tool),
-            EventType::AgentInvokeStart | EventType::AgentInvokeEnd => Some(CallKind::Agent),
+            EventType::AgentInvokeStart | EventType::AgentInvokeEnd => {
+                self.agents_seen = true;
+                Some(CallKind::Agent)
+            }
             _ => None,
         };
         let occurrence;
@@ -3205,6 +3220,18 @@ impl SequenceEngine {
                         )
                     };
                     append_sentence(&mut outcome.notes, &note);
+                }
+                // Agent matchers in the relation over a trace that records no agents at all
+                // (a scope says so above).
+                let names_agents = rule.relation.matchers().into_iter().any(|m| m.kind == CallKind::Agent);
+                if names_agents && !self.agents_seen && self.calls > 0 {
+                    append_sentence(
+                        &mut outcome.notes,
+                        "Note: the trace records no agent invocations (tooltrace records none, nor do Claude Code \
+                         hook captures without Subagent hooks or `agent_id`), so agent matchers matched nothing; to \
+                         check a sub-agent there, match the call that spawned it, such as `{tool: Task, args: \
+                         {subagent_type: NAME}}`.",
+                    );
                 }
                 if unlinked(scope) {
                     // The scope's spans came, but nothing can be under them: a pass here

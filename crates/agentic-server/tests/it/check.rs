@@ -3405,6 +3405,31 @@ fn a_subagent_linked_to_a_denied_call_is_warned_about() {
     assert!(run.stderr().contains("so `within` rules may count calls inside those subagents under the wrong call"));
 }
 
+/// Agent matchers over a trace that records no agents (tooltrace) match nothing: the notes of
+/// the rules that have them say so and how to check a sub-agent there; over a trace with
+/// agents, nothing is said.
+#[test]
+fn agent_matchers_over_a_trace_without_agents_say_so() {
+    let tooltrace = r#"{"timestamp":"2026-02-19T10:00:00Z","tool_name":"Task","span_type":"parent","trace_id":"t1","args":{"subagent_type":"explorer"}}
+{"timestamp":"2026-02-19T10:00:05Z","tool_name":"Read","span_type":"child","trace_id":"t2","parent_trace_id":"t1","args":{"file_path":"a.rs"}}
+"#;
+    let rules = [
+        ("A-01", "{count: {of: {agent: explorer}, at_least: 1}}"),
+        ("A-02", "{count: {of: {tool: Task, args: {subagent_type: {equals: explorer}}}, at_least: 1}}"),
+    ];
+    let run = check_rules(&rules, tooltrace);
+    assert_eq!(run.results(), owned(&[("A-01", "FAIL", 0.0), ("A-02", "PASS", 1.0)]));
+    let note = "Note: the trace records no agent invocations";
+    assert!(notes_of(&run, "A-01").contains(note), "{}", notes_of(&run, "A-01"));
+    assert!(!notes_of(&run, "A-02").contains(note), "{}", notes_of(&run, "A-02"));
+    let hooks = r#"{"session_id":"s1","hook_event_name":"SubagentStart","agent_id":"a1","agent_type":"planner"}
+{"session_id":"s1","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"planner"}
+"#;
+    let run = check_rules(&rules[..1], hooks);
+    assert_eq!(run.results(), owned(&[("A-01", "FAIL", 0.0)]));
+    assert!(!notes_of(&run, "A-01").contains(note), "{}", notes_of(&run, "A-01"));
+}
+
 /// Two subagents of one type spawned in parallel that start in the other order than their
 /// calls: hook records cannot tell them apart, so the first to start is linked to the older
 /// call. The younger call then ends while the subagent linked to it still runs (a call ends

@@ -89,6 +89,8 @@ pub struct Summary {
     link_roots: Vec<(u32, u64)>,
     /// Whether a tool call of the run had a parent (noted only for engines with a scope).
     parented: bool,
+    /// Whether the run held an agent invocation (see [`SequenceEngine::agents_seen`]).
+    agents: bool,
 }
 
 impl Summary {
@@ -216,6 +218,7 @@ impl SequenceEngine {
         self.calls += u64::from(summary.events);
         self.summarized += u64::from(summary.events);
         self.parented_calls |= summary.parented;
+        self.agents_seen |= summary.agents;
         for (state, partial) in self.states.iter_mut().zip(&summary.partials) {
             match (state, partial) {
                 (RuleState::Before { first_a, first_b, a_first }, Partial::Before { first_a: a, first_b: b }) => {
@@ -494,6 +497,7 @@ impl Summarizer {
         if !prepared.is_call_end() {
             self.run.mergeable = false;
         }
+        self.run.agents |= prepared.is_agent();
         let bits = &prepared.bits;
         let mut todo = self.masks.stepped(bits) & !self.masks.scoped;
         while todo != 0 {
