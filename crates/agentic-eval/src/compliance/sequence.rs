@@ -3702,7 +3702,7 @@ fn conclude(relation: &Relation, state: &RuleState, place: &str) -> RuleOutcome 
                 (None, n) => (
                     true,
                     format!(
-                        "all {n} {} call(s) directly follow {} (first at {})",
+                        "all {n} occurrence(s) of {} directly follow {} (the first at {})",
                         b.description,
                         a.description,
                         first_b.map(|l| l.to_string()).unwrap_or_default()
