@@ -540,7 +540,25 @@ fn run_golden(
 /// that is not a tier-3 checkpoint is most likely a typo: said, and ignored.
 fn read_verdicts(spec: &CompiledSpec, path: &str, what: &str) -> anyhow::Result<ReplayEvaluator> {
     let text = read_text(path, what)?;
-    let replay = ReplayEvaluator::from_json(&text).with_context(|| format!("reading `{path}`"))?;
+    let replay = ReplayEvaluator::from_json(&text).map_err(|error| {
+        // A file none of whose keys is a checkpoint of the spec is most likely another kind
+        // of file (evidence given as verdicts: the two options swapped).
+        let keys: Vec<String> = serde_json::from_str::<Map<String, Value>>(&text)
+            .map(|map| map.keys().take(5).map(|key| format!("`{key}`")).collect())
+            .unwrap_or_default();
+        let none_is_a_checkpoint = !keys.is_empty()
+            && !keys.iter().any(|key| spec.checkpoints.iter().any(|c| format!("`{}`", c.checkpoint.id) == *key));
+        let error = anyhow::Error::new(error).context(format!("reading `{path}`"));
+        if none_is_a_checkpoint {
+            error.context(format!(
+                "`{path}` is not a tier-3 verdicts file: its keys ({}) are no checkpoint ids of the spec; is it an \
+                 evidence file? (evidence goes to --evidence)",
+                keys.join(", ")
+            ))
+        } else {
+            error
+        }
+    })?;
     replay
         .validate_against(spec.checkpoints.iter().filter(|c| c.tier == Tier::Semantic).map(|c| &c.checkpoint))
         .with_context(|| format!("reading `{path}`"))?;
@@ -1089,6 +1107,20 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
             listed(&state)
         );
     }
+    // Evidence whose keys are all checkpoint ids is most likely a tier-3 verdicts file given as
+    // --evidence (the two options swapped): said once, instead of a warning per source.
+    let checkpoint_ids: std::collections::HashSet<&str> =
+        spec.checkpoints.iter().map(|c| c.checkpoint.id.as_str()).collect();
+    let keys: Vec<&str> = evidence.keys().map(String::as_str).collect();
+    let swapped = !keys.is_empty() && keys.iter().all(|key| checkpoint_ids.contains(key));
+    if swapped {
+        say_err!(
+            "warning: the evidence's keys ({}) are checkpoint ids, not evidence sources: is an --evidence file a \
+             tier-3 verdicts file? (verdicts go to --tier3-verdicts; evidence is an object of sources such as \
+             `git`, as `agentic evidence git` writes)",
+            listed(&keys)
+        );
+    }
     // A source the spec reads that the evidence lacks, while the evidence has a source
     // nothing reads: most likely one name spelt two ways (`Git` for `git`), which would make
     // the checkpoints NOT_APPLICABLE without a word.
@@ -1119,7 +1151,7 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
         .map(String::as_str)
         .filter(|key| !read.contains_key(key) && !constraint_sources.contains(key))
         .collect();
-    if !evidence.is_empty() && !unread.is_empty() {
+    if !evidence.is_empty() && !unread.is_empty() && !swapped {
         for (source, ids) in &read {
             if *source == "trace_file" || evidence.get(*source).is_some() {
                 continue;

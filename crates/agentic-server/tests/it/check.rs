@@ -279,6 +279,28 @@ fn the_threshold_decides_the_exit_code() {
     assert!(run.stderr().contains("warning: `--threshold 0.85` is 0.85%, not 85.00%"), "{}", run.stderr());
 }
 
+/// Evidence and verdicts files given to each other's options: both are named as what they
+/// most likely are, not only as broken files of the other kind.
+#[test]
+fn swapped_evidence_and_verdicts_files_are_named() {
+    let output = agentic()
+        .arg("check")
+        .arg(example("feature-workflow.yaml"))
+        .args(["--evidence", &example("feature-workflow.tier3.json")])
+        .args(["--tier3-verdicts", &example("feature-workflow.evidence.json")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("warning: the evidence's keys (P3-01) are checkpoint ids, not evidence sources"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("is not in the evidence"), "{stderr}");
+    assert!(stderr.contains("is not a tier-3 verdicts file: its keys (`issue_tracker_state`"), "{stderr}");
+    assert!(stderr.contains("is it an evidence file?"), "{stderr}");
+}
+
 #[test]
 fn without_a_trace_tier_two_is_not_applicable() {
     let run = check(&[
