@@ -160,8 +160,9 @@ pub struct EventSource {
 /// from a subagent to its spawning call: a call that could have spawned a subagent and
 /// spawned none, while an earlier such call of its session, linked to a subagent, has not
 /// ended (a Claude Code call that was denied ends without a record); or a linked call that
-/// ends while its subagent still runs, while another linked call of its type has not ended
-/// (parallel subagents that started in another order than their calls). Its value is that
+/// ends while its subagent still runs, while another linked call of its type, whose
+/// subagent has stopped, has not ended (parallel subagents that started in another order
+/// than their calls). Its value is that
 /// other call's id. Scopes may hold the subagent's calls under the wrong call; the tier-2
 /// engine warns in the notes of scoped rules.
 pub const SPAWN_MISATTRIBUTED: &str = "x.claude_hook.spawn_misattributed";

@@ -86,6 +86,8 @@ pub struct ClaudeHookAdapter {
     stand_ins: u64,
     /// How many `SubagentStop` records were read (to order the stops of `unclaimed`).
     stops: u64,
+    /// How many records were read (to order a spawning call's start and a subagent's link).
+    records: u64,
 }
 
 /// A subagent whose spawning call has not been read yet (see
@@ -110,6 +112,10 @@ struct Spawner {
     subagent_type: Option<String>,
     /// Once linked: the `agent_id` of the subagent it spawned.
     subagent: Option<String>,
+    /// When its `PreToolUse` was read, and when a subagent was linked to it (the adapter's
+    /// count of records): a call that started after a subagent started did not spawn it.
+    started: u64,
+    linked: u64,
 }
 
 /// A tool call's session and `tool_use_id`.
@@ -278,8 +284,9 @@ impl ClaudeHookAdapter {
     /// same session and subagent type, linked to a subagent, has not ended: that earlier
     /// call (the subagent was most likely this call's, and the earlier call was denied,
     /// which ends without a record), unless this call ran inside that subagent (a nested
-    /// call that spawned nothing says nothing of the link). For the end of a linked call while
-    /// its subagent still runs: another linked call of its type that has not ended (the two
+    /// call that spawned nothing says nothing of the link, nor does a call that started after
+    /// that subagent did). For the end of a linked call while its subagent still runs: another
+    /// linked call of its type that has not ended while its subagent has stopped (the two
     /// subagents most likely started in another order than their calls).
     fn track_spawner(
         &mut self,
@@ -297,23 +304,31 @@ impl ClaudeHookAdapter {
             if let Some(at) = self.linked.iter().position(this) {
                 let ended = self.linked.remove(at)?;
                 // A call ends after the subagent it spawned stops. One that ends while the
-                // subagent linked to it still runs, with another call of its type linked and in
-                // flight, most likely spawned that call's subagent instead (parallel subagents
-                // of one type that started in the other order than their calls).
-                let agent = (ended.session_id.clone(), ended.subagent.clone()?);
-                if !matches!(self.agents.get(&agent), Some(Run::Running)) {
+                // subagent linked to it still runs, while another call of its type, linked to a
+                // subagent that has stopped, has not ended, most likely spawned that subagent
+                // instead (parallel subagents of one type that started in the other order than
+                // their calls). A capture without `SubagentStop` records, a background task
+                // (which ends at once) and an end written just before its own subagent's stop
+                // show no stopped subagent of an unended call, so they are not taken for this.
+                let agent_runs = |session: &Option<String>, agent: &Option<String>, run: Run| {
+                    agent.as_ref().is_some_and(|agent| self.agents.get(&(session.clone(), agent.clone())) == Some(&run))
+                };
+                if !agent_runs(&ended.session_id, &ended.subagent, Run::Running) {
                     return None;
                 }
                 return self
                     .linked
                     .iter()
                     .find(|other| {
-                        other.session_id == ended.session_id && kinds_meet(&other.subagent_type, &ended.subagent_type)
+                        other.session_id == ended.session_id
+                            && kinds_meet(&other.subagent_type, &ended.subagent_type)
+                            && agent_runs(&other.session_id, &other.subagent, Run::Stopped)
                     })
                     .map(|other| other.tool_use_id.clone());
             }
             let at = self.spawners.iter().position(this)?;
             let ended = self.spawners.remove(at)?;
+            // Only a subagent that started while this call was in flight can have been its.
             return self
                 .linked
                 .iter()
@@ -321,6 +336,7 @@ impl ClaudeHookAdapter {
                     linked.session_id == ended.session_id
                         && kinds_meet(&linked.subagent_type, &ended.subagent_type)
                         && (linked.subagent.is_none() || linked.subagent.as_ref() != caller)
+                        && linked.linked > ended.started
                 })
                 .map(|linked| linked.tool_use_id.clone());
         }
@@ -332,6 +348,8 @@ impl ClaudeHookAdapter {
                 session_id: session_id.cloned(),
                 subagent_type: subagent_type.map(str::to_owned),
                 subagent: None,
+                started: self.records,
+                linked: 0,
             },
         );
         None
@@ -424,6 +442,7 @@ impl ClaudeHookAdapter {
             })?;
         let mut spawner = self.spawners.remove(at)?;
         spawner.subagent = agent_id.map(str::to_owned);
+        spawner.linked = self.records;
         let id = spawner.tool_use_id.clone();
         push_bounded(&mut self.linked, spawner);
         Some(id)
@@ -436,6 +455,7 @@ impl TraceAdapter for ClaudeHookAdapter {
     }
 
     fn ingest(&mut self, record: Value, line: u64, out: &mut Vec<CanonicalEvent>) -> Result<(), String> {
+        self.records += 1;
         // One copy of the record, shared by its event and an inferred subagent start.
         let record = Arc::new(record);
         let Value::Object(object) = &*record else {
