@@ -619,15 +619,19 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                     format!("constraint `{}` affects `{affected}`, which is not a checkpoint", constraint.id),
                 )
                 .at_pointer(format!("{pointer}/affects/{affect_idx}"));
-                // Ids that differ in their number name other checkpoints: `P3-01` for `P3-02`
-                // would move the constraint to another instruction, so it is not suggested.
-                let other_number = |suggestion: &str| match (split_id(affected), split_id(suggestion)) {
-                    (Some((prefix, number)), Some((other_prefix, other_number))) => {
-                        prefix.eq_ignore_ascii_case(other_prefix) && number != other_number
-                    }
-                    _ => false,
+                // Ids that differ in a number name other checkpoints: `P1-01` for `P2-01` or
+                // `P3-01` for `P3-02` would move the constraint to another instruction, so they
+                // are not suggested (`p2-01` for `P2-01` is).
+                let numbers = |id: &str| -> Vec<u64> {
+                    id.split(|c: char| !c.is_ascii_digit()).filter_map(|run| run.parse().ok()).collect()
                 };
+                let other_number = |suggestion: &str| numbers(affected) != numbers(suggestion);
+                let is_constraint = spec.environment_constraints.iter().any(|other| other.id == *affected);
                 diagnostic = match did_you_mean(affected, checkpoint_ids.iter().copied()) {
+                    _ if is_constraint => diagnostic.with_hint(format!(
+                        "`{affected}` is an environment constraint; `affects` lists the checkpoints it can block"
+                    )),
+                    _ if affected.is_empty() => diagnostic.with_hint("remove the empty id from `affects`"),
                     Some(suggestion) if !other_number(suggestion) => {
                         diagnostic.with_hint(format!("did you mean `{suggestion}`?"))
                     }
@@ -1972,6 +1976,12 @@ checkpoints:
             "list ids from `checkpoints:` only: add the checkpoint `P3-03`, or take it out of `affects`"
         );
         assert_eq!(hint("p3-02"), "did you mean `P3-02`?");
+        assert!(hint("P2-02").starts_with("list ids from `checkpoints:` only"), "another phase is another checkpoint");
+        assert_eq!(
+            hint("ENV-01"),
+            "`ENV-01` is an environment constraint; `affects` lists the checkpoints it can block"
+        );
+        assert_eq!(hint("\"\""), "remove the empty id from `affects`");
     }
 
     #[test]

@@ -1112,7 +1112,16 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
     let checkpoint_ids: std::collections::HashSet<&str> =
         spec.checkpoints.iter().map(|c| c.checkpoint.id.as_str()).collect();
     let keys: Vec<&str> = evidence.keys().map(String::as_str).collect();
-    let swapped = !keys.is_empty() && keys.iter().all(|key| checkpoint_ids.contains(key));
+    // (A spec may name a source like a checkpoint: one it reads is evidence.)
+    let reads = |key: &str| {
+        spec.checkpoints.iter().any(|c| {
+            c.checkpoint.verification.evidence_sources.iter().any(|source| source == key)
+                || c.applies_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
+        }) || spec.constraints.iter().any(|constraint| {
+            constraint.active_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
+        })
+    };
+    let swapped = !keys.is_empty() && keys.iter().all(|key| checkpoint_ids.contains(key) && !reads(key));
     if swapped {
         say_err!(
             "warning: the evidence's keys ({}) are checkpoint ids, not evidence sources: is an --evidence file a \

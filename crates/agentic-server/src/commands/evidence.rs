@@ -93,8 +93,8 @@ fn git_text(stdout: &[u8], args: &[&str]) -> String {
         Ok(text) => text.to_owned(),
         Err(_) => {
             say_err!(
-                "warning: `git {}` printed text that is not UTF-8 (a ref name, or a commit message in another \
-                 encoding): those bytes read as U+FFFD in the evidence",
+                "warning: `git {}` printed text that is not UTF-8 (a ref or file name, or a commit message in \
+                 another encoding): those bytes read as U+FFFD in the evidence",
                 args.join(" ")
             );
             String::from_utf8_lossy(stdout).into_owned()

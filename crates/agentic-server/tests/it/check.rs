@@ -299,6 +299,20 @@ fn swapped_evidence_and_verdicts_files_are_named() {
     assert!(!stderr.contains("is not in the evidence"), "{stderr}");
     assert!(stderr.contains("is not a tier-3 verdicts file: its keys (`issue_tracker_state`"), "{stderr}");
     assert!(stderr.contains("is it an evidence file?"), "{stderr}");
+    // A source the spec reads is evidence, whatever it is called.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "workflow: w\nspec_version: \"1\"\ncheckpoints:\n  - id: P1-01\n    tier: 1\n    instruction: x\n    severity: low\n    verification: {method: api_state, evidence_sources: [P1-01], assert: {path: P1-01.status, equals: ok}}\n",
+    )
+    .unwrap();
+    let evidence = dir.path().join("evidence.json");
+    std::fs::write(&evidence, r#"{"P1-01": {"status": "ok"}}"#).unwrap();
+    let output = agentic().arg("check").arg(&spec).arg("--evidence").arg(&evidence).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("verdicts file"), "{stderr}");
 }
 
 #[test]
