@@ -1526,10 +1526,24 @@ fn compare_with_previous(
     let old = match parse_spec(&old_text) {
         Ok((old, _)) => old,
         Err(problems) => {
-            let first = problems.first().map_or_else(String::new, |problem| {
+            let quote = |problem: &Diagnostic| {
                 let at = problem.position.map_or_else(String::new, |p| format!("{}:{}: ", p.line, p.column));
                 format!(": {at}{}", problem.message)
-            });
+            };
+            let first = problems.first().map_or_else(String::new, quote);
+            // What keeps the ids from being compared: a problem at the workflow, the list of
+            // checkpoints or a checkpoint's id, tier or instruction (else the first).
+            let at_ids = |problem: &&Diagnostic| {
+                problem.pointer.as_deref().is_none_or(|at| {
+                    at == "/workflow"
+                        || at == "/checkpoints"
+                        || at.strip_prefix("/checkpoints/").is_some_and(|rest| {
+                            rest.split_once('/')
+                                .is_some_and(|(_, field)| matches!(field, "id" | "tier" | "instruction"))
+                        })
+                })
+            };
+            let blocking = problems.iter().find(at_ids).map_or_else(|| first.clone(), quote);
             // The previous spec is history, often not to be edited: errors elsewhere than at
             // its ids, tiers and instructions (`severity: urgent`, an unknown key) do not hold
             // the comparison back, as they do not in the new spec; they are said.
@@ -1551,15 +1565,25 @@ fn compare_with_previous(
                 return Err(UnusablePrevious {
                     unreadable: false,
                     reason: format!(
-                        "previous spec `{previous_path}` is not a valid checkpoint spec{first}, at a checkpoint's id, \
-                         tier or instruction, so its ids cannot be compared; run `agentic lint {previous_path}`"
+                        "previous spec `{previous_path}` is not a valid checkpoint spec{blocking}; its workflow and \
+                         its checkpoints' ids, tiers and instructions do not all read as written, so its ids cannot \
+                         be compared; run `agentic lint {previous_path}`"
                     ),
                 });
             }
         }
     };
-    // Ids are what the versions are compared by: a previous spec that uses one twice cannot
-    // say which checkpoint an id was.
+    // Ids are what the versions are compared by: a previous spec with an empty one, or that
+    // uses one twice, cannot say which checkpoint an id was.
+    if old.checkpoints.iter().any(|c| c.id.trim().is_empty()) {
+        return Err(UnusablePrevious {
+            unreadable: false,
+            reason: format!(
+                "previous spec `{previous_path}` has a checkpoint with an empty id, so it cannot be compared by id; \
+                 run `agentic lint {previous_path}`"
+            ),
+        });
+    }
     let mut seen = std::collections::HashSet::new();
     if let Some(repeated) = old.checkpoints.iter().map(|c| c.id.as_str()).find(|id| !seen.insert(*id)) {
         return Err(UnusablePrevious {

@@ -208,6 +208,17 @@ fn a_previous_spec_reads_like_any_spec() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("warning[previous-has-errors]") && stdout.contains("\"urgent\""), "{stdout}");
     assert!(stdout.contains("error[id-removed]: checkpoint `P1-02` was removed"), "{stdout}");
+    // An error at an id keeps the ids from being compared, and it is the one quoted, not the
+    // first error of the file; so does an empty id.
+    let at_id = old_text.replacen("id: P2-01", "id: [P2-01]", 1);
+    std::fs::write(&urgent, &at_id).unwrap();
+    let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", urgent.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("`id` must be a string") && !stderr.contains("\"urgent\""), "{stderr}");
+    std::fs::write(&urgent, example.replacen("id: P2-01", "id: \"\"", 1)).unwrap();
+    let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", urgent.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("has a checkpoint with an empty id"), "{stderr}");
     std::fs::write(&path, &written).unwrap();
     let missing = dir.path().join("missing.yaml");
     let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", missing.to_str().unwrap()]);
