@@ -583,7 +583,7 @@ fn describe_operator(operator: &Operator) -> String {
         Operator::Exists(true) => "exists".to_owned(),
         Operator::Exists(false) => "absent".to_owned(),
         Operator::Contains(value) => format!("contains {value}"),
-        Operator::Matches(regex) => format!("matches /{}/", regex.as_str()),
+        Operator::Matches(regex) => format!("matches {}", super::sequence::shown_regex(regex.as_str())),
         Operator::OneOf(values) => {
             format!("one_of [{}]", values.iter().map(Value::to_string).collect::<Vec<_>>().join(", "))
         }

@@ -572,25 +572,30 @@ fn shown_name(text: &str) -> String {
     if plain { text.to_owned() } else { quoted(text) }
 }
 
-/// A text matcher as notes show it; values are quoted as JSON strings, so an empty value, a
-/// space or a `)` in one reads back as what the spec says (a regular expression stays
-/// between slashes unless it holds one, a `)`, a `,` or a space at an end, then between
+/// A regular expression as notes show it: between slashes unless it holds one, a `)`, a `,`
+/// or a space at an end (any of which could read as the end of it in a note), then between
 /// backticks, so its backslashes are not doubled as JSON would write them; as a JSON string
-/// when it holds a backtick or a character a line cannot show).
+/// when it holds a backtick or a character a line cannot show.
+pub(crate) fn shown_regex(regex: &str) -> String {
+    if regex.chars().any(|c| c == '`' || c.is_control() || c.is_whitespace() && c != ' ') {
+        quoted(regex)
+    } else if regex.chars().any(|c| matches!(c, '/' | ')' | ',')) || regex.starts_with(' ') || regex.ends_with(' ') {
+        format!("`{regex}`")
+    } else {
+        format!("/{regex}/")
+    }
+}
+
+/// A text matcher as notes show it; values are quoted as JSON strings, so an empty value, a
+/// space or a `)` in one reads back as what the spec says (a regular expression as
+/// [`shown_regex`] shows it).
 fn describe_text_match(text: &TextMatch) -> String {
     let mut parts = Vec::new();
     if let Some(glob) = &text.glob {
         parts.push(format!("~ {}", quoted(glob)));
     }
     if let Some(regex) = &text.regex {
-        if regex.chars().any(|c| c == '`' || c.is_control() || c.is_whitespace() && c != ' ') {
-            parts.push(format!("=~ {}", quoted(regex)));
-        } else if regex.chars().any(|c| matches!(c, '/' | ')' | ',')) || regex.starts_with(' ') || regex.ends_with(' ')
-        {
-            parts.push(format!("=~ `{regex}`"));
-        } else {
-            parts.push(format!("=~ /{regex}/"));
-        }
+        parts.push(format!("=~ {}", shown_regex(regex)));
     }
     if let Some(equals) = &text.equals {
         parts.push(format!("== {}", quoted(equals)));
