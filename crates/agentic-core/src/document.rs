@@ -158,13 +158,16 @@ impl DocumentLoader {
             None
         };
         // A number too large for a float reads as its text: the schema's "must be a number,
-        // found the string" at the same place would only restate the YAML finding.
+        // found the string" (or "is not one of", in a field of names) at the same place would
+        // only restate the YAML finding.
         // The YAML finding takes the place the schema's named, so what a caller sets aside for
         // it (findings about that place) stays the same.
         let mut recovered = recovered;
         diagnostics.retain(|schema| {
             let same = recovered.iter_mut().find(|yaml| {
-                yaml.code == "yaml-non-finite" && schema.code == "invalid-type" && yaml.position == schema.position
+                yaml.code == "yaml-non-finite"
+                    && matches!(schema.code.as_str(), "invalid-type" | "invalid-value")
+                    && yaml.position == schema.position
             });
             match same {
                 Some(yaml) => {

@@ -120,35 +120,50 @@ fn recovering_with_limits(text: &str, limits: YamlLimits) -> Result<(YamlDocumen
     })
 }
 
-/// A syntax error on a line where a bracket follows a `{`: inside a flow mapping, `[` starts
-/// a list, so a path such as `{path: ci.checks[*].status, ...}` does not parse. The general
-/// hint would not say so.
+/// A syntax error at or after an index written into a plain value inside a flow mapping
+/// (`{path: ci.checks[*].status, ...}`, on one line or over several): there `[` starts a
+/// list, so such a path does not parse unless quoted. The general hint would not say so.
 fn explain_brackets(text: &str, error: &mut Diagnostic) {
-    let Some(line) = error.position.and_then(|at| text.lines().nth(at.line.checked_sub(1)?)) else { return };
-    if error.code != "yaml-syntax" {
-        return;
-    }
-    // Outside quotes: a `[` or `]` right after a word character, inside `{`.
-    let (mut quote, mut braces, mut previous) = (None, 0usize, ' ');
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(open), _) if c == open => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '#') if previous == ' ' => break,
-            (None, '{') => braces += 1,
-            (None, '}') => braces = braces.saturating_sub(1),
-            (None, '[' | ']') if braces > 0 && (previous.is_alphanumeric() || matches!(previous, '_' | '*' | ']')) => {
-                error.hint = Some(
-                    "inside `{...}`, `[` and `]` start and end a list: quote a value that holds them, as in \
-                     `{path: \"ci.checks[*].status\", contains: failure}`, or write the mapping in block style"
-                        .to_owned(),
-                );
-                return;
+    let Some(at) = error.position.filter(|_| error.code == "yaml-syntax") else { return };
+    // `[*]` or `[0]` right after a word character, inside `{`, outside quotes and comments,
+    // up to the error's place.
+    let is_index = |rest: &[char]| match rest.iter().position(|&c| c == ']') {
+        Some(end) => end > 0 && (rest[..end] == ['*'] || rest[..end].iter().all(char::is_ascii_digit)),
+        None => false,
+    };
+    let mut braces = 0usize;
+    for (index, line) in text.lines().enumerate().take(at.line) {
+        let last = index + 1 == at.line;
+        let chars: Vec<char> = line.chars().collect();
+        let (mut quote, mut previous, mut i) = (None, ' ', 0);
+        while i < chars.len() && !(last && i + 1 > at.column) {
+            let c = chars[i];
+            match quote {
+                // An escape in double quotes, and `''` in single quotes, stay inside.
+                Some('"') if c == '\\' => i += 1,
+                Some('\'') if c == '\'' && chars.get(i + 1) == Some(&'\'') => i += 1,
+                Some(open) if c == open => quote = None,
+                Some(_) => {}
+                // A quote opens a scalar only where one starts (`it's` is plain text).
+                None if matches!(c, '"' | '\'') && matches!(previous, ' ' | '{' | '[' | ',' | ':') => quote = Some(c),
+                None if c == '#' && previous == ' ' => break,
+                None if c == '{' => braces += 1,
+                None if c == '}' => braces = braces.saturating_sub(1),
+                None if c == '[' && last && braces > 0 && (previous.is_alphanumeric() || previous == '_') => {
+                    if is_index(&chars[i + 1..]) {
+                        error.hint = Some(
+                            "inside `{...}`, `[` and `]` start and end a list: quote a value that holds them, as in \
+                             `{path: \"ci.checks[*].status\", contains: failure}`, or write the mapping in block style"
+                                .to_owned(),
+                        );
+                        return;
+                    }
+                }
+                None => {}
             }
-            _ => {}
+            previous = c;
+            i += 1;
         }
-        previous = c;
     }
 }
 
@@ -823,5 +838,13 @@ mod tests {
         assert!(parse_yaml("not: {path: \"ci.checks[*].status\", contains: failure}\n").is_ok());
         assert!(!bracket_hint("a: [1, 2\nb: 3\n"));
         assert!(!bracket_hint("x: {a: 'b[0]', c: d e: f}\n"));
+        // Over several lines; after an apostrophe in plain text; not for a quoted bracket,
+        // a list value, a stray `]`, or a bracket after the error.
+        assert!(bracket_hint("assert: {\n  path: ci.checks[*].status,\n  contains: failure}\n"));
+        assert!(bracket_hint("x: {path: it's.a[0], equals: x}\n"));
+        assert!(!bracket_hint("x: {path: \"a\\\"[0]\", equals: x y: z}\n"));
+        assert!(!bracket_hint("x: {path: pr.a, one_of: [a, b]]}\n"));
+        assert!(!bracket_hint("x: {one_of: [a, b] c, path: x}\n"));
+        assert!(!bracket_hint("x: {path: pr.a, equals: x y: z, other: b[0]}\n"));
     }
 }

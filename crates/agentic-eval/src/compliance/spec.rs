@@ -310,8 +310,8 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
             && diagnostic.message.ends_with("[] has less than 1 item")
         {
             diagnostic.hint = Some(
-                "leave `partial_criteria` out for Mode B (a PARTIAL earns 0.5 and needs notes), or list conditions with \
-                 their weights for Mode A"
+                "leave `partial_criteria` out (for a tier-3 checkpoint that is Mode B: a PARTIAL earns 0.5 and needs \
+                 notes), or list conditions with their weights (Mode A)"
                     .to_owned(),
             );
         }
@@ -1984,12 +1984,23 @@ checkpoints:
         assert_eq!(hint("\"\""), "remove the empty id from `affects`");
     }
 
+    /// A number too large for a float in a field of names (`severity`) is reported once.
+    #[test]
+    fn a_non_finite_number_in_a_field_of_names_is_reported_once() {
+        let text = SPEC.replacen("severity: critical", "severity: 1e400", 1);
+        let line = text.lines().position(|line| line.contains("1e400")).unwrap() + 1;
+        let found: Vec<(String, usize)> = codes(&text).into_iter().filter(|(_, at)| *at == line).collect();
+        assert_eq!(found, vec![("yaml-non-finite".to_owned(), line)]);
+    }
+
     #[test]
     fn an_empty_partial_criteria_points_to_mode_b() {
         let text = SPEC.replace("    partial_criteria:\n", "    partial_criteria: []\n    x-old:\n");
         let loaded = load_spec(&text, "spec.yaml");
         let empty = loaded.diagnostics.iter().find(|d| d.code == "invalid-value").expect("reported");
-        assert!(empty.hint.as_deref().is_some_and(|hint| hint.starts_with("leave `partial_criteria` out for Mode B")));
+        assert!(
+            empty.hint.as_deref().is_some_and(|hint| hint.starts_with("leave `partial_criteria` out (for a tier-3"))
+        );
     }
 
     /// A whole number written with a fraction is a whole number (JSON Schema counts it as
