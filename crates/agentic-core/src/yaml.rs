@@ -149,15 +149,18 @@ fn explain_brackets(text: &str, error: &mut Diagnostic) {
                 None if c == '#' && previous == ' ' => break,
                 None if c == '{' => braces += 1,
                 None if c == '}' => braces = braces.saturating_sub(1),
-                None if c == '[' && last && braces > 0 && (previous.is_alphanumeric() || previous == '_') => {
-                    if is_index(&chars[i + 1..]) {
-                        error.hint = Some(
-                            "inside `{...}`, `[` and `]` start and end a list: quote a value that holds them, as in \
-                             `{path: \"ci.checks[*].status\", contains: failure}`, or write the mapping in block style"
-                                .to_owned(),
-                        );
-                        return;
-                    }
+                None if c == '['
+                    && last
+                    && braces > 0
+                    && (previous.is_alphanumeric() || previous == '_')
+                    && is_index(&chars[i + 1..]) =>
+                {
+                    error.hint = Some(
+                        "inside `{...}`, `[` and `]` start and end a list: quote a value that holds them, as in \
+                         `{path: \"ci.checks[*].status\", contains: failure}`, or write the mapping in block style"
+                            .to_owned(),
+                    );
+                    return;
                 }
                 None => {}
             }
