@@ -421,6 +421,37 @@ impl ClaudeHookAdapter {
         self.unclaimed.remove(at).map(|agent| agent.stand_in)
     }
 
+    /// Where in the calls in flight is the one that would spawn a subagent of `agent_type`
+    /// starting now in `session_id` (see [`ClaudeHookAdapter::take_spawner`]).
+    fn find_spawner(&self, agent_type: Option<&str>, session_id: Option<&String>) -> Option<usize> {
+        let same_session = |spawner: &Spawner| spawner.session_id.as_ref() == session_id;
+        agent_type
+            .and_then(|kind| {
+                self.spawners
+                    .iter()
+                    .position(|spawner| same_session(spawner) && spawner.subagent_type.as_deref() == Some(kind))
+            })
+            .or_else(|| {
+                self.spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.is_none())
+            })
+    }
+
+    /// Whether a `SubagentStart` of a subagent that runs (no `SubagentStop` was read for its
+    /// run) starts a new run: the call its run was linked to has ended (a call ends after its
+    /// subagent stops), no end of a spawning call is awaited for it, and a call that can
+    /// spawn it is in flight. Claude Code resumes a subagent under its `agent_id`; the stop of
+    /// the earlier run was not captured. Otherwise the record repeats a start (a real one
+    /// after an inferred one, or a capture hook registered twice).
+    fn resumes_without_stop(&self, key: &(Option<String>, String), agent_type: Option<&str>) -> bool {
+        let (session_id, agent_id) = key;
+        let linked = self
+            .linked
+            .iter()
+            .any(|spawner| &spawner.session_id == session_id && spawner.subagent.as_ref() == Some(agent_id));
+        let awaited = self.unclaimed.iter().any(|agent| &agent.session_id == session_id && &agent.agent_id == agent_id);
+        !linked && !awaited && self.find_spawner(agent_type, session_id.as_ref()).is_some()
+    }
+
     /// The call that spawned a subagent of `agent_type` starting now in `session_id` (taken
     /// out of the calls in flight): the oldest that asked for that type, else the oldest that
     /// asked for none.
@@ -430,16 +461,7 @@ impl ClaudeHookAdapter {
         session_id: Option<&String>,
         agent_id: Option<&str>,
     ) -> Option<String> {
-        let same_session = |spawner: &Spawner| spawner.session_id.as_ref() == session_id;
-        let at = agent_type
-            .and_then(|kind| {
-                self.spawners
-                    .iter()
-                    .position(|spawner| same_session(spawner) && spawner.subagent_type.as_deref() == Some(kind))
-            })
-            .or_else(|| {
-                self.spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.is_none())
-            })?;
+        let at = self.find_spawner(agent_type, session_id)?;
         let mut spawner = self.spawners.remove(at)?;
         spawner.subagent = agent_id.map(str::to_owned);
         spawner.linked = self.records;
@@ -578,13 +600,28 @@ impl TraceAdapter for ClaudeHookAdapter {
                 (event_type, call_span.clone(), agent_id.clone(), tool_name.clone())
             }
             // After an inferred start, the real one would count the agent twice.
-            "SubagentStart" if agent_key.as_ref().is_some_and(|key| self.running(key)) => {
+            "SubagentStart"
+                if agent_key
+                    .as_ref()
+                    .is_some_and(|key| self.running(key) && !self.resumes_without_stop(key, agent_type.as_deref())) =>
+            {
                 data.insert("kind".to_owned(), Value::String(hook.clone()));
                 (EventType::Custom, agent_id.clone(), None, agent_type.clone())
             }
             "SubagentStart" => {
-                // A stopped agent that starts again was resumed: a new run.
+                // A stopped agent that starts again was resumed: a new run. One that runs (see
+                // `resumes_without_stop`) stops first, as its uncaptured stop would have.
                 if let Some(key) = &agent_key {
+                    if self.running(key) {
+                        out.push(inferred_stop(
+                            &key.1,
+                            agent_type.as_deref(),
+                            session_id.clone(),
+                            timestamp,
+                            line,
+                            &record,
+                        ));
+                    }
                     self.note_agent(key, Run::Running);
                 }
                 let mut spawner = self.take_spawner(agent_type.as_deref(), session_id.as_ref(), agent_id.as_deref());
@@ -721,6 +758,38 @@ fn push_bounded<T>(queue: &mut VecDeque<T>, item: T) {
 }
 
 /// The start of a subagent known only from a tool record inside it.
+/// The end of a subagent's run whose `SubagentStop` was not captured, read from the record
+/// that starts its next run (see [`ClaudeHookAdapter::resumes_without_stop`]).
+fn inferred_stop(
+    agent_id: &str,
+    agent_type: Option<&str>,
+    session_id: Option<String>,
+    timestamp: Option<chrono::DateTime<chrono::Utc>>,
+    line: u64,
+    record: &Arc<Value>,
+) -> CanonicalEvent {
+    let mut event = CanonicalEvent::new(EventType::AgentInvokeEnd, timestamp.unwrap_or_else(no_time));
+    event.step_name = agent_type.map(str::to_owned);
+    event.status = Some(EventStatus::Ok);
+    event.span = Some(SpanContext { trace_id: session_id, span_id: Some(agent_id.to_owned()), parent_span_id: None });
+    let attributes = &mut event.attributes;
+    attributes.insert("gen_ai.operation.name".to_owned(), json!("invoke_agent"));
+    attributes.insert("gen_ai.agent.id".to_owned(), json!(agent_id));
+    if let Some(agent_type) = agent_type {
+        attributes.insert("gen_ai.agent.name".to_owned(), json!(agent_type));
+    }
+    attributes.insert("x.claude_hook.inferred".to_owned(), json!(true));
+    attributes.insert("x.time.clock".to_owned(), json!(if timestamp.is_some() { "observed" } else { "absent" }));
+    event.source = Some(EventSource {
+        format: TraceFormat::ClaudeHook.name().to_owned(),
+        native_id: Some(agent_id.to_owned()),
+        native_type: Some("SubagentStop (inferred)".to_owned()),
+        line: Some(line),
+        raw: Some(Arc::clone(record)),
+    });
+    event
+}
+
 fn inferred_start(
     agent_id: &str,
     agent_type: &str,

@@ -796,6 +796,60 @@ fn hook_trace(session: &str, records: &[&str]) -> String {
     records.iter().map(|fields| format!("{{\"session_id\":\"{session}\",{fields}}}\n")).collect()
 }
 
+/// A subagent resumed under a later task whose earlier run's `SubagentStop` was not captured:
+/// its task ended, so that run ended too, and the new `SubagentStart` is a new run under the
+/// new task (not a repeat of the start), counted as a second invocation.
+#[test]
+fn a_subagent_resumed_without_a_captured_stop_starts_a_new_run() {
+    let record = |hook: &str, rest: &str| format!(r#"{{"session_id":"s1","hook_event_name":"{hook}"{rest}}}"#);
+    let task = |hook: &str, id: &str, what: &str| {
+        record(
+            hook,
+            &format!(
+                r#","tool_name":"Task","tool_input":{{"subagent_type":"general-purpose","description":"{what}","prompt":"p"}},"tool_use_id":"{id}""#
+            ),
+        )
+    };
+    let bash = |hook: &str, id: &str, command: &str| {
+        record(
+            hook,
+            &format!(
+                r#","tool_name":"Bash","tool_input":{{"command":"{command}"}},"tool_use_id":"{id}","agent_id":"a1","agent_type":"general-purpose""#
+            ),
+        )
+    };
+    let start = record("SubagentStart", r#","agent_id":"a1","agent_type":"general-purpose""#);
+    let lines = [
+        task("PreToolUse", "tA", "alpha job"),
+        start.clone(),
+        bash("PreToolUse", "b1", "echo alpha"),
+        bash("PostToolUse", "b1", "echo alpha"),
+        task("PostToolUse", "tA", "alpha job"),
+        task("PreToolUse", "tB", "beta job"),
+        start.clone(),
+        bash("PreToolUse", "b2", "echo beta"),
+        bash("PostToolUse", "b2", "echo beta"),
+        record("SubagentStop", r#","agent_id":"a1","agent_type":"general-purpose""#),
+        task("PostToolUse", "tB", "beta job"),
+    ];
+    let within = |what: &str| format!("within: {{tool: Task, args: {{description: {{contains: {what}}}}}}}");
+    let rules = [
+        ("R-01", format!("{{never: {{tool: Bash, args: {{command: {{contains: beta}}}}}}, {}}}", within("alpha"))),
+        ("R-02", format!("{{count: {{of: {{tool: Bash}}, at_least: 1, at_most: 1}}, {}}}", within("beta"))),
+        ("R-03", "{count: {of: {agent: general-purpose}, at_least: 2, at_most: 2}}".to_owned()),
+    ];
+    let rules: Vec<(&str, &str)> = rules.iter().map(|(id, rule)| (*id, rule.as_str())).collect();
+    let run = check_rules(&rules, &(lines.join("\n") + "\n"));
+    assert_eq!(run.results(), owned(&[("R-01", "PASS", 1.0), ("R-02", "PASS", 1.0), ("R-03", "PASS", 1.0)]));
+    // A start repeated while its task still runs stays one run.
+    let mut repeated = lines.to_vec();
+    repeated.insert(2, start.clone());
+    repeated.remove(7);
+    let run =
+        check_rules(&[("R-03", "{count: {of: {agent: general-purpose}, at_most: 1}}")], &(repeated.join("\n") + "\n"));
+    assert_eq!(run.results(), owned(&[("R-03", "PASS", 1.0)]));
+}
+
 /// A Claude Code subagent resumed under a later task (the same `agent_id` starts again): its
 /// earlier run's calls stay where they were, outside the new task's scope.
 #[test]
