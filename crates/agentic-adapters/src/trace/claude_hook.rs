@@ -25,7 +25,8 @@
 //! with the attribute `x.claude_hook.spawned_by`. A call spawns one subagent. So
 //! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
 //! A subagent that starts again after its stop (resumed under its `agent_id`) is a new run,
-//! linked to the call in flight then. When no spawning call is in flight (its `PreToolUse`
+//! linked to the call in flight then; so is one that starts again without a captured stop
+//! once the call of its run has ended, its earlier run ended by an inferred stop. When no spawning call is in flight (its `PreToolUse`
 //! was not captured: a capture of the end hooks only, or a `PreToolUse` hook that matches
 //! some tools), the spawning call's only record comes after its subagent's: the subagent
 //! gets a stand-in parent span, and the end of a spawning call whose start was not read (by
