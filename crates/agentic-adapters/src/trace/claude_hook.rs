@@ -89,6 +89,11 @@ pub struct ClaudeHookAdapter {
     stops: u64,
     /// How many records were read (to order a spawning call's start and a subagent's link).
     records: u64,
+    /// Subagents whose spawning call ran in the background (`run_in_background`) and ended
+    /// while they ran, oldest first (at most [`MAX_SPAWNERS`]), until they stop: such a call
+    /// ends at once, so a later `SubagentStart` of the subagent repeats its start rather than
+    /// resuming it.
+    background_runs: VecDeque<(Option<String>, String)>,
 }
 
 /// A subagent whose spawning call has not been read yet (see
@@ -117,6 +122,11 @@ struct Spawner {
     /// count of records): a call that started after a subagent started did not spawn it.
     started: u64,
     linked: u64,
+    /// It runs its subagent in the background (`tool_input.run_in_background`): it ends at
+    /// once, while the subagent runs on.
+    background: bool,
+    /// The subagent it resumes (`tool_input.resume`, an `agent_id`).
+    resumes: Option<String>,
 }
 
 /// A tool call's session and `tool_use_id`.
@@ -317,6 +327,13 @@ impl ClaudeHookAdapter {
                 if !agent_runs(&ended.session_id, &ended.subagent, Run::Running) {
                     return None;
                 }
+                // A background call ends at once, while its subagent runs on.
+                if ended.background {
+                    if let Some(agent) = ended.subagent {
+                        push_bounded(&mut self.background_runs, (ended.session_id, agent));
+                    }
+                    return None;
+                }
                 return self
                     .linked
                     .iter()
@@ -342,6 +359,7 @@ impl ClaudeHookAdapter {
                 .map(|linked| linked.tool_use_id.clone());
         }
         let subagent_type = spawning_call(object)?;
+        let input = member(object, "tool_input");
         push_bounded(
             &mut self.spawners,
             Spawner {
@@ -351,6 +369,8 @@ impl ClaudeHookAdapter {
                 subagent: None,
                 started: self.records,
                 linked: 0,
+                background: input.and_then(|input| input.get("run_in_background")) == Some(&Value::Bool(true)),
+                resumes: input.and_then(|input| input.get("resume")).and_then(Value::as_str).map(str::to_owned),
             },
         );
         None
@@ -445,6 +465,18 @@ impl ClaudeHookAdapter {
     /// after an inferred one, or a capture hook registered twice).
     fn resumes_without_stop(&self, key: &(Option<String>, String), agent_type: Option<&str>) -> bool {
         let (session_id, agent_id) = key;
+        // A call in flight that says it resumes this subagent settles it.
+        if self
+            .spawners
+            .iter()
+            .any(|spawner| &spawner.session_id == session_id && spawner.resumes.as_ref() == Some(agent_id))
+        {
+            return true;
+        }
+        // A subagent left running by a background call has not stopped: this repeats its start.
+        if self.background_runs.contains(key) {
+            return false;
+        }
         let linked = self
             .linked
             .iter()
@@ -462,7 +494,13 @@ impl ClaudeHookAdapter {
         session_id: Option<&String>,
         agent_id: Option<&str>,
     ) -> Option<String> {
-        let at = self.find_spawner(agent_type, session_id)?;
+        // A call that names the subagent it resumes (`tool_input.resume`) spawned it.
+        let resumed_by = agent_id.and_then(|agent| {
+            self.spawners.iter().position(|spawner| {
+                spawner.session_id.as_ref() == session_id && spawner.resumes.as_deref() == Some(agent)
+            })
+        });
+        let at = resumed_by.or_else(|| self.find_spawner(agent_type, session_id))?;
         let mut spawner = self.spawners.remove(at)?;
         spawner.subagent = agent_id.map(str::to_owned);
         spawner.linked = self.records;
@@ -622,6 +660,7 @@ impl TraceAdapter for ClaudeHookAdapter {
                             line,
                             &record,
                         ));
+                        self.background_runs.retain(|run| run != key);
                     }
                     self.note_agent(key, Run::Running);
                 }
@@ -636,6 +675,7 @@ impl TraceAdapter for ClaudeHookAdapter {
             }
             "SubagentStop" => {
                 if let Some(key) = &agent_key {
+                    self.background_runs.retain(|run| run != key);
                     self.note_agent(key, Run::Stopped);
                     self.stops += 1;
                     self.mark_stopped(key);

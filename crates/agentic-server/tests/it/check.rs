@@ -848,6 +848,57 @@ fn a_subagent_resumed_without_a_captured_stop_starts_a_new_run() {
     let run =
         check_rules(&[("R-03", "{count: {of: {agent: general-purpose}, at_most: 1}}")], &(repeated.join("\n") + "\n"));
     assert_eq!(run.results(), owned(&[("R-03", "PASS", 1.0)]));
+    // A task run in the background ends at once while its subagent runs on: a later copy of
+    // that subagent's start, while another task of its type is in flight, repeats the start
+    // (it is no resume), and that task's own subagent stays its own.
+    let background = |hook: &str, id: &str, what: &str| {
+        task(hook, id, what).replace(r#""prompt":"p""#, r#""prompt":"p","run_in_background":true"#)
+    };
+    let other = |hook: &str, id: &str| bash(hook, id, "echo beta").replace(r#""a1""#, r#""a2""#);
+    let lines = [
+        background("PreToolUse", "tA", "alpha job"),
+        start.clone(),
+        background("PostToolUse", "tA", "alpha job"),
+        bash("PreToolUse", "b1", "echo alpha"),
+        bash("PostToolUse", "b1", "echo alpha"),
+        task("PreToolUse", "tB", "beta job"),
+        start.clone(),
+        record("SubagentStart", r#","agent_id":"a2","agent_type":"general-purpose""#),
+        other("PreToolUse", "b2"),
+        other("PostToolUse", "b2"),
+        record("SubagentStop", r#","agent_id":"a2","agent_type":"general-purpose""#),
+        task("PostToolUse", "tB", "beta job"),
+        record("SubagentStop", r#","agent_id":"a1","agent_type":"general-purpose""#),
+    ];
+    let run = check_rules(&rules, &(lines.join("\n") + "\n"));
+    assert_eq!(run.results(), owned(&[("R-01", "PASS", 1.0), ("R-02", "PASS", 1.0), ("R-03", "PASS", 1.0)]));
+    assert!(!run.stderr().contains("spawning call"), "{}", run.stderr());
+    // A task that names the subagent it resumes (`resume`) spawns that one, even when another
+    // task of its type started first.
+    let resuming = task("PreToolUse", "tC", "gamma job").replace(r#""prompt":"p""#, r#""prompt":"p","resume":"a1""#);
+    let lines = [
+        task("PreToolUse", "tA", "alpha job"),
+        start.clone(),
+        bash("PreToolUse", "b1", "echo alpha"),
+        bash("PostToolUse", "b1", "echo alpha"),
+        record("SubagentStop", r#","agent_id":"a1","agent_type":"general-purpose""#),
+        task("PostToolUse", "tA", "alpha job"),
+        task("PreToolUse", "tB", "beta job"),
+        resuming.clone(),
+        start.clone(),
+        record("SubagentStart", r#","agent_id":"a2","agent_type":"general-purpose""#),
+        other("PreToolUse", "b2"),
+        other("PostToolUse", "b2"),
+        bash("PreToolUse", "b3", "echo gamma"),
+        bash("PostToolUse", "b3", "echo gamma"),
+        record("SubagentStop", r#","agent_id":"a1","agent_type":"general-purpose""#),
+        resuming.replace("PreToolUse", "PostToolUse"),
+        record("SubagentStop", r#","agent_id":"a2","agent_type":"general-purpose""#),
+        task("PostToolUse", "tB", "beta job"),
+    ];
+    let gamma = "{count: {of: {tool: Bash, args: {command: {contains: gamma}}}, at_least: 1, at_most: 1}, within: {tool: Task, args: {description: {contains: gamma}}}}";
+    let run = check_rules(&[rules[1], ("R-04", gamma)], &(lines.join("\n") + "\n"));
+    assert_eq!(run.results(), owned(&[("R-02", "PASS", 1.0), ("R-04", "PASS", 1.0)]));
 }
 
 /// A Claude Code subagent resumed under a later task (the same `agent_id` starts again): its
