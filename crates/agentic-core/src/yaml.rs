@@ -127,15 +127,24 @@ fn explain_brackets(text: &str, error: &mut Diagnostic) {
     let Some(at) = error.position.filter(|_| error.code == "yaml-syntax") else { return };
     // `[*]` or `[0]` right after a word character, inside `{`, outside quotes and comments,
     // up to the error's place.
+    // `[*]`, `[0]`, or a quoted key (`["a.b"]`).
     let is_index = |rest: &[char]| match rest.iter().position(|&c| c == ']') {
-        Some(end) => end > 0 && (rest[..end] == ['*'] || rest[..end].iter().all(char::is_ascii_digit)),
+        Some(end) => {
+            let inside = &rest[..end];
+            end > 0
+                && (inside == ['*']
+                    || inside.iter().all(char::is_ascii_digit)
+                    || (end >= 2 && inside[0] == '"' && inside[end - 1] == '"'))
+        }
         None => false,
     };
     let mut braces = 0usize;
+    // A quoted scalar may go on over lines.
+    let mut quote = None;
     for (index, line) in text.lines().enumerate().take(at.line) {
         let last = index + 1 == at.line;
         let chars: Vec<char> = line.chars().collect();
-        let (mut quote, mut previous, mut i) = (None, ' ', 0);
+        let (mut previous, mut i) = (' ', 0);
         while i < chars.len() && !(last && i + 1 > at.column) {
             let c = chars[i];
             match quote {
@@ -849,5 +858,8 @@ mod tests {
         assert!(!bracket_hint("x: {path: pr.a, one_of: [a, b]]}\n"));
         assert!(!bracket_hint("x: {one_of: [a, b] c, path: x}\n"));
         assert!(!bracket_hint("x: {path: pr.a, equals: x y: z, other: b[0]}\n"));
+        // A quoted key as the index; an index inside a string that goes on over lines is not.
+        assert!(bracket_hint("x: {path: pr.m[\"a.b\"].c, equals: 1}\n"));
+        assert!(!bracket_hint("x: {k: \"a\n  b[0]\", p: q r: s}\n"));
     }
 }

@@ -572,14 +572,18 @@ fn shown_name(text: &str) -> String {
     if plain { text.to_owned() } else { quoted(text) }
 }
 
-/// A regular expression as notes show it: between slashes unless it holds one, a `)`, a `,`
-/// or a space at an end (any of which could read as the end of it in a note), then between
-/// backticks, so its backslashes are not doubled as JSON would write them; as a JSON string
-/// when it holds a backtick or a character a line cannot show.
+/// A regular expression as notes show it: between slashes unless it holds one, a `)` or a
+/// `,` (any of which could read as the end of it in a note), then between backticks, so its
+/// backslashes are not doubled as JSON would write them; as a JSON string when it holds a
+/// backtick, a character a line cannot show, or a space at an end (which a Markdown code
+/// span drops).
 pub(crate) fn shown_regex(regex: &str) -> String {
-    if regex.chars().any(|c| c == '`' || c.is_control() || c.is_whitespace() && c != ' ') {
+    if regex.chars().any(|c| c == '`' || c.is_control() || c.is_whitespace() && c != ' ')
+        || regex.starts_with(' ')
+        || regex.ends_with(' ')
+    {
         quoted(regex)
-    } else if regex.chars().any(|c| matches!(c, '/' | ')' | ',')) || regex.starts_with(' ') || regex.ends_with(' ') {
+    } else if regex.chars().any(|c| matches!(c, '/' | ')' | ',')) {
         format!("`{regex}`")
     } else {
         format!("/{regex}/")
@@ -3767,6 +3771,11 @@ mod tests {
         assert_eq!(
             describe(json!({"tool": "Bash", "args": {"command": {"regex": "git push.*(--force|-f\\b)"}}})),
             r"Bash(command =~ `git push.*(--force|-f\b)`)"
+        );
+        // A space at an end, which a Markdown code span would drop: quoted.
+        assert_eq!(
+            describe(json!({"tool": "Bash", "args": {"command": {"regex": " a "}}})),
+            r#"Bash(command =~ " a ")"#
         );
         assert_eq!(
             describe(json!({"tool": "Bash", "args": {"command": {"regex": "a`b\\d/"}}})),

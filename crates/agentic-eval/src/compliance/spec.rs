@@ -626,12 +626,13 @@ pub fn check_spec(spec: CheckpointSpec) -> (Option<CompiledSpec>, Vec<Diagnostic
                     id.split(|c: char| !c.is_ascii_digit()).filter_map(|run| run.parse().ok()).collect()
                 };
                 let other_number = |suggestion: &str| numbers(affected) != numbers(suggestion);
-                let is_constraint = spec.environment_constraints.iter().any(|other| other.id == *affected);
+                let is_constraint =
+                    spec.environment_constraints.iter().any(|other| other.id.eq_ignore_ascii_case(affected.trim()));
                 diagnostic = match did_you_mean(affected, checkpoint_ids.iter().copied()) {
                     _ if is_constraint => diagnostic.with_hint(format!(
                         "`{affected}` is an environment constraint; `affects` lists the checkpoints it can block"
                     )),
-                    _ if affected.is_empty() => diagnostic.with_hint("remove the empty id from `affects`"),
+                    _ if affected.trim().is_empty() => diagnostic.with_hint("remove the empty id from `affects`"),
                     Some(suggestion) if !other_number(suggestion) => {
                         diagnostic.with_hint(format!("did you mean `{suggestion}`?"))
                     }
@@ -1982,6 +1983,8 @@ checkpoints:
             "`ENV-01` is an environment constraint; `affects` lists the checkpoints it can block"
         );
         assert_eq!(hint("\"\""), "remove the empty id from `affects`");
+        assert_eq!(hint("\"  \""), "remove the empty id from `affects`");
+        assert!(hint("env-01").contains("is an environment constraint"));
     }
 
     /// A number too large for a float in a field of names (`severity`) is reported once.
