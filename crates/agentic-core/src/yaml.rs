@@ -326,10 +326,12 @@ impl Builder {
             Event::Scalar(text, style, anchor, tag) => {
                 self.charge(0, text.len(), &span)?;
                 let tag_name = self.read_tag(tag.as_deref(), Kind::Scalar, &span).unwrap_or(None);
+                let mut said = false;
                 if style == ScalarStyle::Plain
                     && !matches!(tag_name, Some("str"))
                     && let Some(what) = non_finite(&text)
                 {
+                    said = true;
                     // YAML 1.2 reads `.inf`, `.nan` and `1e400` as floats, which JSON (and so
                     // every document here) cannot hold: not silently a string.
                     self.deferred.push(
@@ -342,7 +344,8 @@ impl Builder {
                     );
                 }
                 let value = resolve_scalar(&text, style, tag_name);
-                if let Some(expected) = tag_name.and_then(|tag| tag_mismatch(tag, &text, &value)) {
+                // (`!!float 1e400` is a float: said above as too large, not as no number.)
+                if let Some(expected) = tag_name.filter(|_| !said).and_then(|tag| tag_mismatch(tag, &text, &value)) {
                     let tag = tag_name.unwrap_or_default();
                     self.deferred.push(
                         Diagnostic::error("yaml-tag", format!("`!!{tag} {text}`: {} is not {expected}", shown(&text)))
@@ -701,6 +704,15 @@ mod tests {
             found,
             vec![("yaml-non-finite", 1), ("yaml-non-finite", 2), ("yaml-non-finite", 2), ("yaml-non-finite", 3)]
         );
+        // Tagged as a float it is one, too large: said once, not also as no number.
+        let errors = parse_yaml(
+            "a: !!float 1e400
+b: !!float .inf
+",
+        )
+        .unwrap_err();
+        let found: Vec<(&str, usize)> = errors.iter().map(|e| (e.code.as_str(), e.position.unwrap().line)).collect();
+        assert_eq!(found, vec![("yaml-non-finite", 1), ("yaml-non-finite", 2)]);
         let doc = parse_yaml("a: '.inf'\nb: !!str .nan\nc: 1e308\nd: .infinity\n").unwrap();
         assert_eq!(doc.value, serde_json::json!({"a": ".inf", "b": ".nan", "c": 1e308, "d": ".infinity"}));
     }
