@@ -26,8 +26,9 @@
 //! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
 //! A subagent that starts again after its stop (resumed under its `agent_id`) is a new run,
 //! linked to the call in flight then; so is one that starts again without a captured stop
-//! once the call of its run has ended, its earlier run ended by an inferred stop. When no spawning call is in flight (its `PreToolUse`
-//! was not captured: a capture of the end hooks only, or a `PreToolUse` hook that matches
+//! once the call of its run has ended, its earlier run ended by an inferred stop. When no
+//! spawning call is in flight (its `PreToolUse` was not captured: a capture of the end hooks
+//! only, or a `PreToolUse` hook that matches
 //! some tools), the spawning call's only record comes after its subagent's: the subagent
 //! gets a stand-in parent span, and the end of a spawning call whose start was not read (by
 //! type, the first stopped subagent, else the oldest running one, never the subagent the
@@ -798,7 +799,6 @@ fn push_bounded<T>(queue: &mut VecDeque<T>, item: T) {
     queue.push_back(item);
 }
 
-/// The start of a subagent known only from a tool record inside it.
 /// The end of a subagent's run whose `SubagentStop` was not captured, read from the record
 /// that starts its next run (see [`ClaudeHookAdapter::resumes_without_stop`]).
 fn inferred_stop(
@@ -831,6 +831,7 @@ fn inferred_stop(
     event
 }
 
+/// The start of a subagent known only from a tool record inside it.
 fn inferred_start(
     agent_id: &str,
     agent_type: &str,
