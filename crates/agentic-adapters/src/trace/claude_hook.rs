@@ -28,8 +28,8 @@
 //! linked to the call in flight then; so is one that starts again without a captured stop
 //! once the call of its run has ended, its earlier run ended by an inferred stop. When no
 //! spawning call is in flight (its `PreToolUse` was not captured: a capture of the end hooks
-//! only, or a `PreToolUse` hook that matches
-//! some tools), the spawning call's only record comes after its subagent's: the subagent
+//! only, or a `PreToolUse` hook that matches some tools), the spawning call's only record
+//! comes after its subagent's: the subagent
 //! gets a stand-in parent span, and the end of a spawning call whose start was not read (by
 //! type, the first stopped subagent, else the oldest running one, never the subagent the
 //! call ran in) takes the stand-in as its span id (attribute `x.claude_hook.spawner_stand_in` on
