@@ -544,16 +544,18 @@ fn read_verdicts(spec: &CompiledSpec, path: &str, what: &str) -> anyhow::Result<
         // A file none of whose keys is a checkpoint of the spec is most likely another kind
         // of file (evidence given as verdicts: the two options swapped).
         let keys: Vec<String> = serde_json::from_str::<Map<String, Value>>(&text)
-            .map(|map| map.keys().take(5).map(|key| format!("`{key}`")).collect())
+            .map(|map| map.keys().cloned().collect())
             .unwrap_or_default();
-        let none_is_a_checkpoint = !keys.is_empty()
-            && !keys.iter().any(|key| spec.checkpoints.iter().any(|c| format!("`{}`", c.checkpoint.id) == *key));
+        let none_is_a_checkpoint =
+            !keys.is_empty() && !keys.iter().any(|key| spec.checkpoints.iter().any(|c| c.checkpoint.id == *key));
         let error = anyhow::Error::new(error).context(format!("reading `{path}`"));
         if none_is_a_checkpoint {
+            let shown: Vec<String> = keys.iter().take(5).map(|key| format!("`{key}`")).collect();
             error.context(format!(
-                "`{path}` is not a tier-3 verdicts file: its keys ({}) are no checkpoint ids of the spec; is it an \
+                "`{path}` is not a tier-3 verdicts file: its keys ({}{}) are no checkpoint ids of the spec; is it an \
                  evidence file? (evidence goes to --evidence)",
-                keys.join(", ")
+                shown.join(", "),
+                if keys.len() > 5 { ", ..." } else { "" }
             ))
         } else {
             error
