@@ -1458,11 +1458,12 @@ pub fn lint_against_previous(
                     (None, None) => ("/checkpoints".to_owned(), String::new()),
                 };
                 diagnostics.push(
-                Diagnostic::error("id-removed", format!("checkpoint `{}` was removed{place}", old.id))
-                    .at_pointer(pointer)
-                    .with_hint(
-                        "ids are immutable and append-only (old reports reference them): restore the checkpoint under its id; a new checkpoint takes the next free number",
-                    ),
+                    Diagnostic::error("id-removed", format!("checkpoint `{}` was removed{place}", old.id))
+                        .at_pointer(pointer)
+                        .with_hint(
+                            "ids are immutable and append-only (old reports reference them): restore the checkpoint \
+                             under its id; a new checkpoint takes the next free number",
+                        ),
                 )
             }
             None => {}
