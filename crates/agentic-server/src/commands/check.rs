@@ -333,7 +333,7 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let evidence = read_evidence(&args.evidence)?;
+    let evidence = read_evidence(&spec, &args.evidence)?;
     let trace = match &args.trace {
         Some(path) => Some(run_trace(&spec, path, args.trace_format, args.malformed)?),
         None => None,
@@ -503,7 +503,7 @@ fn run_golden(
     for entry in golden.cases {
         let name = entry.name.clone();
         let mut run_case = || -> anyhow::Result<GoldenCase> {
-            let values = read_evidence(&entry.evidence)?;
+            let values = read_evidence(spec, &entry.evidence)?;
             let trace = match &entry.trace {
                 // A malformed record is skipped or fatal as for the main trace (`--malformed`).
                 Some(trace) => Some(run_trace(spec, trace, TraceFormatArg::Auto, malformed)?),
@@ -812,7 +812,7 @@ fn naming_verdicts(error: agentic_eval::compliance::ComplianceError, file: Optio
     }
 }
 
-fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
+fn read_evidence(spec: &CompiledSpec, paths: &[String]) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Map::new();
     for path in paths {
         let text = read_text(path, "evidence file")?;
@@ -822,6 +822,14 @@ fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
         let Value::Object(object) = value else {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
         };
+        if looks_like_verdicts(spec, &object) {
+            say_err!(
+                "warning: the keys of evidence file `{path}` ({}) are checkpoint ids, not evidence sources: is it a \
+                 tier-3 verdicts file? (verdicts go to --tier3-verdicts; evidence is an object of sources such as \
+                 `git`, as `agentic evidence git` writes)",
+                object.keys().take(5).map(|key| format!("`{key}`")).collect::<Vec<_>>().join(", ")
+            );
+        }
         // In order: a later file's source replaces an earlier one (a golden case layers its
         // own `pr_body` over the shared evidence).
         for (key, value) in object {
@@ -829,6 +837,22 @@ fn read_evidence(paths: &[String]) -> anyhow::Result<Map<String, Value>> {
         }
     }
     Ok(merged)
+}
+
+/// Whether evidence keys are all checkpoint ids of the spec and no source it reads: most
+/// likely a tier-3 verdicts file given as evidence (a spec may name a source like a
+/// checkpoint, and one it reads is evidence).
+fn looks_like_verdicts(spec: &CompiledSpec, evidence: &Map<String, Value>) -> bool {
+    let reads = |key: &str| {
+        spec.checkpoints.iter().any(|c| {
+            c.checkpoint.verification.evidence_sources.iter().any(|source| source == key)
+                || c.applies_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
+        }) || spec.constraints.iter().any(|constraint| {
+            constraint.active_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
+        })
+    };
+    !evidence.is_empty()
+        && evidence.keys().all(|key| spec.checkpoints.iter().any(|c| c.checkpoint.id == *key) && !reads(key))
 }
 
 fn run_trace(
@@ -1109,29 +1133,9 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
             listed(&state)
         );
     }
-    // Evidence whose keys are all checkpoint ids is most likely a tier-3 verdicts file given as
-    // --evidence (the two options swapped): said once, instead of a warning per source.
-    let checkpoint_ids: std::collections::HashSet<&str> =
-        spec.checkpoints.iter().map(|c| c.checkpoint.id.as_str()).collect();
-    let keys: Vec<&str> = evidence.keys().map(String::as_str).collect();
-    // (A spec may name a source like a checkpoint: one it reads is evidence.)
-    let reads = |key: &str| {
-        spec.checkpoints.iter().any(|c| {
-            c.checkpoint.verification.evidence_sources.iter().any(|source| source == key)
-                || c.applies_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
-        }) || spec.constraints.iter().any(|constraint| {
-            constraint.active_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
-        })
-    };
-    let swapped = !keys.is_empty() && keys.iter().all(|key| checkpoint_ids.contains(key) && !reads(key));
-    if swapped {
-        say_err!(
-            "warning: the evidence's keys ({}) are checkpoint ids, not evidence sources: is an --evidence file a \
-             tier-3 verdicts file? (verdicts go to --tier3-verdicts; evidence is an object of sources such as \
-             `git`, as `agentic evidence git` writes)",
-            listed(&keys)
-        );
-    }
+    // Evidence that is all a verdicts file (the two options swapped: `read_evidence` said so
+    // per file) gets no warning per source.
+    let swapped = looks_like_verdicts(spec, evidence);
     // A source the spec reads that the evidence lacks, while the evidence has a source
     // nothing reads: most likely one name spelt two ways (`Git` for `git`), which would make
     // the checkpoints NOT_APPLICABLE without a word.

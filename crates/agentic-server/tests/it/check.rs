@@ -293,12 +293,23 @@ fn swapped_evidence_and_verdicts_files_are_named() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("warning: the evidence's keys (P3-01) are checkpoint ids, not evidence sources"),
+        stderr.contains("(`P3-01`) are checkpoint ids, not evidence sources: is it a tier-3 verdicts file?"),
         "{stderr}"
     );
     assert!(!stderr.contains("is not in the evidence"), "{stderr}");
     assert!(stderr.contains("is not a tier-3 verdicts file: its keys (`issue_tracker_state`"), "{stderr}");
     assert!(stderr.contains("is it an evidence file?"), "{stderr}");
+    // Also when it is the second of two evidence files.
+    let output = agentic()
+        .arg("check")
+        .arg(example("feature-workflow.yaml"))
+        .args(["--evidence", &example("feature-workflow.evidence.json")])
+        .args(["--evidence", &example("feature-workflow.tier3.json")])
+        .args(["--tier3-verdicts", &example("feature-workflow.tier3.json")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("feature-workflow.tier3.json` (`P3-01`) are checkpoint ids"), "{stderr}");
     // A source the spec reads is evidence, whatever it is called.
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("spec.yaml");
