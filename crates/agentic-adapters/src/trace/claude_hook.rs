@@ -458,6 +458,14 @@ impl ClaudeHookAdapter {
             })
     }
 
+    /// Where in the calls in flight of `session_id` is one that names `agent_id` as the
+    /// subagent it resumes (`tool_input.resume`).
+    fn resuming_spawner(&self, session_id: Option<&String>, agent_id: &str) -> Option<usize> {
+        self.spawners.iter().position(|spawner| {
+            spawner.session_id.as_ref() == session_id && spawner.resumes.as_deref() == Some(agent_id)
+        })
+    }
+
     /// Whether a `SubagentStart` of a subagent that runs (no `SubagentStop` was read for its
     /// run) starts a new run: the call its run was linked to has ended (a call ends after its
     /// subagent stops), no end of a spawning call is awaited for it, and a call that can
@@ -467,11 +475,7 @@ impl ClaudeHookAdapter {
     fn resumes_without_stop(&self, key: &(Option<String>, String), agent_type: Option<&str>) -> bool {
         let (session_id, agent_id) = key;
         // A call in flight that says it resumes this subagent settles it.
-        if self
-            .spawners
-            .iter()
-            .any(|spawner| &spawner.session_id == session_id && spawner.resumes.as_ref() == Some(agent_id))
-        {
+        if self.resuming_spawner(session_id.as_ref(), agent_id).is_some() {
             return true;
         }
         // A subagent left running by a background call has not stopped: this repeats its start.
@@ -496,11 +500,7 @@ impl ClaudeHookAdapter {
         agent_id: Option<&str>,
     ) -> Option<String> {
         // A call that names the subagent it resumes (`tool_input.resume`) spawned it.
-        let resumed_by = agent_id.and_then(|agent| {
-            self.spawners.iter().position(|spawner| {
-                spawner.session_id.as_ref() == session_id && spawner.resumes.as_deref() == Some(agent)
-            })
-        });
+        let resumed_by = agent_id.and_then(|agent| self.resuming_spawner(session_id, agent));
         let at = resumed_by.or_else(|| self.find_spawner(agent_type, session_id))?;
         let mut spawner = self.spawners.remove(at)?;
         spawner.subagent = agent_id.map(str::to_owned);
@@ -653,14 +653,8 @@ impl TraceAdapter for ClaudeHookAdapter {
                 // `resumes_without_stop`) stops first, as its uncaptured stop would have.
                 if let Some(key) = &agent_key {
                     if self.running(key) {
-                        out.push(inferred_stop(
-                            &key.1,
-                            agent_type.as_deref(),
-                            session_id.clone(),
-                            timestamp,
-                            line,
-                            &record,
-                        ));
+                        let from = InferredFrom { session_id: session_id.clone(), timestamp, line, record: &record };
+                        out.push(inferred_stop(&key.1, agent_type.as_deref(), from));
                         self.background_runs.retain(|run| run != key);
                     }
                     self.note_agent(key, Run::Running);
@@ -714,7 +708,8 @@ impl TraceAdapter for ClaudeHookAdapter {
                     self.mark_stopped(&key);
                 }
             }
-            out.push(inferred_start(&id, kind, spawner, session_id.clone(), timestamp, line, &record));
+            let from = InferredFrom { session_id: session_id.clone(), timestamp, line, record: &record };
+            out.push(inferred_start(&id, kind, spawner, from));
         }
         let misattributed = if is_tool_event && !repeated {
             self.track_spawner(&hook, object, call_span.as_ref(), session_id.as_ref(), agent_id.as_ref())
@@ -799,21 +794,31 @@ fn push_bounded<T>(queue: &mut VecDeque<T>, item: T) {
     queue.push_back(item);
 }
 
-/// The end of a subagent's run whose `SubagentStop` was not captured, read from the record
-/// that starts its next run (see [`ClaudeHookAdapter::resumes_without_stop`]).
-fn inferred_stop(
-    agent_id: &str,
-    agent_type: Option<&str>,
+/// The record an inferred subagent event is read from: its session, time and line.
+struct InferredFrom<'r> {
     session_id: Option<String>,
     timestamp: Option<chrono::DateTime<chrono::Utc>>,
     line: u64,
-    record: &Arc<Value>,
+    record: &'r Arc<Value>,
+}
+
+/// A subagent's start or end that no `SubagentStart` or `SubagentStop` record gave: its span
+/// is the agent id (under `parent`), it is marked `x.claude_hook.inferred`, and `lead` (an
+/// attribute naming the spawning call) comes first among its attributes.
+fn inferred_agent_event(
+    event_type: EventType,
+    agent_id: &str,
+    agent_type: Option<&str>,
+    parent: Option<(String, &str)>,
+    from: InferredFrom<'_>,
 ) -> CanonicalEvent {
-    let mut event = CanonicalEvent::new(EventType::AgentInvokeEnd, timestamp.unwrap_or_else(no_time));
+    let InferredFrom { session_id, timestamp, line, record } = from;
+    let mut event = CanonicalEvent::new(event_type, timestamp.unwrap_or_else(no_time));
     event.step_name = agent_type.map(str::to_owned);
-    event.status = Some(EventStatus::Ok);
-    event.span = Some(SpanContext { trace_id: session_id, span_id: Some(agent_id.to_owned()), parent_span_id: None });
     let attributes = &mut event.attributes;
+    if let Some((spawner, key)) = &parent {
+        attributes.insert((*key).to_owned(), json!(spawner));
+    }
     attributes.insert("gen_ai.operation.name".to_owned(), json!("invoke_agent"));
     attributes.insert("gen_ai.agent.id".to_owned(), json!(agent_id));
     if let Some(agent_type) = agent_type {
@@ -821,47 +826,39 @@ fn inferred_stop(
     }
     attributes.insert("x.claude_hook.inferred".to_owned(), json!(true));
     attributes.insert("x.time.clock".to_owned(), json!(if timestamp.is_some() { "observed" } else { "absent" }));
+    event.span = Some(SpanContext {
+        trace_id: session_id,
+        span_id: Some(agent_id.to_owned()),
+        parent_span_id: parent.map(|(spawner, _)| spawner),
+    });
+    let hook = if event_type == EventType::AgentInvokeStart { "SubagentStart" } else { "SubagentStop" };
     event.source = Some(EventSource {
         format: TraceFormat::ClaudeHook.name().to_owned(),
         native_id: Some(agent_id.to_owned()),
-        native_type: Some("SubagentStop (inferred)".to_owned()),
+        native_type: Some(format!("{hook} (inferred)")),
         line: Some(line),
         raw: Some(Arc::clone(record)),
     });
     event
 }
 
-/// The start of a subagent known only from a tool record inside it.
+/// The end of a subagent's run whose `SubagentStop` was not captured, read from the record
+/// that starts its next run (see [`ClaudeHookAdapter::resumes_without_stop`]).
+fn inferred_stop(agent_id: &str, agent_type: Option<&str>, from: InferredFrom<'_>) -> CanonicalEvent {
+    let mut event = inferred_agent_event(EventType::AgentInvokeEnd, agent_id, agent_type, None, from);
+    event.status = Some(EventStatus::Ok);
+    event
+}
+
+/// The start of a subagent known only from a tool record inside it, under the call that
+/// spawned it (`true`: a stand-in for that call, see [`SPAWNER_STAND_IN`]).
 fn inferred_start(
     agent_id: &str,
     agent_type: &str,
     spawner: Option<(String, bool)>,
-    session_id: Option<String>,
-    timestamp: Option<chrono::DateTime<chrono::Utc>>,
-    line: u64,
-    record: &Arc<Value>,
+    from: InferredFrom<'_>,
 ) -> CanonicalEvent {
-    let mut event = CanonicalEvent::new(EventType::AgentInvokeStart, timestamp.unwrap_or_else(no_time));
-    event.step_name = Some(agent_type.to_owned());
-    if let Some((spawner, stand_in)) = &spawner {
-        let key = if *stand_in { SPAWNER_STAND_IN } else { "x.claude_hook.spawned_by" };
-        event.attributes.insert(key.to_owned(), json!(spawner));
-    }
-    let spawner = spawner.map(|(spawner, _)| spawner);
-    event.span =
-        Some(SpanContext { trace_id: session_id, span_id: Some(agent_id.to_owned()), parent_span_id: spawner });
-    let attributes = &mut event.attributes;
-    attributes.insert("gen_ai.operation.name".to_owned(), json!("invoke_agent"));
-    attributes.insert("gen_ai.agent.id".to_owned(), json!(agent_id));
-    attributes.insert("gen_ai.agent.name".to_owned(), json!(agent_type));
-    attributes.insert("x.claude_hook.inferred".to_owned(), json!(true));
-    attributes.insert("x.time.clock".to_owned(), json!(if timestamp.is_some() { "observed" } else { "absent" }));
-    event.source = Some(EventSource {
-        format: TraceFormat::ClaudeHook.name().to_owned(),
-        native_id: Some(agent_id.to_owned()),
-        native_type: Some("SubagentStart (inferred)".to_owned()),
-        line: Some(line),
-        raw: Some(Arc::clone(record)),
-    });
-    event
+    let parent = spawner
+        .map(|(spawner, stand_in)| (spawner, if stand_in { SPAWNER_STAND_IN } else { "x.claude_hook.spawned_by" }));
+    inferred_agent_event(EventType::AgentInvokeStart, agent_id, Some(agent_type), parent, from)
 }
