@@ -814,6 +814,7 @@ fn naming_verdicts(error: agentic_eval::compliance::ComplianceError, file: Optio
 
 fn read_evidence(spec: &CompiledSpec, paths: &[String]) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Map::new();
+    let sources = SourcesRead::of(spec);
     for path in paths {
         let text = read_text(path, "evidence file")?;
         // A lone surrogate escape (a string cut inside an emoji) reads as U+FFFD, as in traces.
@@ -822,7 +823,7 @@ fn read_evidence(spec: &CompiledSpec, paths: &[String]) -> anyhow::Result<Map<St
         let Value::Object(object) = value else {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
         };
-        if looks_like_verdicts(spec, &object) {
+        if looks_like_verdicts(spec, &sources, &object) {
             say_err!(
                 "warning: the keys of evidence file `{path}` ({}) are checkpoint ids, not evidence sources: is it a \
                  tier-3 verdicts file? (verdicts go to --tier3-verdicts; evidence is an object of sources such as \
@@ -842,17 +843,50 @@ fn read_evidence(spec: &CompiledSpec, paths: &[String]) -> anyhow::Result<Map<St
 /// Whether evidence keys are all checkpoint ids of the spec and no source it reads: most
 /// likely a tier-3 verdicts file given as evidence (a spec may name a source like a
 /// checkpoint, and one it reads is evidence).
-fn looks_like_verdicts(spec: &CompiledSpec, evidence: &Map<String, Value>) -> bool {
-    let reads = |key: &str| {
-        spec.checkpoints.iter().any(|c| {
-            c.checkpoint.verification.evidence_sources.iter().any(|source| source == key)
-                || c.applies_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
-        }) || spec.constraints.iter().any(|constraint| {
-            constraint.active_when.as_ref().is_some_and(|condition| condition.paths().iter().any(|p| p.source() == key))
-        })
-    };
+fn looks_like_verdicts(spec: &CompiledSpec, sources: &SourcesRead<'_>, evidence: &Map<String, Value>) -> bool {
     !evidence.is_empty()
-        && evidence.keys().all(|key| spec.checkpoints.iter().any(|c| c.checkpoint.id == *key) && !reads(key))
+        && evidence.keys().all(|key| spec.checkpoints.iter().any(|c| c.checkpoint.id == *key) && !sources.reads(key))
+}
+
+/// The evidence sources a spec reads: by checkpoint (its `evidence_sources` and the paths of
+/// its `applies_when`, with the ids of the checkpoints that read each), and by constraint
+/// (the paths of `active_when`).
+struct SourcesRead<'s> {
+    by_checkpoints: std::collections::BTreeMap<&'s str, Vec<&'s str>>,
+    by_constraints: Vec<&'s str>,
+}
+
+impl<'s> SourcesRead<'s> {
+    fn of(spec: &'s CompiledSpec) -> SourcesRead<'s> {
+        let mut by_checkpoints: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+        for checkpoint in &spec.checkpoints {
+            let id = checkpoint.checkpoint.id.as_str();
+            let condition_sources = checkpoint
+                .applies_when
+                .iter()
+                .flat_map(|condition| condition.paths().into_iter().map(|path| path.source()));
+            for source in
+                checkpoint.checkpoint.verification.evidence_sources.iter().map(String::as_str).chain(condition_sources)
+            {
+                let ids = by_checkpoints.entry(source).or_default();
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        let by_constraints = spec
+            .constraints
+            .iter()
+            .filter_map(|constraint| constraint.active_when.as_ref())
+            .flat_map(|condition| condition.paths().into_iter().map(|path| path.source()))
+            .collect();
+        SourcesRead { by_checkpoints, by_constraints }
+    }
+
+    /// Whether a checkpoint or a constraint reads `source`.
+    fn reads(&self, source: &str) -> bool {
+        self.by_checkpoints.contains_key(source) || self.by_constraints.contains(&source)
+    }
 }
 
 fn run_trace(
@@ -1135,39 +1169,14 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
     }
     // Evidence that is all a verdicts file (the two options swapped: `read_evidence` said so
     // per file) gets no warning per source.
-    let swapped = looks_like_verdicts(spec, evidence);
+    let sources = SourcesRead::of(spec);
+    let swapped = looks_like_verdicts(spec, &sources, evidence);
     // A source the spec reads that the evidence lacks, while the evidence has a source
     // nothing reads: most likely one name spelt two ways (`Git` for `git`), which would make
     // the checkpoints NOT_APPLICABLE without a word.
-    let mut read: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
-    for checkpoint in &spec.checkpoints {
-        let id = checkpoint.checkpoint.id.as_str();
-        let condition_sources = checkpoint
-            .applies_when
-            .iter()
-            .flat_map(|condition| condition.paths().into_iter().map(|path| path.source()));
-        for source in
-            checkpoint.checkpoint.verification.evidence_sources.iter().map(String::as_str).chain(condition_sources)
-        {
-            let ids = read.entry(source).or_default();
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-    }
-    let constraint_sources: Vec<&str> = spec
-        .constraints
-        .iter()
-        .filter_map(|constraint| constraint.active_when.as_ref())
-        .flat_map(|condition| condition.paths().into_iter().map(|path| path.source()))
-        .collect();
-    let unread: Vec<&str> = evidence
-        .keys()
-        .map(String::as_str)
-        .filter(|key| !read.contains_key(key) && !constraint_sources.contains(key))
-        .collect();
+    let unread: Vec<&str> = evidence.keys().map(String::as_str).filter(|key| !sources.reads(key)).collect();
     if !evidence.is_empty() && !unread.is_empty() && !swapped {
-        for (source, ids) in &read {
+        for (source, ids) in &sources.by_checkpoints {
             if *source == "trace_file" || evidence.get(*source).is_some() {
                 continue;
             }
