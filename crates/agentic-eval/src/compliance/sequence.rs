@@ -3348,7 +3348,9 @@ impl SequenceEngine {
                          denied, which Claude Code ends without a record), or a call ended while the subagent linked \
                          to it still ran (parallel subagents of one type that started in another order than their \
                          calls); hook records do not say which call spawned which subagent, so calls inside those \
-                         subagents may be counted under the wrong call."
+                         subagents may be counted under the wrong call; to check such rules, have Claude Code \
+                         run subagents of one type one after another, or scope the rules by subagent type \
+                         (`within: {{agent: TYPE}}`) with distinct types."
                     )
                 });
                 // OTLP calls whose arguments an argument condition could not read.

@@ -1020,7 +1020,8 @@ fn run_trace(
              subagent, had not ended: most likely a denied call, which Claude Code ends without a record; or a call \
              ended while the subagent linked to it still ran: parallel subagents of one type that started in another \
              order than their calls): hook records do not say which call spawned which subagent, so `within` rules \
-             may count calls inside those subagents under the wrong call"
+             may count calls inside those subagents under the wrong call (run subagents of one type one after \
+             another, or give parallel ones distinct types and scope by `{{agent: TYPE}}`)"
         )
     });
     warn(outcome.calls_without_arguments, &|count, at| {

@@ -94,7 +94,8 @@ fn git_text(stdout: &[u8], args: &[&str]) -> String {
         Err(_) => {
             say_err!(
                 "warning: `git {}` printed text that is not UTF-8 (a ref or file name, or a commit message in \
-                 another encoding): those bytes read as U+FFFD in the evidence",
+                 another encoding): those bytes read as U+FFFD in the evidence, so an assertion on such a name \
+                 must write U+FFFD too (or rename the ref or file to UTF-8)",
                 args.join(" ")
             );
             String::from_utf8_lossy(stdout).into_owned()
