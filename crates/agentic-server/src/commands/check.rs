@@ -333,12 +333,13 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let evidence = read_evidence(&spec, &args.evidence)?;
+    let sources = SourcesRead::of(&spec);
+    let evidence = read_evidence(&spec, &sources, &args.evidence)?;
     let trace = match &args.trace {
         Some(path) => Some(run_trace(&spec, path, args.trace_format, args.malformed)?),
         None => None,
     };
-    warn_on_missing_inputs(&spec, &args, &evidence);
+    warn_on_missing_inputs(&spec, &sources, &args, &evidence);
     let mut judge = match &args.judge {
         Some(path) => Some(judge_evaluator(path, &args)?),
         None => None,
@@ -500,10 +501,11 @@ fn run_golden(
     mut judge: Option<&mut JudgeTier3Evaluator>,
 ) -> anyhow::Result<Calibration> {
     let mut cases = Vec::new();
+    let sources = SourcesRead::of(spec);
     for entry in golden.cases {
         let name = entry.name.clone();
         let mut run_case = || -> anyhow::Result<GoldenCase> {
-            let values = read_evidence(spec, &entry.evidence)?;
+            let values = read_evidence(spec, &sources, &entry.evidence)?;
             let trace = match &entry.trace {
                 // A malformed record is skipped or fatal as for the main trace (`--malformed`).
                 Some(trace) => Some(run_trace(spec, trace, TraceFormatArg::Auto, malformed)?),
@@ -812,9 +814,12 @@ fn naming_verdicts(error: agentic_eval::compliance::ComplianceError, file: Optio
     }
 }
 
-fn read_evidence(spec: &CompiledSpec, paths: &[String]) -> anyhow::Result<Map<String, Value>> {
+fn read_evidence(
+    spec: &CompiledSpec,
+    sources: &SourcesRead<'_>,
+    paths: &[String],
+) -> anyhow::Result<Map<String, Value>> {
     let mut merged = Map::new();
-    let sources = SourcesRead::of(spec);
     for path in paths {
         let text = read_text(path, "evidence file")?;
         // A lone surrogate escape (a string cut inside an emoji) reads as U+FFFD, as in traces.
@@ -823,7 +828,7 @@ fn read_evidence(spec: &CompiledSpec, paths: &[String]) -> anyhow::Result<Map<St
         let Value::Object(object) = value else {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
         };
-        if looks_like_verdicts(spec, &sources, &object) {
+        if looks_like_verdicts(spec, sources, &object) {
             say_err!(
                 "warning: the keys of evidence file `{path}` ({}) are checkpoint ids, not evidence sources: is it a \
                  tier-3 verdicts file? (verdicts go to --tier3-verdicts; evidence is an object of sources such as \
@@ -1143,7 +1148,12 @@ fn carriage_returns_only(path: &str) -> bool {
 /// and a constraint that is active only because a source its `active_when` reads is absent
 /// (a misspelt source name makes `not`, `exists: false` and `not_equals` conditions hold,
 /// and the checkpoints it affects BLOCKED instead of FAIL).
-fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serde_json::Map<String, Value>) {
+fn warn_on_missing_inputs(
+    spec: &CompiledSpec,
+    sources: &SourcesRead<'_>,
+    args: &CheckArgs,
+    evidence: &serde_json::Map<String, Value>,
+) {
     let ids_of = |tier: Tier| -> Vec<&str> {
         spec.checkpoints.iter().filter(|c| c.tier == tier).map(|c| c.checkpoint.id.as_str()).collect()
     };
@@ -1170,8 +1180,7 @@ fn warn_on_missing_inputs(spec: &CompiledSpec, args: &CheckArgs, evidence: &serd
     }
     // Evidence that is all a verdicts file (the two options swapped: `read_evidence` said so
     // per file) gets no warning per source.
-    let sources = SourcesRead::of(spec);
-    let swapped = looks_like_verdicts(spec, &sources, evidence);
+    let swapped = looks_like_verdicts(spec, sources, evidence);
     // A source the spec reads that the evidence lacks, while the evidence has a source
     // nothing reads: most likely one name spelt two ways (`Git` for `git`), which would make
     // the checkpoints NOT_APPLICABLE without a word.
