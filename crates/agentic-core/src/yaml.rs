@@ -325,7 +325,7 @@ impl Builder {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 self.charge(0, text.len(), &span)?;
-                let tag_name = self.read_tag(tag.as_deref(), Kind::Scalar, &span).unwrap_or(None);
+                let tag_name = self.read_tag(tag.as_deref(), Kind::Scalar, &span, &pointer).unwrap_or(None);
                 let mut said = false;
                 if style == ScalarStyle::Plain
                     && !matches!(tag_name, Some("str"))
@@ -340,6 +340,7 @@ impl Builder {
                             format!("`{text}` is {what}, which no field here can hold"),
                         )
                         .at(position(&span))
+                        .at_pointer(pointer.clone())
                         .with_hint(format!("write a finite number, or quote it (\"{text}\") if you mean the text")),
                     );
                 }
@@ -350,6 +351,7 @@ impl Builder {
                     self.deferred.push(
                         Diagnostic::error("yaml-tag", format!("`!!{tag} {text}`: {} is not {expected}", shown(&text)))
                             .at(position(&span))
+                            .at_pointer(pointer.clone())
                             .with_hint(format!("write {expected}, or remove the `!!{tag}` tag")),
                     );
                 }
@@ -373,7 +375,7 @@ impl Builder {
                 ]),
             },
             Event::SequenceStart(anchor, tag) => {
-                let _ = self.read_tag(tag.as_deref(), Kind::Sequence, &span);
+                let _ = self.read_tag(tag.as_deref(), Kind::Sequence, &span, &pointer);
                 let mut items = Vec::new();
                 loop {
                     let (event, span) = self.required(parser)?;
@@ -390,7 +392,7 @@ impl Builder {
                 Ok(value)
             }
             Event::MappingStart(anchor, tag) => {
-                let _ = self.read_tag(tag.as_deref(), Kind::Mapping, &span);
+                let _ = self.read_tag(tag.as_deref(), Kind::Mapping, &span, &pointer);
                 let mut map = Map::new();
                 let mut merges: Vec<(Value, Position)> = Vec::new();
                 loop {
@@ -403,7 +405,8 @@ impl Builder {
                         Event::Scalar(text, style, _, tag) => {
                             self.charge(0, text.len(), &key_span)?;
                             // A tagged `<<` (`!!str <<`) is an ordinary key.
-                            let untagged = matches!(self.read_tag(tag.as_deref(), Kind::Key, &key_span), Ok(None));
+                            let at = format!("{pointer}/{}", pointer_segment(&text));
+                            let untagged = matches!(self.read_tag(tag.as_deref(), Kind::Key, &key_span, &at), Ok(None));
                             let merge = style == ScalarStyle::Plain && text == "<<" && untagged;
                             (text.into_owned(), merge)
                         }
@@ -430,6 +433,7 @@ impl Builder {
                                 format!("key `{key}` appears twice in the same mapping"),
                             )
                             .at(position(&key_span))
+                            .at_pointer(child.clone())
                             .with_hint("remove or rename one of them; YAML keeps only one"),
                         );
                     }
@@ -506,8 +510,9 @@ impl Builder {
         tag: Option<&saphyr_parser::Tag>,
         kind: Kind,
         span: &Span,
+        pointer: &str,
     ) -> Result<Option<&'static str>, ()> {
-        core_tag(tag, kind).map_err(|error| self.deferred.push((*error).at(position(span))))
+        core_tag(tag, kind).map_err(|error| self.deferred.push((*error).at(position(span)).at_pointer(pointer)))
     }
 }
 

@@ -215,6 +215,24 @@ fn a_previous_spec_reads_like_any_spec() {
     let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", urgent.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("`id` must be a string") && !stderr.contains("\"urgent\""), "{stderr}");
+    // So does an error placed at an id whose value still reads: a tag that does not fit it,
+    // or an id written twice in one checkpoint (which one was meant is not certain). An
+    // unknown tag elsewhere is history like `severity: urgent`.
+    for (at_id, quoted) in [
+        (example.replacen("id: P2-01", "id: !!int P2-01", 1), "`!!int P2-01`"),
+        (example.replacen("id: P2-01", "id: !ticket P2-01", 1), "the tag `!ticket`"),
+        (example.replacen("workflow: ", "workflow: !!bool ", 1), "`!!bool "),
+        (example.replacen("  - id: P2-01\n", "  - id: P2-01\n    id: P2-09\n", 1), "key `id` appears twice"),
+    ] {
+        std::fs::write(&urgent, &at_id).unwrap();
+        let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", urgent.to_str().unwrap()]);
+        assert_eq!(code, 2, "{quoted}: {stderr}");
+        assert!(stderr.contains("error[previous-invalid]") && stderr.contains(quoted), "{quoted}: {stderr}");
+    }
+    std::fs::write(&urgent, old_text.replacen("severity: urgent", "severity: !level high", 1)).unwrap();
+    let (code, stdout, stderr) = run(&[path.to_str().unwrap(), "--previous", urgent.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("warning[previous-has-errors]") && stdout.contains("`!level`"), "{stdout}");
     std::fs::write(&urgent, example.replacen("id: P2-01", "id: \"\"", 1)).unwrap();
     let (code, _, stderr) = run(&[path.to_str().unwrap(), "--previous", urgent.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
