@@ -107,14 +107,24 @@ struct Pending {
     event: (usize, bool),
 }
 
-/// What [`span_order`] needs of a span: its ids and times.
+/// What [`span_order`] needs of a span: its ids, times and clock.
 struct SpanTimes<'a> {
     trace_id: Option<&'a str>,
     span_id: Option<&'a str>,
     parent_span_id: Option<&'a str>,
     start_nanos: i128,
     end_nanos: i128,
+    /// The clock the times were read on: a hash of the span's resource attributes (one
+    /// resource is one process; spans of two resources may come from two hosts).
+    clock: u64,
+    /// A messaging consumer (OTLP span kind 5), which may really start after its parent, the
+    /// producer, ended.
+    consumer: bool,
 }
+
+/// How far a span of another resource than its parent's may end after its parent and still be
+/// read as the parent's clock being behind its own (see [`span_order`]): 1 s.
+pub(super) const CLOCK_SKEW_BOUND_NANOS: i128 = 1_000_000_000;
 
 impl<'a> SpanTimes<'a> {
     fn of(span: &'a ParsedSpan) -> SpanTimes<'a> {
@@ -124,6 +134,8 @@ impl<'a> SpanTimes<'a> {
             parent_span_id: span.parent_span_id.as_deref(),
             start_nanos: span.start_nanos,
             end_nanos: span.end_nanos,
+            clock: clock_of(&span.start),
+            consumer: is_consumer(&span.start),
         }
     }
 
@@ -136,9 +148,32 @@ impl<'a> SpanTimes<'a> {
             parent_span_id: span.and_then(|span| span.parent_span_id.as_deref()),
             start_nanos: nanos_of(&start.timestamp),
             end_nanos: nanos_of(&end.timestamp),
+            clock: clock_of(start),
+            consumer: is_consumer(start),
         }
     }
 }
+
+/// The clock of a span's event: a hash of its resource's attributes (`x.otlp.resource.*`).
+fn clock_of(event: &CanonicalEvent) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for (key, value) in event.attributes.iter().filter(|(key, _)| key.starts_with(RESOURCE_PREFIX)) {
+        key.hash(&mut hasher);
+        value.to_string().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// Whether a span's event is of a messaging consumer (`kind` 5, `"SPAN_KIND_CONSUMER"`).
+fn is_consumer(event: &CanonicalEvent) -> bool {
+    let kind = event.source.as_ref().and_then(|source| source.raw.as_deref()).and_then(|raw| raw.get("kind"));
+    matches!(kind, Some(Value::Number(n)) if n.as_u64() == Some(5))
+        || matches!(kind, Some(Value::String(k)) if k == "SPAN_KIND_CONSUMER")
+}
+
+/// The prefix of resource attributes among a span's attributes.
+const RESOURCE_PREFIX: &str = "x.otlp.resource.";
 
 impl TraceAdapter for OtlpJsonAdapter {
     fn format(&self) -> TraceFormat {
@@ -191,7 +226,7 @@ impl OtlpJsonAdapter {
                 match attributes(member(resource, "attributes")) {
                     Ok(read) => {
                         for (key, value) in read {
-                            resource_attributes.insert(format!("x.otlp.resource.{key}"), value);
+                            resource_attributes.insert(format!("{RESOURCE_PREFIX}{key}"), value);
                         }
                     }
                     // The resource's spans are skipped (their resource would be a guess), and
@@ -371,13 +406,30 @@ fn span_order(parsed: &[SpanTimes<'_>]) -> Vec<(usize, bool)> {
     // parent id says which came first). The events keep their own times.
     let mut outer_first: Vec<usize> = (0..parsed.len()).collect();
     outer_first.sort_by_key(|&idx| depths[idx]);
-    let mut starts: Vec<i128> = parsed.iter().map(|p| p.start_nanos).collect();
+    // A span of another resource than its parent's (another process, maybe another host's
+    // clock) that ends after its parent by up to `CLOCK_SKEW_BOUND_NANOS` (a remote sub-agent
+    // whose clock is ahead of its caller's) is moved back to end with its parent, and the
+    // spans of its resource under it with it, so its calls stay before what its caller did
+    // next. Within one resource, and for messaging consumers, a span after its parent's end
+    // is real (a background task) and keeps its time.
+    let mut shift = vec![0_i128; parsed.len()];
+    for &idx in &outer_first {
+        let Some(up) = parent_of[idx] else { continue };
+        shift[idx] = if parsed[idx].clock == parsed[up].clock {
+            shift[up]
+        } else {
+            let overrun = parsed[idx].end_nanos - (parsed[up].end_nanos + shift[up]);
+            if overrun > 0 && overrun <= CLOCK_SKEW_BOUND_NANOS && !parsed[idx].consumer { -overrun } else { 0 }
+        };
+    }
+    let mut starts: Vec<i128> = parsed.iter().zip(&shift).map(|(p, shift)| p.start_nanos + shift).collect();
     for &idx in &outer_first {
         if let Some(up) = parent_of[idx] {
             starts[idx] = starts[idx].max(starts[up]);
         }
     }
-    let mut ends: Vec<i128> = parsed.iter().zip(&starts).map(|(p, &start)| p.end_nanos.max(start)).collect();
+    let mut ends: Vec<i128> =
+        parsed.iter().zip(&starts).zip(&shift).map(|((p, &start), shift)| (p.end_nanos + shift).max(start)).collect();
     for &idx in outer_first.iter().rev() {
         if let Some(up) = parent_of[idx] {
             ends[up] = ends[up].max(ends[idx]);

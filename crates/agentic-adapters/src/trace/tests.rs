@@ -2238,6 +2238,70 @@ fn otlp_children_whose_clock_is_off_stay_inside_their_parent() {
     assert_eq!(search.timestamp.timestamp_nanos_opt(), Some(1_000_000), "events keep their own times");
 }
 
+/// A remote sub-agent (another resource: another process, maybe another host) whose clock is
+/// ahead of its caller's says it ran after its calling span ended, past the caller's next
+/// call: it is moved back to end with the calling span, with its own calls. Within one
+/// resource (one clock), for a messaging consumer, or beyond the bound, a span that starts
+/// after its parent ended really ran then (a background task) and keeps its time.
+#[test]
+fn otlp_a_remote_child_whose_clock_is_ahead_stays_inside_its_caller() {
+    let ms = |ms: u64| (ms * 1_000_000).to_string();
+    let span = |id: &str, parent: Option<&str>, name: &str, start: u64, end: u64| {
+        let mut span = json!({"traceId": TRACE_A, "spanId": id, "name": name,
+                              "startTimeUnixNano": ms(start), "endTimeUnixNano": ms(end)});
+        if let Some(parent) = parent {
+            span["parentSpanId"] = json!(parent);
+        }
+        span
+    };
+    let resource = |service: &str, spans: Vec<Value>| {
+        json!({"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+               "scopeSpans": [{"spans": spans}]})
+    };
+    // The remote agent's clock is `ahead` ms ahead: it truly ran from 540 to 600 ms, inside
+    // `call_remote` (100-600 ms), before `Write` (620 ms).
+    let doc = |remote_service: &str, ahead: u64, kind: Option<u64>| {
+        let mut agent =
+            span("00000000000000b1", Some("00000000000000a2"), "invoke_agent searcher", 540 + ahead, 600 + ahead);
+        if let Some(kind) = kind {
+            agent["kind"] = json!(kind);
+        }
+        let remote = vec![
+            agent,
+            span("00000000000000b2", Some("00000000000000b1"), "execute_tool Grep", 545 + ahead, 560 + ahead),
+            span("00000000000000b3", Some("00000000000000b1"), "execute_tool Bash", 565 + ahead, 590 + ahead),
+        ];
+        let caller = vec![
+            span("00000000000000a1", None, "invoke_agent main", 1, 2000),
+            span("00000000000000a2", Some("00000000000000a1"), "execute_tool call_remote", 100, 600),
+            span("00000000000000a3", Some("00000000000000a1"), "execute_tool Write", 620, 650),
+        ];
+        json!({"resourceSpans": [resource("orchestrator", caller), resource(remote_service, remote)]}).to_string()
+    };
+    let starts = |text: &str| -> Vec<String> {
+        events(text)
+            .iter()
+            .filter(|e| matches!(e.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart))
+            .filter_map(|e| e.step_name.clone())
+            .collect()
+    };
+    let inside = ["main", "call_remote", "searcher", "Grep", "Bash", "Write"];
+    for ahead in [0, 25, 100, 900] {
+        assert_eq!(starts(&doc("searcher", ahead, None)), inside, "{ahead} ms ahead");
+    }
+    let text = doc("searcher", 100, None);
+    let grep = events(&text).into_iter().find(|e| e.step_name.as_deref() == Some("Grep")).unwrap();
+    assert_eq!(grep.timestamp.timestamp_nanos_opt(), Some(645_000_000), "events keep their own times");
+    let after = ["main", "call_remote", "Write", "searcher", "Grep", "Bash"];
+    // One resource is one clock: the agent really started after `Write`.
+    assert_eq!(starts(&doc("orchestrator", 100, None)), after);
+    // A messaging consumer (span kind 5) may start after its producer ended.
+    assert_eq!(starts(&doc("searcher", 100, Some(5))), after);
+    // More than a second after its caller ended is not read as a clock.
+    assert_eq!(starts(&doc("searcher", 1_500, None)), after);
+    assert_parallel_agrees(doc("searcher", 100, None).as_bytes(), None);
+}
+
 /// A span of [`otlp_doc_in_traces`]: `(trace, span id, parent id, name, start, end)`.
 type TraceSpan<'a> = (&'a str, &'a str, Option<&'a str>, String, u64, u64);
 
