@@ -928,7 +928,16 @@ impl<R: BufRead> TraceReader<R> {
             if matches!(&record, Value::Array(items) if items.is_empty()) {
                 return Ok(());
             }
-            let format = TraceFormat::detect(&record).ok_or_else(|| TraceError::malformed(line, "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL)"))?;
+            let format = TraceFormat::detect(&record).ok_or_else(|| {
+                let why = otlp::misspelt_export(&record).map_or_else(String::new, |why| format!("; {why}"));
+                TraceError::malformed(
+                    line,
+                    format!(
+                        "cannot tell the trace format from the first record: expected `resourceSpans` (OTLP/JSON), \
+                         `hook_event_name` (Claude Code hook) or `tool_name` (tooltrace JSONL){why}"
+                    ),
+                )
+            })?;
             self.adapter = Some(format.adapter());
         }
         let adapter = self.adapter.as_mut().expect("set above");

@@ -172,6 +172,33 @@ fn is_consumer(event: &CanonicalEvent) -> bool {
         || matches!(kind, Some(Value::String(k)) if k == "SPAN_KIND_CONSUMER")
 }
 
+/// What a record that is not an OTLP/JSON export (no `resourceSpans`) looks like, when it
+/// looks like a near miss: protobuf JSON with the `.proto` field names, one `ResourceSpans`
+/// entry without its wrapper, or the OpenTelemetry SDK's console exporter output.
+pub(super) fn misspelt_export(record: &Value) -> Option<&'static str> {
+    let object = match record {
+        Value::Object(object) => object,
+        Value::Array(items) => return items.first().and_then(misspelt_export),
+        _ => return None,
+    };
+    if object.contains_key("resource_spans") {
+        Some(
+            "it has `resource_spans`: protobuf's own field names, which OTLP/JSON does not use (its keys are \
+             lowerCamelCase: `resourceSpans`, `spanId`, `startTimeUnixNano`); write the export with them (protobuf's \
+             `MessageToJson` does unless told `preserving_proto_field_name`)",
+        )
+    } else if ["scopeSpans", "instrumentationLibrarySpans"].iter().any(|key| object.contains_key(*key)) {
+        Some("it is one `ResourceSpans` entry: wrap it as `{\"resourceSpans\": [...]}`, as an OTLP export is")
+    } else if object.get("context").and_then(Value::as_object).is_some_and(|context| context.contains_key("span_id")) {
+        Some(
+            "it looks like the OpenTelemetry SDK's console exporter output (`context.span_id`), which is not OTLP; \
+             export OTLP/JSON (the OpenTelemetry Collector's `file` exporter writes it)",
+        )
+    } else {
+        None
+    }
+}
+
 /// The prefix of resource attributes among a span's attributes.
 const RESOURCE_PREFIX: &str = "x.otlp.resource.";
 
@@ -214,7 +241,10 @@ impl OtlpJsonAdapter {
         let resource_spans = match object.remove("resourceSpans") {
             Some(Value::Array(items)) => items,
             Some(other) => return Err(format!("`resourceSpans` must be a list, found {}", kind_of(&other))),
-            None => return Err("missing `resourceSpans`".to_owned()),
+            None => {
+                let why = misspelt_export(&Value::Object(object)).map_or_else(String::new, |why| format!("; {why}"));
+                return Err(format!("missing `resourceSpans`{why}"));
+            }
         };
         let mut spans: Vec<(Map<String, Value>, Map<String, Value>)> = Vec::new();
         for (resource_idx, resource_span) in resource_spans.into_iter().enumerate() {

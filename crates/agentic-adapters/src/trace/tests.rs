@@ -936,6 +936,22 @@ fn unknown_formats_and_bytes_are_errors() {
     assert!(got[0].as_ref().unwrap_err().message.contains("not UTF-8"));
     let got = read("{\"resourceSpans\": 3}\n", Some(TraceFormat::OtlpJson));
     assert!(got[0].as_ref().unwrap_err().message.contains("`resourceSpans` must be a list"));
+    // Near misses of an OTLP export say what they are, detected or read as OTLP.
+    for (record, said) in [
+        (r#"{"resource_spans": [{"scope_spans": []}]}"#, "it has `resource_spans`: protobuf's own field names"),
+        (r#"[{"resource_spans": []}]"#, "it has `resource_spans`"),
+        (r#"{"resource": {}, "scopeSpans": [{"spans": []}]}"#, "it is one `ResourceSpans` entry"),
+        (
+            r#"{"name": "execute_tool Bash", "context": {"trace_id": "0x1", "span_id": "0x2"}, "kind": "SpanKind.INTERNAL"}"#,
+            "console exporter output",
+        ),
+    ] {
+        for format in [None, Some(TraceFormat::OtlpJson)] {
+            let got = read(&format!("{record}\n"), format);
+            let message = &got[0].as_ref().unwrap_err().message;
+            assert!(message.contains(said), "{format:?}: {message}");
+        }
+    }
     let got = read("{\n\"resourceSpans\": [\n", None);
     assert!(got[0].as_ref().unwrap_err().message.contains("not closed"));
 }

@@ -3396,7 +3396,8 @@ impl SequenceEngine {
                     format!(
                         "Warning: {count} OTLP span(s) came after more records than the reader holds to order spans \
                          by time{at} and are placed after events that started later, so this rule may see calls out \
-                         of order; check one run per file, or export each run in fewer records."
+                         of order; check one run per file, and merge its exports into one document, which is ordered whole \
+                         (`jq -cs '{{resourceSpans: map(.resourceSpans[])}}' FILE`)."
                     )
                 });
                 warn_of_tally(notes, self.spans_without_start, order, |count, at| {

@@ -983,11 +983,16 @@ fn run_trace(
     }
     if outcome.events == 0 && skipped > 0 {
         // Nothing usable: scoring the rules on an empty trace would pass every `never`.
-        let hint = if carriage_returns_only(path) {
-            "; its lines end in a carriage return alone (old Mac line endings), so it reads as one line: convert \
-             them with `tr '\\r' '\\n' < FILE > FIXED`"
-        } else {
-            ""
+        let hint = match trace_head_kind(path) {
+            HeadKind::CarriageReturnsOnly => {
+                "; its lines end in a carriage return alone (old Mac line endings), so it reads as one line: convert \
+                 them with `tr '\\r' '\\n' < FILE > FIXED`"
+            }
+            HeadKind::Binary => {
+                "; it is not text (a NUL byte, or bytes that are not UTF-8, near its start): a binary export, such as \
+                 OTLP protobuf? `check` reads OTLP as JSON (the OpenTelemetry Collector's `file` exporter writes it)"
+            }
+            HeadKind::Text => "",
         };
         bail!(
             "no record of trace `{path}` could be read ({skipped} malformed); \
@@ -1071,8 +1076,9 @@ fn run_trace(
         format!(
             "{count} OTLP span(s) came after more records than the reader holds to order spans by time ({} MiB of \
              records or {} spans){at}, so they are placed after events that started later: `before`, `only_after` \
-             and `immediately_before` rules may see calls out of order (check one run per file, or export each run \
-             in fewer records)",
+             and `immediately_before` rules may see calls out of order (check one run per file, and merge its \
+             exports into one document, which is ordered whole: `jq -cs '{{resourceSpans: map(.resourceSpans[])}}' \
+             FILE`)",
             agentic_adapters::trace::ORDER_WINDOW_BYTES / (1024 * 1024),
             agentic_adapters::trace::ORDER_WINDOW_SPANS
         )
@@ -1131,16 +1137,33 @@ fn run_trace(
     Ok(outcome)
 }
 
-/// Whether the file at `path` (not standard input, not gzip) has carriage returns and no
-/// line feed in its first 64 KiB: lines ended the old Mac way, which read as one line.
-fn carriage_returns_only(path: &str) -> bool {
+/// What the first 64 KiB of the trace file at `path` (not standard input, not gzip) hold:
+/// binary data (a NUL byte, or bytes that are not UTF-8 other than a character the 64 KiB
+/// cut), or carriage returns and no line feed (lines ended the old Mac way, which read as one
+/// line), or text.
+fn trace_head_kind(path: &str) -> HeadKind {
     use std::io::Read;
-    if path == "-" {
-        return false;
-    }
     let mut head = Vec::new();
     let read = std::fs::File::open(path).and_then(|file| file.take(64 * 1024).read_to_end(&mut head));
-    read.is_ok() && !head.starts_with(&[0x1f, 0x8b]) && head.contains(&b'\r') && !head.contains(&b'\n')
+    // Standard input was read already; a gzip file is read through its decoder.
+    if path == "-" || read.is_err() || head.starts_with(&[0x1f, 0x8b]) {
+        HeadKind::Text
+    } else if head.contains(&0) || std::str::from_utf8(&head).is_err_and(|error| error.error_len().is_some()) {
+        HeadKind::Binary
+    } else if head.contains(&b'\r') && !head.contains(&b'\n') {
+        HeadKind::CarriageReturnsOnly
+    } else {
+        HeadKind::Text
+    }
+}
+
+/// What the start of a trace file that gave no record looks like, for the error's hint.
+enum HeadKind {
+    Text,
+    /// Lines end in a carriage return alone, so the file reads as one line.
+    CarriageReturnsOnly,
+    /// NUL bytes or bytes that are not UTF-8 (beyond a character cut at the end of the head).
+    Binary,
 }
 
 /// Warns about inputs whose absence turns checks into NOT_APPLICABLE or BLOCKED without a

@@ -1934,6 +1934,16 @@ fn a_trace_with_old_mac_line_endings_is_explained() {
     assert!(run.stderr().contains("its lines end in a carriage return alone"), "{}", run.stderr());
 }
 
+/// A binary file (an OTLP protobuf export, whose first byte is a line feed) gives no record:
+/// the error says it is not text, and what `check` reads instead.
+#[test]
+fn a_binary_trace_is_explained() {
+    let run = check_rules(&[("N-01", "{never: {tool: Write}}")], "\n\u{8a}\u{1}\n\u{0}\u{12}\u{7}service\u{0}\n\u{3}");
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("it is not text"), "{}", run.stderr());
+    assert!(run.stderr().contains("OTLP protobuf?"), "{}", run.stderr());
+}
+
 /// A scope no span matched is said on stderr too, once per scope, with a hint when it names
 /// an agent (tooltrace records none); a scope that matched says nothing.
 #[test]
