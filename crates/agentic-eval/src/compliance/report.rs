@@ -512,7 +512,7 @@ impl ComplianceReport {
                 {
                     return Some(format!(
                         "{at} has two runs with `score_range` [{low}, {high}] but `mean` {mean} and `variance` {variance} \
-                         (two runs give mean {} and variance {})",
+                         (two runs with those ends give a mean of about {} and a variance of about {})",
                         round2((low + high) / 2.0),
                         round4(width * width / 2.0)
                     ));
@@ -924,7 +924,7 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
             "tier 3 over {} runs: range {range}, mean {}, variance {}, {}",
             confidence.runs,
             percent(confidence.mean),
-            confidence.variance.map_or_else(|| "n/a".to_owned(), |v| format!("{v}")),
+            confidence.variance.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.4}")),
             status_text(confidence.status)
         );
     }
@@ -1111,14 +1111,14 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             "{} runs: range {range}, mean {}, variance {}: **{}**.",
             confidence.runs,
             percent(confidence.mean),
-            confidence.variance.map_or_else(|| "n/a".to_owned(), |v| format!("{v}")),
+            confidence.variance.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.4}")),
             status_text(confidence.status)
         );
         if confidence.status == ConfidenceStatus::InsufficientData {
             // Figures are given exactly when every run scored something.
             let why = if confidence.variance.is_some() {
-                "no tier-3 checkpoint was judged apart in each run (none applies, or each has one recorded verdict \
-                 for all runs), so the runs are one run repeated and say nothing about the evaluator's noise"
+                "no tier-3 checkpoint was judged apart in each run (the spec has none, none applies, or each has one \
+                 recorded verdict for all runs), so the runs are one run repeated and say nothing about the evaluator's noise"
             } else {
                 "some run had nothing to score (every checkpoint not applicable or blocked), so there are no figures"
             };

@@ -3366,7 +3366,8 @@ impl SequenceEngine {
                         with_text_arguments,
                         "arguments that are not a JSON object",
                         ", so `args` conditions could not match them (`args_text` matches such text); record the \
-                         arguments as a JSON object",
+                         arguments as a JSON object (an SDK's attribute length limit, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`, \
+                         cuts JSON short into text)",
                     ),
                 ];
                 for (tally, what, why) in unread {

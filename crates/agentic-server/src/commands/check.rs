@@ -1061,7 +1061,8 @@ fn run_trace(
         format!(
             "{count} OTLP tool call(s) of tools that rules with `args` conditions name record \
              `gen_ai.tool.call.arguments` that is not a JSON object{at}, so those conditions could not match those \
-             calls (`args_text` matches such text; record the arguments as a JSON object)"
+             calls (`args_text` matches such text; record the arguments as a JSON object, and mind an SDK's attribute length \
+             limit, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`: JSON cut short reads as text)"
         )
     });
     warn(outcome.calls_without_name, &|count, at| {
