@@ -114,12 +114,10 @@ struct SpanTimes<'a> {
     parent_span_id: Option<&'a str>,
     start_nanos: i128,
     end_nanos: i128,
-    /// The clock the times were read on: a hash of the span's resource attributes (one
-    /// resource is one process; spans of two resources may come from two hosts).
-    clock: u64,
-    /// A messaging consumer (OTLP span kind 5), which may really start after its parent, the
-    /// producer, ended.
-    consumer: bool,
+    /// The span's start event, whose resource attributes tell its clock ([`clock_of`]) and
+    /// whose raw span its kind ([`is_consumer`]), looked at only when a span ends after its
+    /// parent.
+    start: &'a CanonicalEvent,
 }
 
 /// How far a span of another resource than its parent's may end after its parent and still be
@@ -134,8 +132,7 @@ impl<'a> SpanTimes<'a> {
             parent_span_id: span.parent_span_id.as_deref(),
             start_nanos: span.start_nanos,
             end_nanos: span.end_nanos,
-            clock: clock_of(&span.start),
-            consumer: is_consumer(&span.start),
+            start: &span.start,
         }
     }
 
@@ -148,8 +145,7 @@ impl<'a> SpanTimes<'a> {
             parent_span_id: span.and_then(|span| span.parent_span_id.as_deref()),
             start_nanos: nanos_of(&start.timestamp),
             end_nanos: nanos_of(&end.timestamp),
-            clock: clock_of(start),
-            consumer: is_consumer(start),
+            start,
         }
     }
 }
@@ -445,11 +441,17 @@ fn span_order(parsed: &[SpanTimes<'_>]) -> Vec<(usize, bool)> {
     let mut shift = vec![0_i128; parsed.len()];
     for &idx in &outer_first {
         let Some(up) = parent_of[idx] else { continue };
-        shift[idx] = if parsed[idx].clock == parsed[up].clock {
+        let overrun = parsed[idx].end_nanos - (parsed[up].end_nanos + shift[up]);
+        // (Clocks are told apart only where it matters: most spans end inside their parent.)
+        if shift[up] == 0 && overrun <= 0 {
+            continue;
+        }
+        shift[idx] = if clock_of(parsed[idx].start) == clock_of(parsed[up].start) {
             shift[up]
+        } else if overrun > 0 && overrun <= CLOCK_SKEW_BOUND_NANOS && !is_consumer(parsed[idx].start) {
+            -overrun
         } else {
-            let overrun = parsed[idx].end_nanos - (parsed[up].end_nanos + shift[up]);
-            if overrun > 0 && overrun <= CLOCK_SKEW_BOUND_NANOS && !parsed[idx].consumer { -overrun } else { 0 }
+            0
         };
     }
     let mut starts: Vec<i128> = parsed.iter().zip(&shift).map(|(p, shift)| p.start_nanos + shift).collect();

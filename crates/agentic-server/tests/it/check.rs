@@ -3163,7 +3163,11 @@ fn a_baseline_with_a_repeated_checkpoint_is_refused() {
     assert_ne!(against(&two.report).code(), 2);
     let [low, high] = [0, 1].map(|i| two.report["tier_3_confidence"]["score_range"][i].as_f64().unwrap());
     for (edit, value, expected) in [
-        ("/tier_3_confidence/variance", json!((high - low).powi(2) / 2.0 + 5.0), "two runs with those ends give a mean of about"),
+        (
+            "/tier_3_confidence/variance",
+            json!((high - low).powi(2) / 2.0 + 5.0),
+            "two runs with those ends give a mean of about",
+        ),
         (
             "/tier_3_confidence",
             json!({"protocol_enabled": true, "runs": 2, "score_range": [high + 1.0, high + 2.0], "mean": high + 1.5,
