@@ -1082,11 +1082,11 @@ fn contradiction_reasons(operators: &[&Operator]) -> Vec<String> {
         }
     }
     let absent = operators.iter().any(|op| matches!(op, Operator::Exists(false)));
-    if absent && operators.iter().any(|op| !matches!(op, Operator::Exists(false) | Operator::NotEquals(_))) {
-        reasons.push("it must be absent, yet another operator needs a value".to_owned());
-    }
+    // `exists: true` beside `exists: false` is said as such, once.
     if absent && operators.iter().any(|op| matches!(op, Operator::Exists(true))) {
         reasons.push("it must both exist and be absent".to_owned());
+    } else if absent && operators.iter().any(|op| !matches!(op, Operator::Exists(false) | Operator::NotEquals(_))) {
+        reasons.push("it must be absent, yet another operator needs a value".to_owned());
     }
     let comparisons: Vec<Comparison> = operators
         .iter()

@@ -992,7 +992,8 @@ fn detect_rule_conflicts(
     for (at, (_, never, ..)) in forbidden.iter().enumerate() {
         forbidding.add(at, never.source());
     }
-    detect_opposite_orders(spec, checkpoints, rules, diagnostics);
+    let applies = AppliesWhen::of(checkpoints);
+    detect_opposite_orders(spec, checkpoints, rules, &applies, diagnostics);
     for (idx, checkpoint) in checkpoints.iter().enumerate() {
         let CompiledCheck::Sequence(rule_idx) = checkpoint.check else { continue };
         // A scoped rule needs its calls inside the scope, and those are calls of the trace
@@ -1014,7 +1015,7 @@ fn detect_rule_conflicts(
                 let (other, never, _, within) = &forbidden[at];
                 (!std::ptr::eq(*other, checkpoint)
                     && within.is_none_or(|forbidding| scope.is_some_and(|needed| matcher_covers(forbidding, needed)))
-                    && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
+                    && applies.same(other, checkpoint)
                     && matcher_covers(never.source(), needed.source()))
                 .then_some(&forbidden[at])
             });
@@ -1053,6 +1054,7 @@ fn detect_opposite_orders(
     spec: &CheckpointSpec,
     checkpoints: &[CompiledCheckpoint],
     rules: &[CompiledRule],
+    applies: &AppliesWhen,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
     let befores: Vec<(usize, &CompiledCheckpoint, &CompiledMatcher, &CompiledMatcher, Option<&EventMatcher>)> =
@@ -1074,8 +1076,8 @@ fn detect_opposite_orders(
     for (at, (idx, checkpoint, a, b, within)) in befores.iter().enumerate() {
         let opposite = earlier.candidates(a.source(), at).map(|at| &befores[at]).find(
             |(_, other, other_a, other_b, other_within)| {
-                other_within == within
-                    && other.checkpoint.applies_when == checkpoint.checkpoint.applies_when
+                same_scope(*other_within, *within)
+                    && applies.same(other, checkpoint)
                     && matcher_covers(other_b.source(), a.source())
                     && matcher_covers(b.source(), other_a.source())
             },
@@ -1093,6 +1095,56 @@ fn detect_opposite_orders(
             .at_pointer(format!("/checkpoints/{}/verification/rule", spec_index(spec, *idx, checkpoint)))
             .with_hint("both can never pass in one run (each needs both calls); fix one of them"),
         );
+    }
+}
+
+/// Whether two `within` scopes are one: both absent, or each covers the other (see
+/// [`matcher_covers`]: `{tool: Task}` and `{tool: [Task]}` match the same spans).
+fn same_scope(one: Option<&EventMatcher>, other: Option<&EventMatcher>) -> bool {
+    match (one, other) {
+        (None, None) => true,
+        (Some(one), Some(other)) => matcher_covers(one, other) && matcher_covers(other, one),
+        _ => false,
+    }
+}
+
+/// The checkpoints' `applies_when` conditions with their evidence paths in one spelling
+/// (`pr.draft` and `pr["draft"]` are one path), to tell whether two checkpoints apply under
+/// the same condition (a pair whose conditions differ is no contradiction: one of them may
+/// be NOT_APPLICABLE whenever the other applies).
+struct AppliesWhen(Vec<Option<Condition>>);
+
+impl AppliesWhen {
+    fn of(checkpoints: &[CompiledCheckpoint]) -> AppliesWhen {
+        // By position (a checkpoint that did not compile is not in the list).
+        let mut conditions = vec![None; checkpoints.iter().map(|c| c.position_index).max().unwrap_or(0)];
+        for checkpoint in checkpoints {
+            conditions[checkpoint.position_index - 1] =
+                checkpoint.checkpoint.applies_when.as_ref().map(canonical_paths);
+        }
+        AppliesWhen(conditions)
+    }
+
+    /// Whether two checkpoints (by their `position_index`) apply under the same condition.
+    fn same(&self, one: &CompiledCheckpoint, other: &CompiledCheckpoint) -> bool {
+        let of = |checkpoint: &CompiledCheckpoint| self.0.get(checkpoint.position_index.wrapping_sub(1));
+        of(one) == of(other)
+    }
+}
+
+/// `condition` with every path written in one spelling: the segments as parsed (a path that
+/// does not parse is kept as written; it is an error of its own).
+fn canonical_paths(condition: &Condition) -> Condition {
+    let each = |items: &Option<Vec<Condition>>| items.as_ref().map(|items| items.iter().map(canonical_paths).collect());
+    Condition {
+        all: each(&condition.all),
+        any: each(&condition.any),
+        not: condition.not.as_deref().map(|inner| Box::new(canonical_paths(inner))),
+        path: condition.path.as_ref().map(|path| {
+            super::condition::EvidencePath::parse(path)
+                .map_or_else(|_| path.clone(), |parsed| format!("{:?}", parsed.segments))
+        }),
+        ..condition.clone()
     }
 }
 
@@ -1251,14 +1303,16 @@ fn text_matches_everything(text: &TextMatch, strict: bool) -> bool {
     }
 }
 
-/// A `before` or `only_after` whose `b` matches every call its `a` matches (and is not
-/// written the same way, an error of its own): the first `a` is a `b` too, so no `a` comes
-/// before the first `b`. `before` can never hold (an error); `only_after` holds only when no
-/// `b` occurs at all (a warning).
+/// A `before`, `only_after` or `immediately_before` whose `b` matches every call its `a`
+/// matches (and is not written the same way, an error of its own): the first `a` is a `b`
+/// too, so no `a` comes before the first `b`. `before` can never hold, nor can
+/// `immediately_before`, which needs a `b` and an `a` right before the first one (errors);
+/// `only_after` holds only when no `b` occurs at all (a warning).
 fn lint_pair_coverage(rule: &CompiledRule, pointer: &str, diagnostics: &mut Vec<Diagnostic>) {
     let (key, a, b) = match &rule.relation {
         Relation::Before(a, b) => ("before", a, b),
         Relation::OnlyAfter(a, b) => ("only_after", a, b),
+        Relation::ImmediatelyBefore(a, b) => ("immediately_before", a, b),
         _ => return,
     };
     if a.source() == b.source() || !matcher_covers(b.source(), a.source()) {
@@ -1268,10 +1322,11 @@ fn lint_pair_coverage(rule: &CompiledRule, pointer: &str, diagnostics: &mut Vec<
         "every `{}` call is also a `{}` call, so no `a` can come before the first `b`",
         a.description, b.description
     );
-    let diagnostic = if key == "before" {
-        Diagnostic::error("rule-contradiction", format!("{message}: `before` can never hold"))
-    } else {
-        Diagnostic::warning("rule-vacuous", format!("{message}: `only_after` holds only when no `b` occurs"))
+    let diagnostic = match key {
+        "only_after" => {
+            Diagnostic::warning("rule-vacuous", format!("{message}: `only_after` holds only when no `b` occurs"))
+        }
+        _ => Diagnostic::error("rule-contradiction", format!("{message}: `{key}` can never hold")),
     };
     diagnostics.push(
         diagnostic
@@ -2154,6 +2209,14 @@ checkpoints:
         assert!(found.iter().any(|(c, _)| c == "rule-contradiction"), "{found:?}");
         let found = codes(&rule("only_after"));
         assert!(found.iter().any(|(c, _)| c == "rule-vacuous"), "{found:?}");
+        // Nor can `immediately_before`: the `a` right before the first `b` would be a `b`.
+        let found = codes(&rule("immediately_before"));
+        assert!(found.iter().any(|(c, _)| c == "rule-contradiction"), "{found:?}");
+        let found = codes(
+            &rule("immediately_before")
+                .replace("a: {tool: Bash}, b: {tool: [Bash, Write]}", "a: {tool: [Bash, Write]}, b: {tool: Bash}"),
+        );
+        assert!(!found.iter().any(|(c, _)| c == "rule-contradiction"), "{found:?}");
         // Not the other way round: `b` narrower than `a` can hold.
         let found = codes(
             &rule("before")
@@ -2365,6 +2428,15 @@ checkpoints:
             .len(),
             1
         );
+        // One scope written two ways is one scope.
+        assert_eq!(
+            contradictions(&[
+                "{before: {a: {tool: Read}, b: {tool: Write}}, within: {tool: Task}}",
+                "{before: {a: {tool: Write}, b: {tool: Read}}, within: {tool: [Task]}}",
+            ])
+            .len(),
+            1
+        );
         for pair in [
             // A narrower `b` may be met by other calls than the other rule's `a`.
             [
@@ -2444,6 +2516,19 @@ checkpoints:
         let same_condition = rules_spec(&[
             ("{never: {tool: Bash}}", Some("{path: pr.draft, equals: true}")),
             ("{count: {of: {tool: Bash}, at_least: 1}}", Some("{path: pr.draft, equals: true}")),
+        ]);
+        let found = codes(&same_condition);
+        assert!(found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "{found:?}");
+        // The same condition with its path written another way is the same condition.
+        let same_condition = rules_spec(&[
+            ("{never: {tool: Bash}}", Some("{path: pr.draft, equals: true}")),
+            ("{count: {of: {tool: Bash}, at_least: 1}}", Some("{all: [{path: 'pr[\"draft\"]', equals: true}]}")),
+        ]);
+        let found = codes(&same_condition);
+        assert!(!found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "`all` is another condition: {found:?}");
+        let same_condition = rules_spec(&[
+            ("{never: {tool: Bash}}", Some("{path: pr.draft, equals: true}")),
+            ("{count: {of: {tool: Bash}, at_least: 1}}", Some("{path: 'pr[\"draft\"]', equals: true}")),
         ]);
         let found = codes(&same_condition);
         assert!(found.iter().any(|(c, _)| c == "checkpoint-contradiction"), "{found:?}");

@@ -157,9 +157,10 @@ fn collect_git(repo: &Path, max_commits: u32) -> anyhow::Result<Value> {
     if !inside.status.success() {
         // git's own reason: not a repository, or one owned by another user (`safe.directory`).
         let stderr = String::from_utf8_lossy(&inside.stderr);
+        // git's message may end in a command to copy: what to do goes on a line of its own.
         bail!(
-            "git cannot read `{}` as a repository: {}; pass the path of a git work tree (for a repository owned by \
-             another user, git says which `safe.directory` to add)",
+            "git cannot read `{}` as a repository:\n{}\n(pass the path of a git work tree; for a repository owned by \
+             another user, git says above which `safe.directory` to add)",
             repo.display(),
             stderr.trim()
         );
