@@ -23,11 +23,11 @@ async function complete(body) {
   let grammar; const rf = body.response_format;
   if (rf && rf.type === "json_schema") grammar = await llama.createGrammarForJsonSchema(rf.json_schema.schema);
   else if (rf && rf.type === "json_object") grammar = rf.schema ? await llama.createGrammarForJsonSchema(rf.schema) : await llama.getGrammarFor("json");
-  const text = await session.prompt(last.content, {grammar, maxTokens: body.max_tokens ?? 256, temperature: body.temperature ?? 0, seed: body.seed});
+  const {responseText: text, stopReason} = await session.promptWithMeta(last.content, {grammar, maxTokens: body.max_tokens ?? 256, temperature: body.temperature ?? 0, seed: body.seed});
   session.dispose({disposeSequence: false});
   const pt = model.tokenize(msgs.map(m => m.content).join("\n")).length, ct = model.tokenize(text).length;
   return {id: "chatcmpl-local", object: "chat.completion", created: Math.floor(Date.now() / 1000), model: body.model || "local",
-          choices: [{index: 0, message: {role: "assistant", content: text}, finish_reason: "stop"}],
+          choices: [{index: 0, message: {role: "assistant", content: text}, finish_reason: stopReason === "maxTokens" ? "length" : "stop"}],
           usage: {prompt_tokens: pt, completion_tokens: ct, total_tokens: pt + ct}};
 }
 

@@ -69,6 +69,24 @@ pub struct PairCase {
     pub criteria: Vec<JudgeCriterion>,
 }
 
+/// Puts first among a reply's `problems` that the model stopped at the token limit
+/// (`finish_reason` `length`, Anthropic's `max_tokens`), when it did and the reply had
+/// problems: cut short, JSON is seldom valid, and a reply cut again under the same limit
+/// needs the configuration changed, which the message says (it reaches the model in the
+/// repair, and the user in the error).
+fn note_cut_short(response: &ChatResponse, handle: &JudgeHandle, problems: &mut Vec<String>) {
+    if !problems.is_empty() && matches!(response.finish_reason.as_deref(), Some("length" | "max_tokens")) {
+        problems.insert(
+            0,
+            format!(
+                "the reply was cut off at the token limit (`max_tokens` {} of judge `{}`) before it ended: answer \
+                 shorter; if this persists, raise `max_tokens` in the judge configuration",
+                handle.config.max_tokens, handle.config.name
+            ),
+        );
+    }
+}
+
 struct JudgeHandle {
     config: JudgeModelConfig,
     provider: Option<Arc<dyn ModelProvider>>,
@@ -691,7 +709,8 @@ impl Judge {
                 return Ok(CallResult { checked: CheckedReply::default(), error: Some(error.to_string()), usage });
             }
         };
-        let checked = check_reply_with(kind, &first.content, &spec.validator, criteria);
+        let mut checked = check_reply_with(kind, &first.content, &spec.validator, criteria);
+        note_cut_short(&first, handle, &mut checked.problems);
         if checked.is_complete(criteria) {
             return Ok(CallResult { checked, error: None, usage });
         }
@@ -703,7 +722,11 @@ impl Judge {
         messages.push(ChatMessage::new(Role::User, repair_text));
         let repair_request = ChatRequest { messages, ..request };
         let repaired = match self.call(handle, &identity, &caller, &repair_request, &mut usage).await {
-            Ok(response) => check_reply_with(kind, &response.content, &spec.validator, criteria),
+            Ok(response) => {
+                let mut checked = check_reply_with(kind, &response.content, &spec.validator, criteria);
+                note_cut_short(&response, handle, &mut checked.problems);
+                checked
+            }
             Err(error) => {
                 let mut kept = checked;
                 kept.problems.push(format!("repair call failed: {error}"));
@@ -779,10 +802,11 @@ impl Judge {
         };
         let first =
             self.call(handle, &identity, caller, &request, &mut usage).await.map_err(|error| error.to_string())?;
-        let problems = match check(&first.content) {
+        let mut problems = match check(&first.content) {
             Ok(value) => return Ok((value, usage)),
             Err(problems) => problems,
         };
+        note_cut_short(&first, handle, &mut problems);
         usage.repairs += 1;
         let no_names: [&str; 0] = [];
         let (_, repair_text) = self
@@ -797,7 +821,8 @@ impl Judge {
             .call(handle, &identity, caller, &repair_request, &mut usage)
             .await
             .map_err(|error| error.to_string())?;
-        check(&repaired.content).map(|value| (value, usage)).map_err(|again| {
+        check(&repaired.content).map(|value| (value, usage)).map_err(|mut again| {
+            note_cut_short(&repaired, handle, &mut again);
             format!("no valid reply after one repair: {} (first reply: {})", again.join("; "), problems.join("; "))
         })
     }

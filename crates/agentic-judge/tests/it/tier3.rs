@@ -72,6 +72,28 @@ fn an_unusable_reply_is_an_evaluator_error_not_a_guess() {
     assert_eq!(requests.len(), 2, "one call and one repair");
 }
 
+/// A reply the model stopped at the token limit (`finish_reason: length`, JSON cut off) is
+/// said to be cut off, to the model in the repair and to the user in the error, with what
+/// to change: not only "not valid JSON".
+#[test]
+fn a_reply_cut_off_at_the_token_limit_says_so() {
+    let cut = |text: &str| {
+        let mut body = agentic_adapters::provider::testing::chat_completion_body(text, "test-judge");
+        body["choices"][0]["finish_reason"] = json!("length");
+        Reply::Json { status: 200, headers: Vec::new(), body }
+    };
+    let (verdict, requests) = evaluate(move |_| cut(r#"{"result": "PASS", "notes": "the notes go on and on and"#));
+    assert_eq!(requests.len(), 2, "one call and one repair");
+    assert!(requests[1].prompt_text().contains("cut off at the token limit"), "{}", requests[1].prompt_text());
+    let error = verdict.unwrap_err().to_string();
+    assert!(error.contains("raise `max_tokens` in the judge configuration"), "{error}");
+    // A complete reply is not said to be cut, whatever the finish reason.
+    let (verdict, _) = evaluate(move |_| {
+        cut(r#"{"result": "PASS", "notes": "all three parts", "evidence_citation": "Adds caching"}"#)
+    });
+    assert_eq!(verdict.unwrap().result, VerdictResult::Pass);
+}
+
 #[test]
 fn a_reply_that_answers_twice_is_repaired_not_resolved_by_the_last_key() {
     // `"result"` given twice (PASS then FAIL): serde's default would keep FAIL silently. The

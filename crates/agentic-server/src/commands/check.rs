@@ -615,6 +615,16 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
             config.sampling_count
         );
     }
+    // Greedy decoding gives most models the same reply whatever the seed: the runs would
+    // repeat one verdict, and `tier_3_confidence` would show no spread it could measure.
+    if args.eval_runs > 1 && config.temperature == 0.0 {
+        say_err!(
+            "warning: `{path}` sets `temperature: 0`, so the {} runs of `--eval-runs` decode greedily and most models \
+             give every run the same verdicts whatever the seed: `tier_3_confidence` then shows no spread (a \
+             HIGH_CONFIDENCE says little); set a small `temperature` (such as 0.1) to measure the judge's spread",
+            args.eval_runs
+        );
+    }
     let mut builder = Judge::builder(config.clone());
     if let Some(cassette) = &args.judge_cassette {
         // A replay asks with the recording's seeds: without a fixed seed every request misses.
