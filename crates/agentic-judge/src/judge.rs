@@ -753,7 +753,8 @@ impl Judge {
     /// One structured call outside the rubric protocol, by the first configured judge: the
     /// reply must validate against `schema` and then pass `rules` (what a schema cannot
     /// say; `Err` names the problem); after one repair it is an error naming the problems
-    /// (never a guess). Goes through the cache like every judge call.
+    /// (never a guess). Goes through the cache like every judge call. What the calls spent is
+    /// added to `usage`, also when they fail.
     pub async fn ask_structured(
         &self,
         caller: &str,
@@ -762,7 +763,8 @@ impl Judge {
         schema: &serde_json::Value,
         rules: &(dyn Fn(&serde_json::Value) -> Result<(), String> + Sync),
         seed: u64,
-    ) -> Result<(serde_json::Value, JudgeUsage), String> {
+        usage: &mut JudgeUsage,
+    ) -> Result<serde_json::Value, String> {
         let handle = &self.inner.judges[0];
         let validator =
             jsonschema::validator_for(schema).map_err(|error| format!("the reply schema does not compile: {error}"))?;
@@ -784,7 +786,6 @@ impl Judge {
             response_schema: Some(schema.clone()),
             seed: Some(seed),
         };
-        let mut usage = JudgeUsage::default();
         let check = |text: &str| -> Result<serde_json::Value, Vec<String>> {
             let value = agentic_core::json_strict::from_str_lenient_surrogates(crate::reply::json_text(text))
                 .map_err(|error| vec![format!("the reply is not valid JSON ({error})")])?;
@@ -800,10 +801,9 @@ impl Judge {
             }
             rules(&value).map(|()| value).map_err(|problem| vec![problem])
         };
-        let first =
-            self.call(handle, &identity, caller, &request, &mut usage).await.map_err(|error| error.to_string())?;
+        let first = self.call(handle, &identity, caller, &request, usage).await.map_err(|error| error.to_string())?;
         let mut problems = match check(&first.content) {
-            Ok(value) => return Ok((value, usage)),
+            Ok(value) => return Ok(value),
             Err(problems) => problems,
         };
         note_cut_short(&first, handle, &mut problems);
@@ -817,11 +817,9 @@ impl Judge {
         messages.push(ChatMessage::new(Role::Assistant, first.content));
         messages.push(ChatMessage::new(Role::User, repair_text));
         let repair_request = ChatRequest { messages, ..request };
-        let repaired = self
-            .call(handle, &identity, caller, &repair_request, &mut usage)
-            .await
-            .map_err(|error| error.to_string())?;
-        check(&repaired.content).map(|value| (value, usage)).map_err(|mut again| {
+        let repaired =
+            self.call(handle, &identity, caller, &repair_request, usage).await.map_err(|error| error.to_string())?;
+        check(&repaired.content).map_err(|mut again| {
             note_cut_short(&repaired, handle, &mut again);
             format!("no valid reply after one repair: {} (first reply: {})", again.join("; "), problems.join("; "))
         })

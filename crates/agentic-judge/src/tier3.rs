@@ -118,10 +118,9 @@ impl Tier3Evaluator for JudgeTier3Evaluator {
             &self.schema,
             &rules,
             seed,
+            &mut self.usage,
         ));
-        let (value, usage) =
-            outcome.map_err(|reason| Tier3Error::Evaluator { checkpoint: checkpoint.clone(), reason })?;
-        self.usage.add(&usage);
+        let value = outcome.map_err(|reason| Tier3Error::Evaluator { checkpoint: checkpoint.clone(), reason })?;
         serde_json::from_value(value)
             .map_err(|error| Tier3Error::Evaluator { checkpoint, reason: format!("the verdict does not fit: {error}") })
     }

@@ -176,12 +176,15 @@ pub enum Tier3Error {
 }
 
 impl Tier3Error {
-    /// The error with the (1-based) run it happened in, for a verdict that broke the rules:
-    /// with several runs, the reason says which one.
+    /// The error with the (1-based) run it happened in, for a verdict that broke the rules
+    /// or an evaluator that failed: with several runs, the reason says which one.
     pub fn in_run(self, run: usize) -> Tier3Error {
         match self {
             Tier3Error::InvalidVerdict { checkpoint, reason } => {
                 Tier3Error::InvalidVerdict { checkpoint, reason: format!("run {run}: {reason}") }
+            }
+            Tier3Error::Evaluator { checkpoint, reason } => {
+                Tier3Error::Evaluator { checkpoint, reason: format!("run {run}: {reason}") }
             }
             other => other,
         }

@@ -376,8 +376,12 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         None => evaluator.as_mut(),
     };
     let options = CheckOptions { evaluated_at, eval_runs: args.eval_runs };
-    let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options)
-        .map_err(|error| naming_verdicts(error, args.tier3_verdicts.as_deref()))?;
+    let report = evaluate(&spec, &EvidenceSet { values: evidence, trace }, &mut *evaluator, &options);
+    // What the judge spent is said also when it stopped the check.
+    let report = report.map_err(|error| {
+        say_judge_usage(judge.as_ref(), &args);
+        naming_verdicts(error, args.tier3_verdicts.as_deref())
+    })?;
     if args.eval_runs > 1 && report.checkpoints.iter().all(|c| c.tier != 3 || c.result == ResultState::NotApplicable) {
         say_err!(
             "warning: --eval-runs {}: no tier-3 checkpoint was judged (the spec has none, or none applies), so the runs \
@@ -387,22 +391,14 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     }
     let comparison = baseline.as_ref().map(|baseline| compare_reports(baseline, &report));
     let calibration = match golden {
-        Some((path, golden)) => Some(run_golden(&spec, path, golden, &options, args.malformed, judge.as_mut())?),
+        Some((path, golden)) => {
+            let run = run_golden(&spec, path, golden, &options, args.malformed, judge.as_mut());
+            Some(run.inspect_err(|_| say_judge_usage(judge.as_ref(), &args))?)
+        }
         None => None,
     };
     say(&render_summary(&report, comparison.as_ref()))?;
-    if let Some(judge) = &judge {
-        let usage = &judge.usage;
-        let source =
-            if args.judge_cassette.is_some() { " (answered from the cassette; tokens as recorded)" } else { "" };
-        say_err!(
-            "judge: {} call(s), {} repair(s), {} prompt + {} completion tokens{source}",
-            usage.calls,
-            usage.repairs,
-            usage.prompt_tokens,
-            usage.completion_tokens
-        );
-    }
+    say_judge_usage(judge.as_ref(), &args);
     if let Some(calibration) = &calibration {
         say(&calibration.render())?;
     }
@@ -592,6 +588,22 @@ impl Tier3Evaluator for NoVerdicts {
             checkpoint: request.checkpoint.id.clone(),
             reason: "no tier-3 evaluator is configured; pass `--judge JUDGE.yaml` (an LLM judge) or `--tier3-verdicts FILE` (recorded verdicts)".to_owned(),
         })
+    }
+}
+
+/// Says on stderr what the judge of `--judge` spent: calls, repairs and tokens.
+fn say_judge_usage(judge: Option<&JudgeTier3Evaluator>, args: &CheckArgs) {
+    if let Some(judge) = judge {
+        let usage = &judge.usage;
+        let source =
+            if args.judge_cassette.is_some() { " (answered from the cassette; tokens as recorded)" } else { "" };
+        say_err!(
+            "judge: {} call(s), {} repair(s), {} prompt + {} completion tokens{source}",
+            usage.calls,
+            usage.repairs,
+            usage.prompt_tokens,
+            usage.completion_tokens
+        );
     }
 }
 

@@ -1887,6 +1887,30 @@ async fn judge_replies_that_break_the_partial_rules_are_repaired() {
     assert!(requests.last().unwrap().last_message().contains("Mode A"), "{}", requests.last().unwrap().last_message());
 }
 
+/// A judge that stays invalid after its repair stops the check (exit 2): the error names the
+/// checkpoint and, with `--eval-runs`, the run, and stderr still says what the judge spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_that_stays_invalid_names_the_run_and_its_spending() {
+    use agentic_adapters::provider::testing::{Reply, TestServer};
+
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    let server = TestServer::start(move |_| {
+        // Run 1 answers; run 2 and its repair do not.
+        if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Reply::chat_json(&json!({"result": "PASS", "notes": "all three", "evidence_citation": "## What"}))
+        } else {
+            Reply::chat("PASS, I think")
+        }
+    })
+    .await
+    .unwrap();
+    let run = check_blocking(judge_args(&["--judge-base-url", &server.base_url(), "--eval-runs", "2"])).await;
+    assert_eq!(run.code(), 2, "{}{}", run.stdout(), run.stderr());
+    assert!(run.stderr().contains("P3-01") && run.stderr().contains("run 2: "), "{}", run.stderr());
+    assert!(run.stderr().contains("judge: 3 call(s), 1 repair(s)"), "{}", run.stderr());
+}
+
 /// With `--judge`, the golden set calibrates the judge itself: here a judge that reads the
 /// PR body's sections agrees with every human label (the recorded verdicts disagree once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
