@@ -87,6 +87,20 @@ fn note_cut_short(response: &ChatResponse, handle: &JudgeHandle, problems: &mut 
     }
 }
 
+/// What [`Judge::ask_structured`] asks: a prompt, and what its reply must be.
+#[derive(Clone, Copy)]
+pub struct StructuredQuestion<'a> {
+    /// The versioned prompt template.
+    pub template: &'a PromptTemplate,
+    /// What the template is rendered with.
+    pub context: &'a serde_json::Value,
+    /// The JSON Schema the reply must validate against (sent as structured output).
+    pub schema: &'a serde_json::Value,
+    /// What a schema cannot say (`Err` names the problem); a reply that breaks it gets the
+    /// repair too.
+    pub rules: &'a (dyn Fn(&serde_json::Value) -> Result<(), String> + Sync),
+}
+
 struct JudgeHandle {
     config: JudgeModelConfig,
     provider: Option<Arc<dyn ModelProvider>>,
@@ -751,20 +765,17 @@ impl Judge {
     }
 
     /// One structured call outside the rubric protocol, by the first configured judge: the
-    /// reply must validate against `schema` and then pass `rules` (what a schema cannot
-    /// say; `Err` names the problem); after one repair it is an error naming the problems
-    /// (never a guess). Goes through the cache like every judge call. What the calls spent is
-    /// added to `usage`, also when they fail.
+    /// reply must validate against the question's `schema` and then pass its `rules`; after
+    /// one repair it is an error naming the problems (never a guess). Goes through the cache
+    /// like every judge call. What the calls spent is added to `usage`, also when they fail.
     pub async fn ask_structured(
         &self,
         caller: &str,
-        template: &PromptTemplate,
-        context: &serde_json::Value,
-        schema: &serde_json::Value,
-        rules: &(dyn Fn(&serde_json::Value) -> Result<(), String> + Sync),
+        question: &StructuredQuestion<'_>,
         seed: u64,
         usage: &mut JudgeUsage,
     ) -> Result<serde_json::Value, String> {
+        let StructuredQuestion { template, context, schema, rules } = *question;
         let handle = &self.inner.judges[0];
         let validator =
             jsonschema::validator_for(schema).map_err(|error| format!("the reply schema does not compile: {error}"))?;

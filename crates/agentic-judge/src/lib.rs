@@ -43,7 +43,7 @@ pub use config::{
 pub use error::JudgeError;
 pub use golden::{Baseline, GoldenCase, GoldenSet};
 pub use hybrid::{HybridInput, HybridResult, JUDGE_VERDICT_COMPLETE, JudgedCriterion, LayerSummary, hybrid_score};
-pub use judge::{Judge, JudgeBuilder, JudgeCase, PairCase, VERBOSITY_PADDING};
+pub use judge::{Judge, JudgeBuilder, JudgeCase, PairCase, StructuredQuestion, VERBOSITY_PADDING};
 pub use prompt::{Anchor, JudgeCriterion, PromptTemplate, USER_SEPARATOR, default_anchors, rubric_hash, sha256_hex};
 pub use reply::{
     CheckedReply, CriterionAnswer, PairwiseEntry, PairwiseReply, PointwiseEntry, PointwiseReply, Preferred, ReplyKind,

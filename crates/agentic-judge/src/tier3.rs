@@ -14,7 +14,7 @@ use agentic_eval::compliance::tier3::{Tier3Error, Tier3Evaluator, Tier3Request, 
 use serde_json::{Value, json};
 
 use crate::error::JudgeError;
-use crate::judge::Judge;
+use crate::judge::{Judge, StructuredQuestion};
 use crate::prompt::PromptTemplate;
 use crate::verdict::JudgeUsage;
 
@@ -111,15 +111,9 @@ impl Tier3Evaluator for JudgeTier3Evaluator {
                 other => other.to_string(),
             })
         };
-        let outcome = self.runtime.block_on(self.judge.ask_structured(
-            &caller,
-            &self.template,
-            &context,
-            &self.schema,
-            &rules,
-            seed,
-            &mut self.usage,
-        ));
+        let question =
+            StructuredQuestion { template: &self.template, context: &context, schema: &self.schema, rules: &rules };
+        let outcome = self.runtime.block_on(self.judge.ask_structured(&caller, &question, seed, &mut self.usage));
         let value = outcome.map_err(|reason| Tier3Error::Evaluator { checkpoint: checkpoint.clone(), reason })?;
         serde_json::from_value(value)
             .map_err(|error| Tier3Error::Evaluator { checkpoint, reason: format!("the verdict does not fit: {error}") })
