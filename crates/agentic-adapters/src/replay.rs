@@ -216,7 +216,7 @@ impl ReplayProvider {
                 Role::Assistant => "assistant",
             };
             format!(
-                "{role} message {idx} differs at character {at}: recorded `…{}…`, asked `…{}…`",
+                "{role} message {idx}, at character {at}: recorded `…{}…`, asked `…{}…`",
                 excerpt(&old.content),
                 excerpt(&new.content)
             )
@@ -246,7 +246,16 @@ impl ReplayProvider {
                 }
             })
             .collect();
-            if differing.is_empty() { "nothing but the order of requests".to_owned() } else { differing.join("; ") }
+            match differing.as_slice() {
+                [] => "nothing but the order of requests".to_owned(),
+                // Only the seed: a run the recording did not make (each `--eval-runs` run and
+                // each golden case asks with a seed of its own), or another configured seed.
+                [only] if only.starts_with("seed:") => format!(
+                    "{only} (the same request with another seed: a run the recording did not make, such as a \
+                     further `--eval-runs` run, or a configuration whose `seed` is not the recording's)"
+                ),
+                _ => differing.join("; "),
+            }
         };
         format!("{} exchange(s) recorded for `{caller}`; the first of them differs in {difference}", same_caller.len())
     }
@@ -388,7 +397,7 @@ mod tests {
         let error = provider.chat("a", &request("question")).await.unwrap_err();
         let message = error.to_string();
         assert!(message.contains("step `a`"), "{message}");
-        assert!(message.contains("differs at character 1"), "{message}");
+        assert!(message.contains("differs in user message 0, at character 1"), "{message}");
         let error = provider.chat("b", &request("q?")).await.unwrap_err();
         assert!(error.to_string().contains("nothing is recorded for `b`"), "{error}");
         // Same messages, other parameters: the miss names each one that differs.

@@ -239,6 +239,7 @@ impl HttpCore {
 async fn send(request: reqwest::RequestBuilder, timeout: Duration) -> Result<Value, ProviderError> {
     let response = request.send().await.map_err(|error| map_reqwest_error(error, timeout))?;
     let status = response.status();
+    let url = response.url().to_string();
     let retry_after =
         response.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
     let text = response.text().await.map_err(|error| map_reqwest_error(error, timeout))?;
@@ -246,7 +247,7 @@ async fn send(request: reqwest::RequestBuilder, timeout: Duration) -> Result<Val
         return Err(ProviderError::RateLimited { retry_after });
     }
     if !status.is_success() {
-        return Err(ProviderError::Http { status: status.as_u16(), body: truncate(&text, 500) });
+        return Err(ProviderError::Http { url, status: status.as_u16(), body: truncate(&text, 500) });
     }
     serde_json::from_str(&text).map_err(|error| {
         ProviderError::InvalidResponse(format!("body is not JSON ({error}): {}", truncate(&text, 200)))

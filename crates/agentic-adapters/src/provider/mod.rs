@@ -107,8 +107,10 @@ pub enum ProviderError {
         retry_after: Option<Duration>,
     },
     /// The service answered with an error status.
-    #[error("model service answered HTTP {status}: {body}")]
+    #[error("model service at {url} answered HTTP {status}: {body}")]
     Http {
+        /// The URL that was posted to (a base URL without `/v1` shows here).
+        url: String,
         /// The HTTP status.
         status: u16,
         /// The start of the response body.

@@ -109,6 +109,11 @@ async fn client_error_is_not_retried() {
     let client = OpenAiCompatible::new(config(&server)).unwrap();
     let error = client.chat("step", &request()).await.unwrap_err();
     assert!(matches!(error, ProviderError::Http { status: 400, .. }), "{error:?}");
+    // The URL posted to is named (a base URL without `/v1` shows there).
+    assert!(
+        error.to_string().contains(&format!("{}/chat/completions answered HTTP 400", server.base_url())),
+        "{error}"
+    );
     assert_eq!(server.request_count(), 1);
 }
 

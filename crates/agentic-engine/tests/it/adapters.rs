@@ -221,7 +221,7 @@ steps:
     let error = ask.error.as_ref().unwrap();
     assert_eq!(error.error_type.as_deref(), Some("replay_miss"));
     assert!(error.message.contains("step `ask`"), "{}", error.message);
-    assert!(error.message.contains("differs at character"), "{}", error.message);
+    assert!(error.message.contains(", at character"), "{}", error.message);
     assert_eq!(outcome.result.step("after").unwrap().status, StepStatus::Skipped);
     assert!(!outcome.evaluation.passed);
 }

@@ -658,7 +658,10 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
         }
         builder = builder.providers(providers);
     }
-    let judge = builder.build().with_context(|| format!("configuring the judge from `{path}`"))?;
+    let judge = builder.build().with_context(|| match &args.judge_base_url {
+        Some(url) => format!("configuring the judge from `{path}` with `--judge-base-url {url}`"),
+        None => format!("configuring the judge from `{path}`"),
+    })?;
     if let Some(cassette) = &args.judge_record {
         // A replay asks with the seeds of the recording: without a fixed seed the next run
         // draws others and misses every exchange.

@@ -1801,6 +1801,7 @@ async fn tier_three_asks_the_judge_live_and_from_a_cassette() {
     let missing = check_blocking(judge_args(&["--judge-cassette", cassette, "--eval-runs", "4"])).await;
     assert_eq!(missing.code(), 2, "{}{}", missing.stdout(), missing.stderr());
     assert!(missing.stderr().contains("P3-01"), "{}", missing.stderr());
+    assert!(missing.stderr().contains("a run the recording did not make"), "{}", missing.stderr());
     // Another judge (here a new version label; the requests are the same) misses instead of
     // replaying the old judge's verdicts, and a replay without a fixed seed is refused.
     for (from, to, said) in [
