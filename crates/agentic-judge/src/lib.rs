@@ -49,7 +49,7 @@ pub use reply::{
     CheckedReply, CriterionAnswer, PairwiseEntry, PairwiseReply, PointwiseEntry, PointwiseReply, Preferred, ReplyKind,
     check_reply, check_reply_with, reply_schema,
 };
-pub use tier3::{JudgeTier3Evaluator, tier3_schema, tier3_template};
+pub use tier3::{JudgeTier3Evaluator, tier3_schema, tier3_schema_for, tier3_template};
 pub use verdict::{
     CriterionStatus, CriterionVerdict, JudgeMeta, JudgeSamples, JudgeUsage, PairCriterionVerdict, PairRound,
     PairwiseVerdict, ShownOrder, VerbosityCheck, Verdict, Winner,

@@ -71,6 +71,26 @@ pub fn tier3_schema() -> Value {
     schema
 }
 
+/// [`tier3_schema`] narrowed to one checkpoint: `matched_condition` an index among its
+/// `partial_criteria` (or their text, or nothing) in Mode A, nothing in Mode B, so a model
+/// under grammar-constrained decoding cannot name a criterion that is not there.
+pub fn tier3_schema_for(base: &Value, checkpoint: &agentic_eval::compliance::spec::Checkpoint) -> Value {
+    let mut schema = base.clone();
+    let criteria = checkpoint.partial_criteria.len();
+    let narrowed = if criteria == 0 {
+        json!({"type": "null", "description": "Leave out: this checkpoint has no partial criteria (Mode B)."})
+    } else {
+        json!({
+            "description": "For a PARTIAL: the 0-based index (or the exact text) of the partial criterion that holds.",
+            "anyOf": [{"type": "integer", "minimum": 0, "maximum": criteria - 1}, {"type": "string"}, {"type": "null"}]
+        })
+    };
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        properties.insert("matched_condition".to_owned(), narrowed);
+    }
+    schema
+}
+
 impl JudgeTier3Evaluator {
     /// An evaluator using `judge`.
     pub fn new(judge: Judge) -> Result<JudgeTier3Evaluator, JudgeError> {
@@ -101,6 +121,7 @@ impl Tier3Evaluator for JudgeTier3Evaluator {
             "trace_listed": request.checkpoint.verification.evidence_sources.iter().any(|s| s == TRACE_SOURCE),
         });
         let seed = self.judge.case_seed(&format!("{checkpoint}#run{}", request.run));
+        let schema = tier3_schema_for(&self.schema, request.checkpoint);
         let caller = format!("tier3:{checkpoint} {}", self.identity);
         // The Mode A / Mode B rules are checked with the schema, so a reply that breaks them
         // gets the one repair too.
@@ -112,7 +133,7 @@ impl Tier3Evaluator for JudgeTier3Evaluator {
             })
         };
         let question =
-            StructuredQuestion { template: &self.template, context: &context, schema: &self.schema, rules: &rules };
+            StructuredQuestion { template: &self.template, context: &context, schema: &schema, rules: &rules };
         let outcome = self.runtime.block_on(self.judge.ask_structured(&caller, &question, seed, &mut self.usage));
         let value = outcome.map_err(|reason| Tier3Error::Evaluator { checkpoint: checkpoint.clone(), reason })?;
         serde_json::from_value(value)

@@ -56,6 +56,30 @@ fn judge_evaluates_a_tier3_checkpoint() {
     assert_eq!(schema["required"], json!(["result"]));
     let result_schema = schema["properties"]["result"].to_string();
     assert!(["PASS", "PARTIAL", "FAIL"].iter().all(|v| result_schema.contains(&format!("\"{v}\""))), "{result_schema}");
+    // Narrowed to the checkpoint: its one criterion is index 0.
+    assert_eq!(schema["properties"]["matched_condition"]["anyOf"][0]["maximum"], json!(0), "{schema}");
+}
+
+/// A Mode A PARTIAL without a criterion is repaired with the criteria listed by index and
+/// weight, so the model can pick one; a Mode B checkpoint's schema leaves no room for one.
+#[test]
+fn a_partial_without_a_criterion_is_shown_the_criteria() {
+    let (verdict, requests) = evaluate(|request| {
+        if is_repair(request) {
+            Reply::chat_json(&json!({"result": "PARTIAL", "matched_condition": 0, "notes": "no how",
+                                     "evidence_citation": "## Why"}))
+        } else {
+            Reply::chat_json(&json!({"result": "PARTIAL", "earned_weight": 0.5, "notes": "no how",
+                                     "evidence_citation": "## Why"}))
+        }
+    });
+    assert_eq!(verdict.unwrap().result, VerdictResult::Partial);
+    let repair = requests[1].last_message();
+    assert!(repair.contains("0: \"what and why, no how\" (weight 0.7)"), "{repair}");
+    let mut mode_b = checkpoint();
+    mode_b.partial_criteria.clear();
+    let schema = agentic_judge::tier3_schema_for(&agentic_judge::tier3_schema(), &mode_b);
+    assert_eq!(schema["properties"]["matched_condition"]["type"], json!("null"), "{schema}");
 }
 
 #[test]
