@@ -366,6 +366,11 @@ impl DocumentLoader {
                             "a {} is a mapping of `key: value` lines at the top level, not a list or a value",
                             self.kind
                         )
+                    } else if let Some(range) = self.range_text(error.schema_path().as_str())
+                        && found.is_some_and(|found| !found.is_null())
+                    {
+                        // A field of a few numbers (`tier` 1 to 3) is told by them, not by `30`.
+                        format!("write {range}, without quotes or units")
                     } else {
                         type_hint(&expected, found)
                     }),
@@ -502,6 +507,21 @@ impl DocumentLoader {
                 );
             }
         }
+    }
+
+    /// "a whole number from 1 to 3" for an integer or number subschema bounded on both sides
+    /// (`schema_path` ends in one of its keywords, such as `type`); `None` otherwise.
+    fn range_text(&self, schema_path: &str) -> Option<String> {
+        let (parent, _) = schema_path.rsplit_once('/')?;
+        let schema = self.schema.pointer(parent)?;
+        let low = schema.get("minimum").and_then(Value::as_f64)?;
+        let high = schema.get("maximum").and_then(Value::as_f64)?;
+        let what = match schema.get("type").and_then(Value::as_str) {
+            Some("integer") => "a whole number",
+            Some("number") => "a number",
+            _ => return None,
+        };
+        Some(format!("{what} from {low} to {high}"))
     }
 
     /// A number inside the range of the subschema whose bound `schema_path` names (it ends in

@@ -251,6 +251,20 @@ fn a_previous_spec_reads_like_any_spec() {
     assert!(!stderr.contains("now means something else"), "{stderr}");
 }
 
+/// A number field of a few values says them in its hint (`tier` takes 1 to 3), not a number
+/// such as `30`.
+#[test]
+fn a_tier_that_is_no_number_is_told_its_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let example =
+        std::fs::read_to_string(crate::project_root().join("examples/checkpoints/feature-workflow.yaml")).unwrap();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, example.replacen("tier: 1", "tier: yes", 1)).unwrap();
+    let (code, stdout, stderr) = run(&[path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("hint: write a whole number from 1 to 3, without quotes or units"), "{stdout}");
+}
+
 /// A spec that repeats a key is still linted as a spec, with all of its problems: the
 /// repeated key does not make it look like a workflow, nor hide the rest.
 #[test]
