@@ -94,8 +94,13 @@ pub struct StructuredQuestion<'a> {
     pub template: &'a PromptTemplate,
     /// What the template is rendered with.
     pub context: &'a serde_json::Value,
-    /// The JSON Schema the reply must validate against (sent as structured output).
+    /// The JSON Schema the reply must validate against (sent as structured output, unless
+    /// `sent_schema` is given).
     pub schema: &'a serde_json::Value,
+    /// A narrower schema to send as structured output instead, which a model's constrained
+    /// decoding is held to; replies are still checked against `schema` and `rules`, whose
+    /// messages (which reach the model in the repair) say more than a schema error.
+    pub sent_schema: Option<&'a serde_json::Value>,
     /// What a schema cannot say (`Err` names the problem); a reply that breaks it gets the
     /// repair too.
     pub rules: &'a (dyn Fn(&serde_json::Value) -> Result<(), String> + Sync),
@@ -775,7 +780,8 @@ impl Judge {
         seed: u64,
         usage: &mut JudgeUsage,
     ) -> Result<serde_json::Value, String> {
-        let StructuredQuestion { template, context, schema, rules } = *question;
+        let StructuredQuestion { template, context, schema, sent_schema, rules } = *question;
+        let sent_schema = sent_schema.unwrap_or(schema);
         let handle = &self.inner.judges[0];
         let validator =
             jsonschema::validator_for(schema).map_err(|error| format!("the reply schema does not compile: {error}"))?;
@@ -786,7 +792,7 @@ impl Judge {
             model: handle.config.model.clone(),
             version: handle.config.version.clone(),
             prompt_hash: template.hash.clone(),
-            rubric_hash: sha256_hex(schema.to_string().as_bytes()),
+            rubric_hash: sha256_hex(sent_schema.to_string().as_bytes()),
         };
         let mut messages = vec![ChatMessage::new(Role::System, system), ChatMessage::new(Role::User, user)];
         let request = ChatRequest {
@@ -794,7 +800,7 @@ impl Judge {
             messages: messages.clone(),
             temperature: Some(self.inner.config.temperature),
             max_tokens: Some(handle.config.max_tokens),
-            response_schema: Some(schema.clone()),
+            response_schema: Some(sent_schema.clone()),
             seed: Some(seed),
         };
         let check = |text: &str| -> Result<serde_json::Value, Vec<String>> {

@@ -132,8 +132,15 @@ impl Tier3Evaluator for JudgeTier3Evaluator {
                 other => other.to_string(),
             })
         };
-        let question =
-            StructuredQuestion { template: &self.template, context: &context, schema: &schema, rules: &rules };
+        // The checkpoint's narrowed schema guides decoding; the rules explain a reply that
+        // breaks it (a criterion out of range, one in Mode B) better than a schema error.
+        let question = StructuredQuestion {
+            template: &self.template,
+            context: &context,
+            schema: &self.schema,
+            sent_schema: Some(&schema),
+            rules: &rules,
+        };
         let outcome = self.runtime.block_on(self.judge.ask_structured(&caller, &question, seed, &mut self.usage));
         let value = outcome.map_err(|reason| Tier3Error::Evaluator { checkpoint: checkpoint.clone(), reason })?;
         serde_json::from_value(value)

@@ -130,6 +130,15 @@ impl HttpProviderConfig {
                 self.base_url
             )));
         }
+        // A URL without a host (`http://`) or with a port out of range would fail at the first
+        // call, as a name that does not resolve or an odd "builder error": said here instead.
+        // (An http or https URL that parses has a host.)
+        if let Err(error) = reqwest::Url::parse(&self.base_url) {
+            return Err(ProviderError::Config(format!(
+                "base URL `{}` is not a valid URL ({error}); write one such as http://127.0.0.1:8080/v1",
+                self.base_url
+            )));
+        }
         if !self.timeout_secs.is_finite() || self.timeout_secs <= 0.0 {
             return Err(ProviderError::Config(format!(
                 "timeout `{}` must be a positive number of seconds",

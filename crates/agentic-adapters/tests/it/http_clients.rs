@@ -205,3 +205,20 @@ async fn anthropic_client_retries_rate_limits_too() {
     assert_eq!(client.chat("judge", &request()).await.unwrap().content, "ok");
     assert_eq!(server.request_count(), 2);
 }
+
+/// A base URL that could never be called is refused when the client is built, naming it: no
+/// host, a port out of range, another scheme.
+#[tokio::test]
+async fn base_urls_that_cannot_be_called_are_refused_up_front() {
+    let server = TestServer::start(|_| Reply::status(200)).await.unwrap();
+    for (url, said) in [
+        ("http://", "empty host"),
+        ("http://127.0.0.1:99999/v1", "invalid port number"),
+        ("ftp://127.0.0.1/v1", "must start with http:// or https://"),
+    ] {
+        let mut config = config(&server);
+        config.base_url = url.to_owned();
+        let Err(error) = OpenAiCompatible::new(config) else { panic!("{url} was accepted") };
+        assert!(error.to_string().contains(said) && error.to_string().contains(url), "{url}: {error}");
+    }
+}

@@ -76,6 +76,15 @@ fn a_partial_without_a_criterion_is_shown_the_criteria() {
     assert_eq!(verdict.unwrap().result, VerdictResult::Partial);
     let repair = requests[1].last_message();
     assert!(repair.contains("0: \"what and why, no how\" (weight 0.7)"), "{repair}");
+    // A criterion out of range (which the narrowed schema sent to the model forbids) is
+    // explained by the rules, not by a schema error.
+    let (_, requests) = evaluate(|request| {
+        let index = if is_repair(request) { 0 } else { 7 };
+        Reply::chat_json(&json!({"result": "PARTIAL", "matched_condition": index, "notes": "no how",
+                                 "evidence_citation": "## Why"}))
+    });
+    let repair = requests[1].last_message();
+    assert!(repair.contains("`matched_condition` 7 is out of range") && !repair.contains("anyOf"), "{repair}");
     let mut mode_b = checkpoint();
     mode_b.partial_criteria.clear();
     let schema = agentic_judge::tier3_schema_for(&agentic_judge::tier3_schema(), &mode_b);

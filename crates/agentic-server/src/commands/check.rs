@@ -631,7 +631,8 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
     // repeat one verdict, and `tier_3_confidence` would show no spread it could measure.
     if args.eval_runs > 1 && config.temperature == 0.0 {
         say_err!(
-            "warning: `{path}` sets `temperature: 0`, so the {} runs of `--eval-runs` decode greedily and most models \
+            "warning: the judge of `{path}` decodes at `temperature: 0` (set, or left out), so the {} runs of \
+             `--eval-runs` decode greedily and most models \
              give every run the same verdicts whatever the seed: `tier_3_confidence` then shows no spread (a \
              HIGH_CONFIDENCE says little); set a small `temperature` (such as 0.1) to measure the judge's spread",
             args.eval_runs

@@ -1775,7 +1775,11 @@ async fn tier_three_asks_the_judge_live_and_from_a_cassette() {
     );
     // The example configuration decodes greedily, which repeats one verdict in every run of
     // most models: said, since the spread would then measure nothing.
-    assert!(live.stderr().contains("sets `temperature: 0`, so the 3 runs"), "{}", live.stderr());
+    assert!(
+        live.stderr().contains("decodes at `temperature: 0` (set, or left out), so the 3 runs"),
+        "{}",
+        live.stderr()
+    );
     // Recording again into the same cassette, with a configuration that fixes no seed: both
     // make a replay go wrong, so both are said.
     let seedless = dir.path().join("judge.yaml");
