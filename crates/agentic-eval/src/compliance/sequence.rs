@@ -3366,8 +3366,8 @@ impl SequenceEngine {
                         with_text_arguments,
                         "arguments that are not a JSON object",
                         ", so `args` conditions could not match them (`args_text` matches such text); record the \
-                         arguments as a JSON object (an SDK's attribute length limit, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`, \
-                         cuts JSON short into text)",
+                         arguments as a JSON object (an SDK's attribute length limit, \
+                         `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`, cuts JSON short into text)",
                     ),
                 ];
                 for (tally, what, why) in unread {
@@ -3397,8 +3397,8 @@ impl SequenceEngine {
                     format!(
                         "Warning: {count} OTLP span(s) came after more records than the reader holds to order spans \
                          by time{at} and are placed after events that started later, so this rule may see calls out \
-                         of order; check one run per file, and merge its exports into one document, which is ordered whole \
-                         (`jq -cs '{{resourceSpans: map(.resourceSpans[])}}' FILE`)."
+                         of order; check one run per file, and merge its exports into one document, which is \
+                         ordered whole (`jq -cs '{{resourceSpans: map(.resourceSpans[])}}' FILE`)."
                     )
                 });
                 warn_of_tally(notes, self.spans_without_start, order, |count, at| {

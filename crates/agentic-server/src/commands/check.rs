@@ -632,9 +632,9 @@ fn judge_evaluator(path: &str, args: &CheckArgs) -> anyhow::Result<JudgeTier3Eva
     if args.eval_runs > 1 && config.temperature == 0.0 {
         say_err!(
             "warning: the judge of `{path}` decodes at `temperature: 0` (set, or left out), so the {} runs of \
-             `--eval-runs` decode greedily and most models \
-             give every run the same verdicts whatever the seed: `tier_3_confidence` then shows no spread (a \
-             HIGH_CONFIDENCE says little); set a small `temperature` (such as 0.1) to measure the judge's spread",
+             `--eval-runs` decode greedily and most models give every run the same verdicts whatever the seed: \
+             `tier_3_confidence` then shows no spread (a HIGH_CONFIDENCE says little); set a small `temperature` \
+             (such as 0.1) to measure the judge's spread",
             args.eval_runs
         );
     }
@@ -1087,8 +1087,8 @@ fn run_trace(
         format!(
             "{count} OTLP tool call(s) of tools that rules with `args` conditions name record \
              `gen_ai.tool.call.arguments` that is not a JSON object{at}, so those conditions could not match those \
-             calls (`args_text` matches such text; record the arguments as a JSON object, and mind an SDK's attribute length \
-             limit, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`: JSON cut short reads as text)"
+             calls (`args_text` matches such text; record the arguments as a JSON object, and mind an SDK's \
+             attribute length limit, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`: JSON cut short reads as text)"
         )
     });
     warn(outcome.calls_without_name, &|count, at| {
