@@ -85,7 +85,7 @@ impl AgentError {
         match self {
             AgentError::Provider(ProviderError::RateLimited { .. }) => "rate_limited",
             AgentError::Provider(ProviderError::Http { .. }) => "http_error",
-            AgentError::Provider(ProviderError::Timeout(_)) => "provider_timeout",
+            AgentError::Provider(ProviderError::Timeout { .. }) => "provider_timeout",
             AgentError::Provider(ProviderError::Connect(_)) => "connect_failed",
             AgentError::Provider(ProviderError::InvalidResponse(_)) => "invalid_response",
             AgentError::Provider(ProviderError::ReplayMiss { .. }) => "replay_miss",

@@ -265,7 +265,8 @@ async fn send(request: reqwest::RequestBuilder, timeout: Duration) -> Result<Val
 
 fn map_reqwest_error(error: reqwest::Error, timeout: Duration) -> ProviderError {
     if error.is_timeout() {
-        ProviderError::Timeout(timeout)
+        let url = error.url().map_or_else(|| "the model service".to_owned(), ToString::to_string);
+        ProviderError::Timeout { after: timeout, url }
     } else if error.is_connect() || error.is_request() {
         ProviderError::Connect(full_chain(&error))
     } else {

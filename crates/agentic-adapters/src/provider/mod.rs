@@ -117,8 +117,13 @@ pub enum ProviderError {
         body: String,
     },
     /// The call took longer than its timeout.
-    #[error("model call timed out after {0:.1?}")]
-    Timeout(Duration),
+    #[error("model call to {url} timed out after {after:.1?}")]
+    Timeout {
+        /// The attempt's timeout.
+        after: Duration,
+        /// The URL that was called.
+        url: String,
+    },
     /// The service could not be reached.
     #[error("cannot reach the model service: {0}")]
     Connect(String),
@@ -146,7 +151,7 @@ impl ProviderError {
     /// Whether retrying the same call may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ProviderError::RateLimited { .. } | ProviderError::Timeout(_) | ProviderError::Connect(_) => true,
+            ProviderError::RateLimited { .. } | ProviderError::Timeout { .. } | ProviderError::Connect(_) => true,
             ProviderError::Http { status, .. } => *status >= 500,
             _ => false,
         }

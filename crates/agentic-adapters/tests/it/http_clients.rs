@@ -136,8 +136,10 @@ async fn hanging_server_times_out_and_each_attempt_is_bounded() {
     let client = OpenAiCompatible::new(config).unwrap();
     let started = Instant::now();
     let error = client.chat("step", &request()).await.unwrap_err();
-    assert!(matches!(error, ProviderError::Timeout(_)), "{error:?}");
+    assert!(matches!(error, ProviderError::Timeout { .. }), "{error:?}");
     assert!(error.to_string().contains("timed out"), "{error}");
+    // The URL called is named, as for an HTTP error.
+    assert!(error.to_string().contains(&format!("{}/chat/completions", server.base_url())), "{error}");
     assert_eq!(server.request_count(), 2);
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 }
