@@ -125,9 +125,8 @@ fn recovering_with_limits(text: &str, limits: YamlLimits) -> Result<(YamlDocumen
 /// list, so such a path does not parse unless quoted. The general hint would not say so.
 fn explain_brackets(text: &str, error: &mut Diagnostic) {
     let Some(at) = error.position.filter(|_| error.code == "yaml-syntax") else { return };
-    // `[*]` or `[0]` right after a word character, inside `{`, outside quotes and comments,
-    // up to the error's place.
-    // `[*]`, `[0]`, or a quoted key (`["a.b"]`).
+    // An index right after a word character, inside `{`, outside quotes and comments, up to
+    // the error's place: `[*]`, `[0]`, or a quoted key (`["a.b"]`).
     let is_index = |rest: &[char]| match rest.iter().position(|&c| c == ']') {
         Some(end) => {
             let inside = &rest[..end];
@@ -401,14 +400,15 @@ impl Builder {
                         break;
                     }
                     // Only a plain `<<` is a merge key; a quoted one is an ordinary key.
-                    let (key, merge) = match key_event {
+                    let (key, merge, child) = match key_event {
                         Event::Scalar(text, style, _, tag) => {
                             self.charge(0, text.len(), &key_span)?;
+                            let child = format!("{pointer}/{}", pointer_segment(&text));
                             // A tagged `<<` (`!!str <<`) is an ordinary key.
-                            let at = format!("{pointer}/{}", pointer_segment(&text));
-                            let untagged = matches!(self.read_tag(tag.as_deref(), Kind::Key, &key_span, &at), Ok(None));
+                            let untagged =
+                                matches!(self.read_tag(tag.as_deref(), Kind::Key, &key_span, &child), Ok(None));
                             let merge = style == ScalarStyle::Plain && text == "<<" && untagged;
-                            (text.into_owned(), merge)
+                            (text.into_owned(), merge, child)
                         }
                         _ => {
                             return Err(vec![
@@ -418,7 +418,6 @@ impl Builder {
                             ]);
                         }
                     };
-                    let child = format!("{pointer}/{}", pointer_segment(&key));
                     let (value_event, value_span) = self.required(parser)?;
                     if merge {
                         let at = position(&value_span);

@@ -183,7 +183,7 @@ pub(super) fn misspelt_export(record: &Value) -> Option<&'static str> {
              lowerCamelCase: `resourceSpans`, `spanId`, `startTimeUnixNano`); write the export with them (protobuf's \
              `MessageToJson` does unless told `preserving_proto_field_name`)",
         )
-    } else if ["scopeSpans", "instrumentationLibrarySpans"].iter().any(|key| object.contains_key(*key)) {
+    } else if SCOPE_SPAN_LISTS.iter().any(|key| object.contains_key(*key)) {
         Some("it is one `ResourceSpans` entry: wrap it as `{\"resourceSpans\": [...]}`, as an OTLP export is")
     } else if object.get("context").and_then(Value::as_object).is_some_and(|context| context.contains_key("span_id")) {
         Some(
@@ -197,6 +197,10 @@ pub(super) fn misspelt_export(record: &Value) -> Option<&'static str> {
 
 /// The prefix of resource attributes among a span's attributes.
 const RESOURCE_PREFIX: &str = "x.otlp.resource.";
+
+/// The keys of a `resourceSpans` item that list its spans by scope: `scopeSpans`, and
+/// `instrumentationLibrarySpans`, the name OTLP used before 0.15 (same shape).
+const SCOPE_SPAN_LISTS: [&str; 2] = ["scopeSpans", "instrumentationLibrarySpans"];
 
 impl TraceAdapter for OtlpJsonAdapter {
     fn format(&self) -> TraceFormat {
@@ -269,7 +273,7 @@ impl OtlpJsonAdapter {
             // `instrumentationLibrarySpans` is the name OTLP used before 0.15 (older exporters and
             // collector dumps still write it), with the same shape.
             let mut scope_spans = Vec::new();
-            for key in ["scopeSpans", "instrumentationLibrarySpans"] {
+            for key in SCOPE_SPAN_LISTS {
                 match resource_span.remove(key) {
                     None | Some(Value::Null) => {}
                     Some(Value::Array(items)) => scope_spans.extend(items.into_iter().map(|item| (key, item))),
@@ -845,7 +849,7 @@ fn decode_base64(text: &str) -> Option<Vec<u8>> {
 
 /// The spans under one `resourceSpans` item (for a message).
 fn count_spans(resource_span: &Map<String, Value>) -> usize {
-    ["scopeSpans", "instrumentationLibrarySpans"]
+    SCOPE_SPAN_LISTS
         .iter()
         .filter_map(|key| resource_span.get(*key).and_then(Value::as_array))
         .flatten()

@@ -251,33 +251,39 @@ pub fn validate_verdict(checkpoint: &Checkpoint, verdict: Tier3Verdict) -> Resul
             let criteria = &checkpoint.partial_criteria;
             // The criteria as a reply names them, so the one repair (or the person fixing a
             // verdicts file) can pick one.
-            let listed = criteria
-                .iter()
-                .enumerate()
-                .map(|(index, c)| format!("{index}: \"{}\" (weight {})", c.condition, c.weight))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let listed = || {
+                criteria
+                    .iter()
+                    .enumerate()
+                    .map(|(index, c)| format!("{index}: \"{}\" (weight {})", c.condition, c.weight))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             let index = match &verdict.matched_condition {
                 None => {
                     return Err(invalid(format!(
                         "a PARTIAL must name one of the {} `partial_criteria` in `matched_condition` (Mode A), by \
-                         index or text: {listed}; its weight is what it earns",
-                        criteria.len()
+                         index or text: {}; its weight is what it earns",
+                        criteria.len(),
+                        listed()
                     )));
                 }
                 Some(MatchedCondition::Index(index)) if *index < criteria.len() => *index,
                 Some(MatchedCondition::Index(index)) => {
                     return Err(invalid(format!(
-                        "`matched_condition` {index} is out of range; there are {} criteria (0-based): {listed}",
-                        criteria.len()
+                        "`matched_condition` {index} is out of range; there are {} criteria (0-based): {}",
+                        criteria.len(),
+                        listed()
                     )));
                 }
-                Some(MatchedCondition::Text(text)) => criteria
-                    .iter()
-                    .position(|c| c.condition.trim() == text.trim())
-                    .ok_or_else(|| {
-                    invalid(format!("`matched_condition` \"{text}\" is not one of the `partial_criteria`: {listed}"))
-                })?,
+                Some(MatchedCondition::Text(text)) => {
+                    criteria.iter().position(|c| c.condition.trim() == text.trim()).ok_or_else(|| {
+                        invalid(format!(
+                            "`matched_condition` \"{text}\" is not one of the `partial_criteria`: {}",
+                            listed()
+                        ))
+                    })?
+                }
             };
             let criterion = &criteria[index];
             let matched = format!("Matched partial_criteria index {index} (\"{}\").", criterion.condition);

@@ -1618,20 +1618,16 @@ fn compare_with_previous(
             let placed =
                 |problem: &&Diagnostic| problem.is_error() && problem.pointer.as_deref().is_some_and(compared_by);
             let at_ids = |problem: &&Diagnostic| problem.pointer.as_deref().is_none_or(compared_by);
-            let blocking = problems
-                .iter()
-                .find(placed)
-                .or_else(|| problems.iter().find(at_ids))
-                .map_or_else(|| first.clone(), quote);
             // An error placed at the workflow or at an id, tier or instruction (a tag that does
             // not fit, a key written twice) holds the comparison back even when the value
             // still reads: which id was meant is then not certain.
-            let placed_at_ids = problems.iter().any(|problem| placed(&problem));
+            let placed_at_ids = problems.iter().find(placed);
+            let blocking = placed_at_ids.or_else(|| problems.iter().find(at_ids)).map_or_else(|| first.clone(), quote);
             // The previous spec is history, often not to be edited: errors elsewhere than at
             // its ids, tiers and instructions (`severity: urgent`, an unknown key) do not hold
             // the comparison back, as they do not in the new spec; they are said.
             if let Some((old, _)) =
-                agentic_eval::compliance::parse_spec_for_comparison(&old_text).filter(|_| !placed_at_ids)
+                agentic_eval::compliance::parse_spec_for_comparison(&old_text).filter(|_| placed_at_ids.is_none())
             {
                 diagnostics.push(
                     Diagnostic::warning(

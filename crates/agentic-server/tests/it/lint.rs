@@ -11,6 +11,11 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The text of the feature-workflow example spec, which lint tests edit.
+fn feature_workflow_spec() -> String {
+    std::fs::read_to_string(crate::project_root().join("examples/checkpoints/feature-workflow.yaml")).unwrap()
+}
+
 #[test]
 fn bundled_example_workflows_lint_clean() {
     let mut files: Vec<String> = std::fs::read_dir(crate::project_root().join("examples/workflows"))
@@ -141,8 +146,7 @@ fn a_spec_with_misspelt_top_level_keys_is_linted_as_a_spec() {
 #[test]
 fn a_schema_error_does_not_hide_a_removed_id() {
     let dir = tempfile::tempdir().unwrap();
-    let example =
-        std::fs::read_to_string(crate::project_root().join("examples/checkpoints/feature-workflow.yaml")).unwrap();
+    let example = feature_workflow_spec();
     let old = dir.path().join("old.yaml");
     std::fs::write(&old, &example).unwrap();
     // P1-02 removed (its block runs to the next checkpoint), and a severity misspelt.
@@ -174,8 +178,7 @@ fn a_schema_error_does_not_hide_a_removed_id() {
 #[test]
 fn a_previous_spec_reads_like_any_spec() {
     let dir = tempfile::tempdir().unwrap();
-    let example =
-        std::fs::read_to_string(crate::project_root().join("examples/checkpoints/feature-workflow.yaml")).unwrap();
+    let example = feature_workflow_spec();
     let written = format!("x-notes: &note \"shared\"\n{}", example.replacen("tier: 1", "tier: 1.0", 1));
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, &written).unwrap();
@@ -256,8 +259,7 @@ fn a_previous_spec_reads_like_any_spec() {
 #[test]
 fn a_tier_that_is_no_number_is_told_its_range() {
     let dir = tempfile::tempdir().unwrap();
-    let example =
-        std::fs::read_to_string(crate::project_root().join("examples/checkpoints/feature-workflow.yaml")).unwrap();
+    let example = feature_workflow_spec();
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, example.replacen("tier: 1", "tier: yes", 1)).unwrap();
     let (code, stdout, stderr) = run(&[path.to_str().unwrap()]);
