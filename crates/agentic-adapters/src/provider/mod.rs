@@ -97,6 +97,16 @@ pub struct ChatResponse {
 }
 
 /// Why a provider call failed.
+/// What to do about an HTTP status that says the URL serves no such route (a base URL
+/// without `/v1`, or one of another kind of service).
+fn route_hint(status: u16) -> &'static str {
+    if matches!(status, 404 | 405 | 501) {
+        " (the service has no such route: check the base URL; an OpenAI-compatible one usually ends in `/v1`)"
+    } else {
+        ""
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProviderError {
@@ -107,7 +117,7 @@ pub enum ProviderError {
         retry_after: Option<Duration>,
     },
     /// The service answered with an error status.
-    #[error("model service at {url} answered HTTP {status}: {body}")]
+    #[error("model service at {url} answered HTTP {status}: {body}{}", route_hint(*status))]
     Http {
         /// The URL that was posted to (a base URL without `/v1` shows here).
         url: String,
@@ -117,7 +127,10 @@ pub enum ProviderError {
         body: String,
     },
     /// The call took longer than its timeout.
-    #[error("model call to {url} timed out after {after:.1?}")]
+    #[error(
+        "model call to {url} timed out after {after:.1?}; raise `timeout_secs` in the configuration if the model needs \
+         longer"
+    )]
     Timeout {
         /// The attempt's timeout.
         after: Duration,

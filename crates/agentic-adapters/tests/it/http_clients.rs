@@ -117,6 +117,17 @@ async fn client_error_is_not_retried() {
     assert_eq!(server.request_count(), 1);
 }
 
+/// A status that says the URL serves no such route (a base URL without `/v1`) says to check
+/// the base URL; other statuses do not.
+#[tokio::test]
+async fn a_missing_route_points_to_the_base_url() {
+    for (status, hinted) in [(404, true), (501, true), (400, false)] {
+        let server = TestServer::start(move |_| Reply::status(status)).await.unwrap();
+        let error = OpenAiCompatible::new(config(&server)).unwrap().chat("step", &request()).await.unwrap_err();
+        assert_eq!(error.to_string().contains("check the base URL"), hinted, "{status}: {error}");
+    }
+}
+
 #[tokio::test]
 async fn invalid_json_body_is_an_invalid_response() {
     let server =
