@@ -47,6 +47,31 @@ impl Default for YamlLimits {
 pub struct SourceMap {
     values: HashMap<String, Position>,
     keys: HashMap<String, Position>,
+    surprising: Vec<SurprisingScalar>,
+}
+
+/// A plain scalar that YAML 1.2 reads otherwise than its writer may have meant: a word that
+/// YAML 1.1 (PyYAML, older tools) reads as a boolean, or a number whose written form holds
+/// more than its value (`0755`, `1.10`). Recorded for callers that compare values with data
+/// (a checkpoint spec's `equals`), where the other reading decides a verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SurprisingScalar {
+    /// Where the value is (a JSON pointer).
+    pub pointer: String,
+    /// The scalar as written.
+    pub text: String,
+    pub position: Position,
+    pub kind: Surprise,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surprise {
+    /// `yes`, `no`, `on`, `off`, `y`, `n` (any case YAML 1.1 knows): text in YAML 1.2, the
+    /// boolean given in YAML 1.1.
+    Yaml11Boolean(bool),
+    /// A number written with leading zeros (`0755`, `007`) or trailing zeros after its point
+    /// (`1.10`): the number loses that spelling, which text (a version, a file mode) keeps.
+    NumberDropsDigits,
 }
 
 impl SourceMap {
@@ -58,6 +83,11 @@ impl SourceMap {
     /// The position of the mapping key whose value is at `pointer`; falls back to the value.
     pub fn key(&self, pointer: &str) -> Option<Position> {
         self.keys.get(pointer).copied().or_else(|| self.value(pointer))
+    }
+
+    /// The plain scalars whose reading may surprise their writer, in document order.
+    pub fn surprising(&self) -> &[SurprisingScalar] {
+        &self.surprising
     }
 
     /// The position of `pointer`, or of its nearest ancestor that has one.
@@ -344,6 +374,17 @@ impl Builder {
                     );
                 }
                 let value = resolve_scalar(&text, style, tag_name);
+                if style == ScalarStyle::Plain
+                    && tag_name.is_none()
+                    && let Some(kind) = surprise(&text, &value)
+                {
+                    self.source_map.surprising.push(SurprisingScalar {
+                        pointer: pointer.clone(),
+                        text: text.to_string(),
+                        position: position(&span),
+                        kind,
+                    });
+                }
                 // (`!!float 1e400` is a float: said above as too large, not as no number.)
                 if let Some(expected) = tag_name.filter(|_| !said).and_then(|tag| tag_mismatch(tag, &text, &value)) {
                     let tag = tag_name.unwrap_or_default();
@@ -628,6 +669,26 @@ fn non_finite(text: &str) -> Option<&'static str> {
     (decimal && text.parse::<f64>().is_ok_and(f64::is_infinite)).then_some("a number too large for a float")
 }
 
+/// How a plain, untagged scalar read as `value` may surprise its writer.
+fn surprise(text: &str, value: &Value) -> Option<Surprise> {
+    match value {
+        Value::String(_) => match text {
+            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(Surprise::Yaml11Boolean(true)),
+            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(Surprise::Yaml11Boolean(false)),
+            _ => None,
+        },
+        Value::Number(_) => {
+            let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+            let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+            let all_digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+            let leading_zero = whole.len() > 1 && whole.starts_with('0') && all_digits(whole);
+            let trailing_zero = fraction.len() > 1 && fraction.ends_with('0') && all_digits(fraction);
+            (all_digits(whole) && (leading_zero || trailing_zero)).then_some(Surprise::NumberDropsDigits)
+        }
+        _ => None,
+    }
+}
+
 fn parse_bool(text: &str) -> Option<bool> {
     match text {
         "true" | "True" | "TRUE" => Some(true),
@@ -686,6 +747,25 @@ mod tests {
 
     /// Hex and octal integers reach `u64::MAX` like decimal ones; a sign or a wider value
     /// leaves them strings (the core schema has no signed hex).
+    #[test]
+    fn plain_scalars_that_may_surprise_are_recorded() {
+        let doc =
+            parse_yaml("a: no\nb: 'no'\nc: 1.10\nd: 0755\ne: [ON, 1.5, 1.0, 0, 0.50, !!str off, true]\n").unwrap();
+        let seen: Vec<(&str, &str, Surprise)> =
+            doc.source_map.surprising().iter().map(|s| (s.pointer.as_str(), s.text.as_str(), s.kind)).collect();
+        assert_eq!(
+            seen,
+            [
+                ("/a", "no", Surprise::Yaml11Boolean(false)),
+                ("/c", "1.10", Surprise::NumberDropsDigits),
+                ("/d", "0755", Surprise::NumberDropsDigits),
+                ("/e/0", "ON", Surprise::Yaml11Boolean(true)),
+                ("/e/4", "0.50", Surprise::NumberDropsDigits),
+            ]
+        );
+        assert_eq!(doc.source_map.surprising()[0].position.line, 1);
+    }
+
     #[test]
     fn hex_and_octal_integers_cover_the_unsigned_range() {
         let doc = parse_yaml(

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use agentic_core::Diagnostic;
 use agentic_core::diagnostic::{did_you_mean, sort_diagnostics};
 use agentic_core::document::DocumentLoader;
-use agentic_core::yaml::SourceMap;
+use agentic_core::yaml::{SourceMap, Surprise};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -375,8 +375,61 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
             more.into_iter().filter(|d| (d.code != "spec-empty" || written_empty) && !restates(d)).collect();
         diagnostics.extend(more);
     }
+    if let Some(document) = &loaded.document {
+        warn_of_surprising_operands(&document.value, &source_map, &mut diagnostics);
+    }
     place(&mut diagnostics, &source_map, file);
     SpecLoad { spec, diagnostics }
+}
+
+/// A value compared with data (`equals`, `not_equals`, an item of `one_of`) written as a
+/// plain scalar that reads otherwise than its writer likely meant: `equals: no` is the text
+/// "no" (a YAML 1.1 habit for false), and `equals: 1.10` the number 1.1 (a version's text
+/// loses its zero). Either makes a check fail against the evidence with nothing wrong in
+/// sight, so lint says which reading was taken.
+fn warn_of_surprising_operands(
+    document: &serde_json::Value,
+    source_map: &SourceMap,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for scalar in source_map.surprising() {
+        let mut segments = scalar.pointer.rsplit('/');
+        let (last, parent) = (segments.next().unwrap_or_default(), segments.next().unwrap_or_default());
+        let operand = matches!(last, "equals" | "not_equals") && parent != "length"
+            || parent == "one_of" && last.bytes().all(|b| b.is_ascii_digit());
+        if !operand {
+            continue;
+        }
+        let text = &scalar.text;
+        let diagnostic = match scalar.kind {
+            Surprise::Yaml11Boolean(meant) => Diagnostic::warning(
+                "yaml-1.1-boolean",
+                format!(
+                    "`{text}` is the text \"{text}\" here, not a boolean: YAML 1.2 reads only true and false as \
+                     booleans (YAML 1.1 tools such as PyYAML read `{text}` as {meant})"
+                ),
+            )
+            .with_hint(format!(
+                "write `{meant}` to compare with a boolean, or quote it (\"{text}\") to keep the text and silence this \
+                 warning"
+            )),
+            Surprise::NumberDropsDigits => {
+                let number = document.pointer(&scalar.pointer).map(ToString::to_string).unwrap_or_default();
+                Diagnostic::warning(
+                    "number-drops-digits",
+                    format!(
+                        "`{text}` is the number {number} here, not the text \"{text}\" (a version or a file mode \
+                         written as text does not equal it)"
+                    ),
+                )
+                .with_hint(format!(
+                    "quote it (\"{text}\") to compare with text, or write {number} to mean the number and silence \
+                     this warning"
+                ))
+            }
+        };
+        diagnostics.push(diagnostic.at(scalar.position).at_pointer(scalar.pointer.clone()));
+    }
 }
 
 fn place(diagnostics: &mut [Diagnostic], source_map: &SourceMap, file: &str) {
@@ -2050,6 +2103,54 @@ checkpoints:
         let line = text.lines().position(|line| line.contains("1e400")).unwrap() + 1;
         let found: Vec<(String, usize)> = codes(&text).into_iter().filter(|(_, at)| *at == line).collect();
         assert_eq!(found, vec![("yaml-non-finite".to_owned(), line)]);
+    }
+
+    /// `equals: no` is text in YAML 1.2 and `one_of: [1.10]` the number 1.1: lint says which
+    /// reading was taken where a value is compared with evidence, and nowhere else.
+    #[test]
+    fn plain_scalars_read_otherwise_than_meant_are_warned_of_where_compared() {
+        let with = |assert: &str| SPEC_ONE_TIER1.replace("{path: pr.n, equals: 1}", assert);
+        let warned = |text: &str| {
+            load_spec(text, "spec.yaml")
+                .diagnostics
+                .into_iter()
+                .filter(|d| matches!(d.code.as_str(), "yaml-1.1-boolean" | "number-drops-digits"))
+                .map(|d| (d.code, d.pointer.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        };
+        let at = "/checkpoints/0/verification/assert";
+        assert_eq!(
+            warned(&with("{path: pr.draft, equals: no}")),
+            [("yaml-1.1-boolean".to_owned(), format!("{at}/equals"))]
+        );
+        assert_eq!(
+            warned(&with("{path: pr.v, one_of: [1.10, \"1.10\", 1.1, 0755, 0, 2.50e1, On]}")),
+            [
+                ("number-drops-digits".to_owned(), format!("{at}/one_of/0")),
+                ("number-drops-digits".to_owned(), format!("{at}/one_of/3")),
+                ("yaml-1.1-boolean".to_owned(), format!("{at}/one_of/6")),
+            ]
+        );
+        assert_eq!(warned(&with("{path: pr.v, not_equals: Off}")).len(), 1);
+        // Quoted, a true boolean, a length, a numeric bound or text to search: as meant.
+        for meant in [
+            "{path: pr.draft, equals: \"no\"}",
+            "{path: pr.draft, equals: false}",
+            "{path: pr.v, length: {equals: 010}}",
+            "{path: pr.v, gte: 1.10}",
+            "{path: pr.v, contains: no}",
+        ] {
+            assert_eq!(warned(&with(meant)), [], "{meant}");
+        }
+        let loaded = load_spec(&with("{path: pr.draft, equals: no}"), "spec.yaml");
+        let warning = loaded.diagnostics.iter().find(|d| d.code == "yaml-1.1-boolean").unwrap();
+        assert_eq!(
+            warning.hint.as_deref(),
+            Some(
+                "write `false` to compare with a boolean, or quote it (\"no\") to keep the text and silence this warning"
+            )
+        );
+        assert!(loaded.spec.is_some(), "a warning does not stop the check");
     }
 
     #[test]
