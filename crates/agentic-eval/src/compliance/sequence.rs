@@ -86,6 +86,23 @@ fn bare_args(args: ArgsRef<'_>) -> bool {
     }
 }
 
+/// Why argument conditions cannot read a call's arguments: `Some(false)` when there are
+/// none (absent or `null`), `Some(true)` when they are text or a lone value (a tooltrace
+/// `args` or a hook's `tool_input` written as a string); `None` for an object or a list,
+/// which `args` paths read.
+fn unreadable_arguments(args: ArgsRef<'_>) -> Option<bool> {
+    match args {
+        ArgsRef::None | ArgsRef::Value(Value::Null) => Some(false),
+        ArgsRef::Value(Value::Object(_) | Value::Array(_)) => None,
+        ArgsRef::Value(_) => Some(true),
+        ArgsRef::Json(text) => match text.trim_start().as_bytes().first() {
+            Some(b'{' | b'[') => None,
+            None | Some(b'n') => Some(false),
+            Some(_) => Some(true),
+        },
+    }
+}
+
 /// How many scope spans that ended, or never get an end event (post-only spans, as in the
 /// seed's JSONL), a scope remembers; the oldest is forgotten first.
 pub const POST_ONLY_SCOPE_WINDOW: usize = 4096;
@@ -1334,6 +1351,8 @@ pub struct MatchPlan {
     others: [Vec<usize>; 2],
     /// Per matcher, an earlier one written the same way (whose answer it copies).
     same_as: Vec<Option<usize>>,
+    /// Some matcher has argument conditions (`args` or `args_text`).
+    reads_arguments: bool,
 }
 
 impl MatchPlan {
@@ -1428,6 +1447,7 @@ impl Prepared {
     const HAS_SPAN: u8 = 8;
     const TOOL_WITH_PARENT: u8 = 16;
     const AGENT: u8 = 32;
+    const UNREAD_ARGUMENTS: u8 = 64;
 
     /// The event ends a tool call or an agent invocation.
     fn is_call_end(&self) -> bool {
@@ -1455,6 +1475,13 @@ impl Prepared {
     fn is_agent(&self) -> bool {
         self.flags & Prepared::AGENT != 0
     }
+
+    /// The event is of a tool call whose arguments argument conditions cannot read (see
+    /// `unreadable_arguments`), while some matcher has such conditions: the engine counts
+    /// such calls one event at a time.
+    fn has_unread_arguments(&self) -> bool {
+        self.flags & Prepared::UNREAD_ARGUMENTS != 0
+    }
 }
 
 impl MatchPlan {
@@ -1475,7 +1502,9 @@ impl MatchPlan {
                 | (u8::from(event.span_id.is_some()) * Prepared::HAS_SPAN)
                 | (u8::from(tool && event.parent_span_id.is_some()) * Prepared::TOOL_WITH_PARENT)
                 | (u8::from(matches!(event.event_type, EventType::AgentInvokeStart | EventType::AgentInvokeEnd))
-                    * Prepared::AGENT),
+                    * Prepared::AGENT)
+                | (u8::from(tool && self.reads_arguments && unreadable_arguments(event.args).is_some())
+                    * Prepared::UNREAD_ARGUMENTS),
         }
     }
 }
@@ -2127,7 +2156,8 @@ pub struct TraceOutcome {
     /// rule the start's did not (a hook that rewrote the input), with the line of the first
     /// such end: those rules took the calls in at the end.
     pub calls_with_changed_arguments: (u64, Option<u64>),
-    /// OTLP tool calls whose `gen_ai.tool.call.arguments` is not a JSON object (text that is
+    /// Tool calls whose arguments are not a JSON object or list (a tooltrace `args` or a
+    /// hook's `tool_input` written as a string; OTLP `gen_ai.tool.call.arguments` that is
     /// not JSON, such as a language's own printing of a dict, or a lone value) and whose tool
     /// a matcher with `args` path conditions names, and the line of the first: `args_text`
     /// matches such arguments, `args` paths cannot.
@@ -2602,18 +2632,16 @@ impl SequenceEngine {
         {
             self.note_session(session);
         }
-        let view = EventRef::from_event(event);
-        if let Some(unread) = marked(agentic_core::event::ARGUMENTS_UNREAD).and_then(Value::as_str) {
-            self.tally_unread_arguments(unread != "absent", view.name.unwrap_or(""), line);
-        }
-        self.feed_ref(&view);
+        // (Calls whose arguments argument conditions cannot read, which the OTLP reader marks,
+        // are counted by `feed_inner` for every format.)
+        self.feed_ref(&EventRef::from_event(event));
     }
 
-    /// Counts a tool call named `name` whose arguments argument conditions cannot read (none
+    /// Counts `calls` tool calls named `name`, the first at `line`, whose arguments argument conditions cannot read (none
     /// recorded, or, `as_text`, not a JSON object), for the rules with a matcher that names its
     /// tool and has such conditions (`args` or `args_text`; `args` alone for text): a call of
     /// a tool no such matcher names is nothing those rules missed.
-    fn tally_unread_arguments(&mut self, as_text: bool, name: &str, line: Option<u64>) {
+    fn tally_unread_arguments(&mut self, as_text: bool, name: &str, calls: u64, line: Option<u64>) {
         let misses = |matcher: &CompiledMatcher| {
             (if as_text { matcher.reads_argument_paths() } else { matcher.reads_arguments() })
                 && matcher.name_matches(CallKind::Tool, name)
@@ -2621,12 +2649,16 @@ impl SequenceEngine {
         let mut any = false;
         for (rule, tallies) in self.rules.iter().zip(&mut self.unread_arguments_by_rule) {
             if rule.all_matchers().any(misses) {
-                tally(&mut tallies[usize::from(as_text)], line);
+                tally_many(&mut tallies[usize::from(as_text)], calls, line);
                 any = true;
             }
         }
         if any {
-            tally(if as_text { &mut self.calls_with_text_arguments } else { &mut self.calls_without_arguments }, line);
+            tally_many(
+                if as_text { &mut self.calls_with_text_arguments } else { &mut self.calls_without_arguments },
+                calls,
+                line,
+            );
         }
     }
 
@@ -2709,7 +2741,8 @@ impl SequenceEngine {
                     .collect()
             })
             .collect();
-        MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others, same_as }
+        let reads_arguments = matchers.iter().any(CompiledMatcher::reads_arguments);
+        MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others, same_as, reads_arguments }
     }
 
     /// Processes one event given as a borrowed view.
@@ -2818,6 +2851,16 @@ impl SequenceEngine {
             }
             _ => (None, false),
         };
+        // A call without arguments, or with text or a lone value for them (a tooltrace `args`
+        // or a hook's `tool_input` written as a string, OTLP arguments that are not JSON):
+        // argument conditions cannot read them. Counted once per call: at its start, or at an
+        // end without one.
+        if counts
+            && kind == Some(CallKind::Tool)
+            && let Some(as_text) = unreadable_arguments(event.args)
+        {
+            self.tally_unread_arguments(as_text, event.name.unwrap_or(""), 1, event.line);
+        }
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
         let bare = match &matches {
             Some(matches) if is_start => StartMatch {
@@ -3353,26 +3396,27 @@ impl SequenceEngine {
                          (`within: {{agent: TYPE}}`) with distinct types."
                     )
                 });
-                // OTLP calls whose arguments an argument condition could not read.
+                // Calls whose arguments an argument condition could not read.
                 let [without_arguments, with_text_arguments] = self.unread_arguments_by_rule[idx];
                 let unread = [
                     (
                         without_arguments,
                         "no arguments",
-                        " (`gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions), so `args` \
-                         conditions could not match them; record the arguments",
+                        " (a tooltrace record without `args`, a hook record without `tool_input`; in OTLP, \
+                         `gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions), so \
+                         argument conditions could not match them; record the arguments",
                     ),
                     (
                         with_text_arguments,
-                        "arguments that are not a JSON object",
+                        "arguments that are text or a lone value, not a JSON object",
                         ", so `args` conditions could not match them (`args_text` matches such text); record the \
-                         arguments as a JSON object (an SDK's attribute length limit, \
+                         arguments as a JSON object (for OTLP, an SDK's attribute length limit, \
                          `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`, cuts JSON short into text)",
                     ),
                 ];
                 for (tally, what, why) in unread {
                     warn_of_tally(notes, tally, true, |count, at| {
-                        format!("Warning: {count} OTLP tool call(s) record {what}{at}{why} to check this rule on every call.")
+                        format!("Warning: {count} tool call(s) record {what}{at}{why} to check this rule on every call.")
                     });
                 }
                 warn_of_tally(notes, self.calls_with_late_arguments, misses_late_arguments(idx, rule), |count, at| {
@@ -4613,11 +4657,12 @@ mod tests {
     }
 
     /// Pushes a run's prepared events to `summarizer`; which of them the scoped rules need.
-    fn push_all(summarizer: &mut Summarizer, prepared: &[Prepared]) -> Vec<bool> {
-        prepared
+    fn push_all(summarizer: &mut Summarizer, events: &[EventRef<'_>], prepared: &[Prepared]) -> Vec<bool> {
+        events
             .iter()
-            .map(|p| {
-                let need = summarizer.push(p);
+            .zip(prepared)
+            .map(|(e, p)| {
+                let need = summarizer.push(e, p);
                 assert_eq!(need, summarizer.scoped_need(p), "push answers what scoped_need does");
                 need
             })
@@ -4634,7 +4679,7 @@ mod tests {
             let end = (start + cut.next().copied().unwrap_or(1)).min(events.len());
             let run = &events[start..end];
             let prepared: Vec<Prepared> = run.iter().map(|event| plan.prepare(event)).collect();
-            let needs = push_all(&mut summarizer, &prepared);
+            let needs = push_all(&mut summarizer, run, &prepared);
             let summary = summarizer.finish();
             feed_run(engine, run, &prepared, &needs, &summary);
             start = end;
@@ -5114,7 +5159,9 @@ mod tests {
                     line: Some(seq as u64 + 1),
                     seq: seq as u64 + 1,
                 };
-                let reference_args = parsed[args].as_ref().map_or(ArgsRef::None, ArgsRef::Value);
+                // Text that is not JSON never reaches the engine from a reader (the scanner
+                // validates every line); both engines read it as text.
+                let reference_args = parsed[args].as_ref().map_or(ArgsRef::Json(ARG_TEXTS[args]), ArgsRef::Value);
                 reference.feed_ref(&event(reference_args));
                 let text = event(ArgsRef::Json(ARG_TEXTS[args]));
                 fast.feed_matched(&text, &plan.evaluate(&text));
@@ -5202,7 +5249,7 @@ mod tests {
         let plan = summed.match_plan();
         let mut summarizer = summed.summarizer().expect("one rule");
         let prepared: Vec<Prepared> = events.iter().map(|e| plan.prepare(e)).collect();
-        let needs = push_all(&mut summarizer, &prepared);
+        let needs = push_all(&mut summarizer, &events, &prepared);
         // A container with a parent, and calls with a parent that may be in scope; the root
         // has no parent, so it goes with the links and opens its scope there.
         assert_eq!(needs, [false, true, true, true, false]);
@@ -5463,7 +5510,7 @@ mod tests {
                     start = end;
                     continue;
                 };
-                let needs = push_all(summarizer, &prepared);
+                let needs = push_all(summarizer, run, &prepared);
                 let summary = summarizer.finish();
                 proptest::prop_assert_eq!(summary.events() as usize, run.len());
                 feed_run(&mut summed, run, &prepared, &needs, &summary);
@@ -5504,7 +5551,7 @@ mod tests {
             let plan = summed.match_plan();
             let mut summarizer = summed.summarizer().expect("one rule");
             for e in &events {
-                summarizer.push(&plan.prepare(e));
+                summarizer.push(e, &plan.prepare(e));
             }
             assert!(summed.apply_summary(&summarizer.finish(), |k| (None, seqs[k as usize])));
             for outcome in [one_by_one.finish(), summed.finish()] {

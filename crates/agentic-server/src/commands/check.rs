@@ -1062,9 +1062,11 @@ fn run_trace(
     });
     warn(outcome.calls_without_arguments, &|count, at| {
         format!(
-            "{count} OTLP tool call(s) of tools that rules with `args` or `args_text` conditions name record no \
-             arguments{at}: `gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI conventions, so those \
-             conditions could not match those calls (turn on recording of tool arguments in the instrumentation)"
+            "{count} tool call(s) of tools that rules with `args` or `args_text` conditions name record no \
+             arguments{at} (a tooltrace record without `args`, or a hook record without `tool_input`: check the \
+             field's spelling; in OTLP, `gen_ai.tool.call.arguments` is opt-in in the OpenTelemetry GenAI \
+             conventions), so those conditions could not match those calls (record the arguments; for OTLP, turn on \
+             recording of tool arguments in the instrumentation)"
         )
     });
     warn(outcome.calls_with_late_arguments, &|count, at| {
@@ -1085,9 +1087,10 @@ fn run_trace(
     });
     warn(outcome.calls_with_text_arguments, &|count, at| {
         format!(
-            "{count} OTLP tool call(s) of tools that rules with `args` conditions name record \
-             `gen_ai.tool.call.arguments` that is not a JSON object{at}, so those conditions could not match those \
-             calls (`args_text` matches such text; record the arguments as a JSON object, and mind an SDK's \
+            "{count} tool call(s) of tools that rules with `args` conditions name record arguments that are not \
+             a JSON object{at} (a tooltrace `args` or a hook's `tool_input` written as text or a lone value, or an \
+             OTLP `gen_ai.tool.call.arguments` that is not JSON), so those conditions could not match those calls \
+             (`args_text` matches such text; record the arguments as a JSON object, and for OTLP mind an SDK's \
              attribute length limit, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`: JSON cut short reads as text)"
         )
     });
@@ -1486,8 +1489,9 @@ impl LineWork for CheckWork {
         {
             self.sessions.push(session.into());
         }
-        let prepared = self.item(view);
-        self.needed = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&prepared));
+        let event = view_ref(view);
+        let prepared = self.plan.prepare(&event);
+        self.needed = self.summarizer.as_mut().is_none_or(|summarizer| summarizer.push(&event, &prepared));
         prepared
     }
 

@@ -597,6 +597,80 @@ fn otlp_span_line(id: &str, parent: Option<&str>, name: &str, times: (u64, u64),
     json!({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).to_string() + "\n"
 }
 
+/// The seed's own lines may write `args` as text (`"args": "git push --force"`), and a hook
+/// capture `tool_input` as a string: `args` paths cannot read such calls, so a `never` rule
+/// on them would pass unseen. Rules with `args` conditions say so, in every reader mode.
+#[test]
+fn text_arguments_of_tooltrace_and_hook_calls_are_warned_of() {
+    let rules = [
+        ("S-01", "{never: {tool: Bash, args: {command: {regex: \"git push (-f|--force)\"}}}}"),
+        ("S-02", "{never: {tool: Bash, args_text: {contains: \"--force\"}}}"),
+        ("S-03", "{count: {of: {tool: Bash}, at_least: 2}}"),
+    ];
+    let line = |id: &str, args: serde_json::Value| {
+        json!({"timestamp": "2026-01-01T00:00:00Z", "tool_name": "Bash", "span_type": "child", "trace_id": id,
+            "parent_trace_id": null, "args": args})
+        .to_string()
+            + "\n"
+    };
+    let tooltrace = line("a", json!({"command": "ls"})) + &line("b", json!("git push --force origin main"));
+    let hook = |event: &str, id: &str, input: serde_json::Value| {
+        json!({"hook_event_name": event, "session_id": "s", "tool_name": "Bash", "tool_use_id": id,
+            "tool_input": input})
+        .to_string()
+            + "\n"
+    };
+    // Pre and Post of one call: counted once, at its start.
+    let hooks = hook("PreToolUse", "t1", json!({"command": "ls"}))
+        + &hook("PostToolUse", "t1", json!({"command": "ls"}))
+        + &hook("PreToolUse", "t2", json!("git push --force"))
+        + &hook("PostToolUse", "t2", json!("git push --force"));
+    for (trace, first, workers) in
+        [(&tooltrace, 2, None), (&tooltrace, 2, Some("0")), (&tooltrace, 2, Some("reference")), (&hooks, 3, None)]
+    {
+        let env: Vec<(&str, &str)> = workers.map(|w| ("AGENTIC_CHECK_WORKERS", w)).into_iter().collect();
+        let run = check_rules_in(&rules, trace, &[], &env);
+        assert_eq!(run.results(), owned(&[("S-01", "PASS", 1.0), ("S-02", "FAIL", 0.0), ("S-03", "PASS", 1.0)]));
+        let warning = format!(
+            "1 tool call(s) record arguments that are text or a lone value, not a JSON object (first at line {first})"
+        );
+        assert!(notes_of(&run, "S-01").contains(&warning), "{}", notes_of(&run, "S-01"));
+        assert!(
+            !notes_of(&run, "S-02").contains("not a JSON object") && !notes_of(&run, "S-03").contains("JSON object")
+        );
+        assert!(run.stderr().contains(&format!("1 tool call(s) of tools that rules with `args` conditions name record arguments that are not a JSON object (first at line {first})")), "{}", run.stderr());
+    }
+    // Arguments left out or under a misspelt key (`arguments`, a hook's `toolInput`): no
+    // arguments, said as such.
+    let mut misspelt = json!({"timestamp": "2026-01-01T00:00:00Z", "tool_name": "Bash", "trace_id": "b",
+        "arguments": {"command": "git push --force"}});
+    let tooltrace = line("a", json!({"command": "ls"})) + &misspelt.to_string() + "\n";
+    misspelt.as_object_mut().unwrap().remove("arguments");
+    let bare = line("a", json!({"command": "ls"})) + &misspelt.to_string() + "\n";
+    let hooks = hook("PreToolUse", "t1", json!({"command": "ls"}))
+        + &json!({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Bash", "tool_use_id": "t2",
+            "toolInput": {"command": "git push --force"}})
+        .to_string()
+        + "\n";
+    for (trace, first, workers) in
+        [(&tooltrace, 2, None), (&tooltrace, 2, Some("reference")), (&bare, 2, Some("1")), (&hooks, 2, None)]
+    {
+        let env: Vec<(&str, &str)> = workers.map(|w| ("AGENTIC_CHECK_WORKERS", w)).into_iter().collect();
+        let run = check_rules_in(&rules, trace, &[], &env);
+        assert_eq!(run.results(), owned(&[("S-01", "PASS", 1.0), ("S-02", "PASS", 1.0), ("S-03", "PASS", 1.0)]));
+        let warning = format!("Warning: 1 tool call(s) record no arguments (first at line {first})");
+        for id in ["S-01", "S-02"] {
+            assert!(notes_of(&run, id).contains(&warning), "{}", notes_of(&run, id));
+        }
+        assert!(!notes_of(&run, "S-03").contains("record no arguments"), "{}", notes_of(&run, "S-03"));
+        assert!(
+            run.stderr().contains(&format!("name record no arguments (first at line {first})")),
+            "{}",
+            run.stderr()
+        );
+    }
+}
+
 /// OTLP tool spans exported one at a time as they end (an SDK's simple span processor): the
 /// agent span comes after the call inside it, and order rules still see it first. A tool
 /// call that records no arguments (`gen_ai.tool.call.arguments` is opt-in) cannot fail an
@@ -618,10 +692,10 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
         &trace,
     );
     assert_eq!(run.results(), owned(&[("O-01", "PASS", 1.0), ("O-02", "PASS", 1.0), ("O-03", "PASS", 1.0)]));
-    let warning = "Warning: 1 OTLP tool call(s) record no arguments (first at line 1)";
+    let warning = "Warning: 1 tool call(s) record no arguments (first at line 1)";
     assert!(notes_of(&run, "O-02").contains(warning), "{}", notes_of(&run, "O-02"));
     assert!(!notes_of(&run, "O-01").contains(warning) && !notes_of(&run, "O-03").contains(warning));
-    assert!(run.stderr().contains("1 OTLP tool call(s) of tools that rules with"), "{}", run.stderr());
+    assert!(run.stderr().contains("1 tool call(s) of tools that rules with"), "{}", run.stderr());
     assert!(run.stderr().contains("name record no arguments (first at line 1)"), "{}", run.stderr());
     // With the arguments recorded, there is nothing to warn about.
     let arguments = json!([{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
@@ -644,10 +718,11 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
         &trace,
     );
     assert_eq!(run.results(), owned(&[("O-02", "PASS", 1.0), ("O-04", "FAIL", 0.0)]));
-    let text_warning = "1 OTLP tool call(s) record arguments that are not a JSON object (first at line 1)";
+    let text_warning =
+        "1 tool call(s) record arguments that are text or a lone value, not a JSON object (first at line 1)";
     assert!(notes_of(&run, "O-02").contains(text_warning), "{}", notes_of(&run, "O-02"));
     assert!(!notes_of(&run, "O-04").contains(text_warning), "{}", notes_of(&run, "O-04"));
-    assert!(run.stderr().contains("that is not a JSON object (first at line 1)"), "{}", run.stderr());
+    assert!(run.stderr().contains("record arguments that are not a JSON object (first at line 1)"), "{}", run.stderr());
     // Only calls of tools that a matcher with argument conditions names are counted, each
     // rule with the tools its own matchers name: a `Read` without arguments is nothing a
     // `Bash` rule missed.
@@ -664,21 +739,22 @@ fn otlp_exports_per_span_keep_order_and_calls_without_arguments_warn() {
     );
     let notes = |id| notes_of(&run, id);
     assert!(
-        notes("O-02").contains("Warning: 1 OTLP tool call(s) record no arguments (first at line 3)"),
+        notes("O-02").contains("Warning: 1 tool call(s) record no arguments (first at line 3)"),
         "{}",
         notes("O-02")
     );
     assert!(!notes("O-02").contains("not a JSON object"), "{}", notes("O-02"));
+    assert!(!notes("O-06").contains("not a JSON object"), "{}", notes("O-06"));
     assert!(
-        notes("O-05").contains("Warning: 1 OTLP tool call(s) record no arguments (first at line 1)"),
+        notes("O-05").contains("Warning: 1 tool call(s) record no arguments (first at line 1)"),
         "{}",
         notes("O-05")
     );
-    assert!(
-        notes("O-05").contains("1 OTLP tool call(s) record arguments that are not a JSON object (first at line 2)")
-    );
-    assert!(!notes("O-06").contains("OTLP tool call"), "{}", notes("O-06"));
-    assert!(run.stderr().contains("2 OTLP tool call(s) of tools that rules with"), "{}", run.stderr());
+    assert!(notes("O-05").contains(
+        "1 tool call(s) record arguments that are text or a lone value, not a JSON object (first at line 2)"
+    ));
+    assert!(!notes("O-06").contains("tool call(s) record"), "{}", notes("O-06"));
+    assert!(run.stderr().contains("2 tool call(s) of tools that rules with"), "{}", run.stderr());
     assert!(run.stderr().contains("record no arguments (first at line 1)"), "{}", run.stderr());
     // Spans of another convention (OpenInference's `openinference.span.kind`) are steps, not
     // calls: the warning that absence rules pass says which spans count as calls.

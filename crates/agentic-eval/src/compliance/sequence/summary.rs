@@ -91,9 +91,39 @@ pub struct Summary {
     parented: bool,
     /// Whether the run held an agent invocation (see [`SequenceEngine::agents_seen`]).
     agents: bool,
+    /// The run's calls whose arguments argument conditions cannot read, by tool name.
+    unread_arguments: Vec<UnreadCalls>,
+}
+
+/// Calls of one tool in a run whose arguments argument conditions cannot read (see
+/// `unreadable_arguments`), for [`SequenceEngine::apply_summary`] to count as feeding them
+/// would.
+#[derive(Debug, Clone, PartialEq)]
+struct UnreadCalls {
+    name: Box<str>,
+    /// Text or a lone value, rather than none.
+    as_text: bool,
+    calls: u32,
+    /// The position in the run of the first that has a line.
+    first: Option<u32>,
 }
 
 impl Summary {
+    /// Notes the `index`-th event of the run, a call whose arguments argument conditions
+    /// cannot read. Such calls are few, and of few tools: a list searched in order.
+    fn note_unread_arguments(&mut self, event: &EventRef<'_>, index: u32) {
+        let name = event.name.unwrap_or("");
+        let as_text = super::unreadable_arguments(event.args) == Some(true);
+        let here = event.line.map(|_| index);
+        match self.unread_arguments.iter_mut().find(|seen| *seen.name == *name && seen.as_text == as_text) {
+            Some(seen) => {
+                seen.calls = seen.calls.saturating_add(1);
+                seen.first = seen.first.or(here);
+            }
+            None => self.unread_arguments.push(UnreadCalls { name: name.into(), as_text, calls: 1, first: here }),
+        }
+    }
+
     /// The events summarized.
     pub fn events(&self) -> u32 {
         self.events
@@ -219,6 +249,10 @@ impl SequenceEngine {
         self.summarized += u64::from(summary.events);
         self.parented_calls |= summary.parented;
         self.agents_seen |= summary.agents;
+        for unread in &summary.unread_arguments {
+            let line = unread.first.and_then(|k| locate(k).0);
+            self.tally_unread_arguments(unread.as_text, &unread.name, u64::from(unread.calls), line);
+        }
         for (state, partial) in self.states.iter_mut().zip(&summary.partials) {
             match (state, partial) {
                 (RuleState::Before { first_a, first_b, a_first }, Partial::Before { first_a: a, first_b: b }) => {
@@ -487,8 +521,11 @@ impl Summarizer {
     /// engine), and answers whether the rules with a scope need it too
     /// ([`Summarizer::scoped_need`], worked out once here).
     #[inline]
-    pub fn push(&mut self, prepared: &Prepared) -> bool {
+    pub fn push(&mut self, event: &EventRef<'_>, prepared: &Prepared) -> bool {
         let index = self.run.events;
+        if prepared.has_unread_arguments() {
+            self.run.note_unread_arguments(event, index);
+        }
         match index.checked_add(1) {
             Some(events) => self.run.events = events,
             // Positions would wrap: the engine refuses the summary, the events go one by one.
@@ -695,11 +732,11 @@ mod tests {
         };
         let prepared = plan.prepare(&read);
         summarizer.run.events = u32::MAX - 1;
-        summarizer.push(&prepared);
+        summarizer.push(&read, &prepared);
         let summary = summarizer.finish();
         assert!(summary.mergeable, "one more event still fits");
         summarizer.run.events = u32::MAX;
-        summarizer.push(&prepared);
+        summarizer.push(&read, &prepared);
         let summary = summarizer.finish();
         assert!(!summary.mergeable);
         assert!(!engine.apply_summary(&summary, |k| (Some(u64::from(k)), u64::from(k))));
