@@ -24,6 +24,8 @@
 //! `subagent_type` takes a subagent of any type when no call names it) as its parent span,
 //! with the attribute `x.claude_hook.spawned_by`. A call spawns one subagent. So
 //! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
+//! A spawning call without `tool_use_id` (older Claude Code) gets an id made from its
+//! start's line (`#L<line>`), which the end holding the same tool and input takes.
 //! A subagent that starts again after its stop (resumed under its `agent_id`) is a new run,
 //! linked to the call in flight then; so is one that starts again without a captured stop
 //! once the call of its run has ended, its earlier run ended by an inferred stop. When no
@@ -95,6 +97,12 @@ pub struct ClaudeHookAdapter {
     /// ends at once, so a later `SubagentStart` of the subagent repeats its start rather than
     /// resuming it.
     background_runs: VecDeque<(Option<String>, String)>,
+    /// Spawning calls started without a `tool_use_id` (older Claude Code writes none, a
+    /// capture may write `""`) and not ended, oldest first (at most [`MAX_SPAWNERS`]): their
+    /// session, what the start held, and the id made for them (`#L<line>`), which the end
+    /// that holds the same takes, so that the call pairs, and the subagent it spawned links
+    /// to it, as with an id.
+    idless_spawners: VecDeque<(Option<String>, Holds, String)>,
 }
 
 /// A subagent whose spawning call has not been read yet (see
@@ -572,7 +580,26 @@ impl TraceAdapter for ClaudeHookAdapter {
         // Whether the subagent was seen before this record (a `SubagentStop` first is one
         // whose start was not captured).
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
-        let (seen, tool_span) = match (&tool_use_id, &tool_name) {
+        // A spawning call without an id gets one made from its start's line.
+        let made_id = match (&tool_use_id, &tool_name) {
+            (None, Some(name)) if is_tool_event && spawning_call(object).is_some() => {
+                let holds = Holds::of(name, member(object, "tool_input"), agent_id.as_deref());
+                if hook == "PreToolUse" {
+                    let id = format!("#L{line}");
+                    push_bounded(&mut self.idless_spawners, (session_id.clone(), holds, id.clone()));
+                    Some(id)
+                } else {
+                    let at = self
+                        .idless_spawners
+                        .iter()
+                        .position(|(session, started, _)| *session == session_id && *started == holds);
+                    at.and_then(|at| self.idless_spawners.remove(at)).map(|(_, _, id)| id)
+                }
+            }
+            _ => None,
+        };
+        let call_id = tool_use_id.as_ref().or(made_id.as_ref());
+        let (seen, tool_span) = match (call_id, &tool_name) {
             (Some(id), Some(name)) if is_tool_event => {
                 let holds = Holds::of(name, member(object, "tool_input"), agent_id.as_deref());
                 let (seen, span) = self.note_tool_record(&hook, (session_id.clone(), id.clone()), holds, line);

@@ -372,6 +372,35 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
     assert_eq!(spawned(text), owned_links(&[("ag_1", None)]));
 }
 
+/// Spawning calls without `tool_use_id` (older Claude Code, or `""` from a capture): the
+/// start and the end that holds the same pair under an id made from the start's line, and
+/// the subagent that starts in between links to that call, as with ids; an end that holds
+/// other input (rewritten) is not taken for the start.
+#[test]
+fn claude_hook_spawning_calls_without_ids_pair_and_link() {
+    let text = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"x","prompt":"a"}}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"x"}
+{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Grep","tool_input":{"pattern":"p"},"agent_id":"ag_1","agent_type":"x"}
+{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"ag_1"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"x","prompt":"a"},"tool_response":{}}
+"#;
+    assert_eq!(spawned(text), owned_links(&[("ag_1", Some("#L1"))]));
+    let got = events(text);
+    let span = |at: usize| got[at].span.clone().unwrap().span_id;
+    assert_eq!((got[0].event_type, span(0).as_deref()), (EventType::ToolCallStart, Some("#L1")));
+    let end = got.iter().rposition(|event| event.event_type == EventType::ToolCallEnd).unwrap();
+    assert_eq!(span(end).as_deref(), Some("#L1"), "the end takes its start's made id");
+    assert!(got.iter().all(|event| !event.attributes.contains_key("gen_ai.tool.call.id")), "no id was recorded");
+    assert!(got.iter().all(|event| !event.attributes.contains_key("x.claude_hook.spawner_stand_in")));
+    // `""` ids read the same.
+    assert_eq!(spawned(&text.replace(r#""tool_input""#, r#""tool_use_id":"","tool_input""#)), spawned(text));
+    // An end with other input is not that call's: the start keeps its made id alone.
+    let rewritten = text.replace(r#","prompt":"a"},"tool_response""#, r#","prompt":"b"},"tool_response""#);
+    let got = events(&rewritten);
+    let end = got.iter().rposition(|event| event.event_type == EventType::ToolCallEnd).unwrap();
+    assert_ne!(got[end].span.clone().unwrap().span_id.as_deref(), Some("#L1"));
+}
+
 /// An empty id is no id, as `null` is (a capture that writes `jq '.id // ""'`): two hook
 /// calls without ids are two calls, a main-thread record with `agent_id: ""` is no
 /// subagent, and tooltrace lines with `trace_id: ""` do not nest under each other.
