@@ -5,7 +5,7 @@
 //! | `PreToolUse` | `tool_call_start` |
 //! | `PostToolUse` | `tool_call_end`, status `ok` (it fires only on success), `data.output` = `tool_response` |
 //! | `PostToolUseFailure` | `tool_call_end`, status `error` (`cancelled` when `is_interrupt`), `error.message` = `error` |
-//! | `SubagentStart` / `SubagentStop` | `agent_invoke_start` / `agent_invoke_end`, span id = `agent_id` |
+//! | `SubagentStart` / `SubagentStop` | `agent_invoke_start` / `agent_invoke_end`, span id = `agent_id` (a stop without `agent_id` is `custom`) |
 //! | anything else | `custom` with `data.kind` = the hook name |
 //!
 //! Span: trace id = `session_id`, span id = `tool_use_id`, parent = `agent_id` (inside a
@@ -695,7 +695,9 @@ impl TraceAdapter for ClaudeHookAdapter {
                 }
                 (EventType::AgentInvokeStart, agent_id.clone(), spawner, agent_type.clone())
             }
-            "SubagentStop" => {
+            // A stop without `agent_id` (as Claude Code wrote it before subagent ids) names no
+            // subagent: it ends none, and it is no call.
+            "SubagentStop" if agent_key.is_some() => {
                 if let Some(key) = &agent_key {
                     self.background_runs.retain(|run| run != key);
                     self.note_agent(key, Run::Stopped);

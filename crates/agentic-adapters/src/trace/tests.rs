@@ -372,6 +372,21 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
     assert_eq!(spawned(text), owned_links(&[("ag_1", None)]));
 }
 
+/// A `SubagentStop` without `agent_id` (Claude Code before subagent ids) names no subagent:
+/// it is a `custom` event, not the end of a nameless agent call.
+#[test]
+fn claude_hook_a_subagent_stop_without_agent_id_is_no_call() {
+    let text = r#"{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"x"}
+{"session_id":"s","hook_event_name":"SubagentStop","stop_hook_active":false}
+"#;
+    let got = events(text);
+    assert_eq!(
+        got.iter().map(|event| event.event_type).collect::<Vec<_>>(),
+        [EventType::AgentInvokeStart, EventType::Custom]
+    );
+    assert_eq!(got[1].data["kind"], "SubagentStop");
+}
+
 /// Spawning calls without `tool_use_id` (older Claude Code, or `""` from a capture): the
 /// start and the end that holds the same pair under an id made from the start's line, and
 /// the subagent that starts in between links to that call, as with ids; an end that holds
