@@ -534,7 +534,24 @@ impl TraceAdapter for ClaudeHookAdapter {
         let hook = match member(object, "hook_event_name") {
             Some(Value::String(name)) if !name.is_empty() => name.clone(),
             Some(other) => return Err(format!("`hook_event_name` must be a non-empty string, found {other}")),
-            None => return Err("missing `hook_event_name`".to_owned()),
+            None => {
+                // A record of another format: say which, since the first record told the format.
+                let other = if member(object, "resourceSpans").is_some() {
+                    Some(("an OTLP/JSON export (`resourceSpans`)", "otlp_json"))
+                } else if member(object, "tool_name").is_some() {
+                    Some(("a tooltrace record (`tool_name` without `hook_event_name`)", "tooltrace"))
+                } else {
+                    None
+                };
+                return Err(match other {
+                    Some((what, format)) => format!(
+                        "missing `hook_event_name`: this is {what} in a file read as Claude Code hook records (the \
+                         format is told from the first record); keep each format in a file of its own and read it \
+                         with `--trace-format {format}`"
+                    ),
+                    None => "missing `hook_event_name`".to_owned(),
+                });
+            }
         };
         // A hook this adapter reads, spelled another way (`pretooluse`, `pre_tool_use`,
         // `PreToolUse `: a capture script that changed it): read as an unknown hook, its call

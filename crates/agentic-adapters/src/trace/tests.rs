@@ -1077,6 +1077,11 @@ fn one_bad_document_then_bash(mut bytes: Vec<u8>, bad_line: u64) -> Vec<Result<C
 #[test]
 fn forced_format_reads_records_of_that_format_only() {
     let got = read(OTLP, Some(TraceFormat::Tooltrace));
+    let message = &got[0].as_ref().unwrap_err().message;
+    assert!(message.contains("`resourceSpans` holds an OTLP/JSON export, not a tooltrace record"), "{message}");
+    assert!(message.contains("`--trace-format otlp_json`"), "{message}");
+    // A record of neither format is missing the field.
+    let got = read("{\"name\": \"x\"}\n", Some(TraceFormat::Tooltrace));
     assert!(got[0].as_ref().unwrap_err().message.contains("missing `tool_name`"));
     assert_eq!(TraceFormat::from_name("otlp"), Some(TraceFormat::OtlpJson));
     assert_eq!(TraceFormat::from_name("nope"), None);

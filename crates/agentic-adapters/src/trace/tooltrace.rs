@@ -70,14 +70,10 @@ impl TraceAdapter for TooltraceAdapter {
         let Value::Object(object) = &record else {
             return Err(format!("expected a JSON object, found {}", kind_of(&record)));
         };
-        let tool_name = match member(object, "tool_name") {
-            Some(Value::String(name)) if !name.is_empty() => name.clone(),
-            Some(other) => return Err(format!("`tool_name` must be a non-empty string, found {other}")),
-            None => return Err("missing `tool_name`".to_owned()),
-        };
         // A Claude Code hook record in a tooltrace file (a capture that changed format part
         // way through): read as tooltrace, its arguments (`tool_input`) would be lost and a
-        // call counted at its start and again at its end.
+        // call counted at its start and again at its end. (Before `tool_name`: hook records
+        // of other events have none.)
         if let Some(field) = ["hook_event_name", "tool_input"].into_iter().find(|field| member(object, field).is_some())
         {
             return Err(format!(
@@ -85,6 +81,16 @@ impl TraceAdapter for TooltraceAdapter {
                  keep each format in a file of its own and read the hook records with `--trace-format claude_hook`"
             ));
         }
+        if member(object, "resourceSpans").is_some() {
+            return Err("`resourceSpans` holds an OTLP/JSON export, not a tooltrace record: keep each format in a \
+                        file of its own and read the export with `--trace-format otlp_json`"
+                .to_owned());
+        }
+        let tool_name = match member(object, "tool_name") {
+            Some(Value::String(name)) if !name.is_empty() => name.clone(),
+            Some(other) => return Err(format!("`tool_name` must be a non-empty string, found {other}")),
+            None => return Err("missing `tool_name`".to_owned()),
+        };
         let record_time = record_time(object, "timestamp");
         let timestamp = record_time.time;
         let span_type = opt_str(object, "span_type")?;

@@ -1007,8 +1007,10 @@ fn run_trace(
             agentic_eval::compliance::append_sentence(&mut rule.notes, &warning);
         }
     }
-    if outcome.events == 0 && skipped > 0 {
-        // Nothing usable: scoring the rules on an empty trace would pass every `never`.
+    if outcome.calls == 0 && skipped > 0 {
+        // Nothing usable: scoring the rules on a trace without calls would pass every `never`,
+        // while the malformed records may be the calls (a file whose first record is of
+        // another format than the rest: the first record tells the format).
         let hint = match trace_head_kind(path) {
             HeadKind::CarriageReturnsOnly => {
                 "; its lines end in a carriage return alone (old Mac line endings), so it reads as one line: convert \
@@ -1020,9 +1022,19 @@ fn run_trace(
             }
             HeadKind::Text => "",
         };
+        if outcome.events == 0 {
+            bail!(
+                "no record of trace `{path}` could be read ({skipped} malformed); \
+                 check that it is a trace (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON) and the --trace-format{hint}"
+            );
+        }
         bail!(
-            "no record of trace `{path}` could be read ({skipped} malformed); \
-             check that it is a trace (tooltrace JSONL, Claude Code hook JSONL or OTLP/JSON) and the --trace-format{hint}"
+            "no call of trace `{path}` could be read: {} event(s) were read, none of them a tool call or agent \
+             invocation, and {skipped} record(s) were malformed{}, which may be the calls (the format is told from \
+             the first record: a file that starts with a record of another format reads the rest as malformed); \
+             check the warnings above, keep each format in a file of its own, and set --trace-format{hint}",
+            outcome.events,
+            first_skipped.map_or_else(String::new, |line| format!(" (first at line {line})")),
         );
     }
     if outcome.calls == 0 && !spec.rules.is_empty() {

@@ -1218,6 +1218,36 @@ fn an_explicit_trace_format_is_used_as_given() {
     assert_eq!(wrong.report, Value::Null);
 }
 
+/// A file whose first record is of another format than the rest (a hook record, then the
+/// seed's lines): the first record tells the format, so the rest is malformed. With no call
+/// read, that is bad input, not a trace on which `never` holds; each skipped line says what
+/// it is and how to read it.
+#[test]
+fn a_trace_whose_calls_are_all_malformed_is_bad_input() {
+    let prompt = json!({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "go"}).to_string();
+    let seed = json!({"timestamp": "2026-01-01T00:00:00Z", "tool_name": "Bash", "span_type": "child",
+        "trace_id": "a", "args": {"command": "rm -rf /"}})
+    .to_string();
+    let run = check_rules(&[("M-01", "{never: {tool: Bash}}")], &format!("{prompt}\n{seed}\n"));
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("line 2: claude_hook record: missing `hook_event_name`: this is a tooltrace record"),
+        "{}",
+        run.stderr()
+    );
+    assert!(run.stderr().contains("--trace-format tooltrace` (skipped)"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("no call of trace `")
+            && run.stderr().contains("1 record(s) were malformed (first at line 2)"),
+        "{}",
+        run.stderr()
+    );
+    // Calls read beside a malformed record: scored, with the warning in the notes.
+    let run = check_rules(&[("M-01", "{never: {tool: Bash}}")], &format!("{seed}\n{prompt}\n"));
+    assert_eq!(run.results(), owned(&[("M-01", "FAIL", 0.0)]));
+    assert!(run.stderr().contains("`hook_event_name` is a field of Claude Code hook records"), "{}", run.stderr());
+}
+
 #[test]
 fn a_spec_with_errors_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
