@@ -627,6 +627,40 @@ fn describe_text_match(text: &TextMatch) -> String {
     parts.join(" ")
 }
 
+/// What is wrong with an argument path, if anything: an empty path or segment (`a..b`,
+/// `command.`), or brackets (`edits[0]`, the evidence paths' spelling, which argument paths
+/// do not read: the key would be looked up with its brackets).
+fn argument_path_problem(key: &str, path: &[String]) -> Option<&'static str> {
+    if key.is_empty() {
+        Some("is empty")
+    } else if path.iter().any(String::is_empty) {
+        Some("has an empty segment (a dot at its start or end, or two in a row)")
+    } else if key.contains(['[', ']']) {
+        Some("has brackets, which argument paths do not read (segments are separated by dots)")
+    } else {
+        None
+    }
+}
+
+/// `edits[0].old_string` and `a["b"]` written with dots (`edits.0.old_string`, `a.b`), when
+/// that reads as a path.
+fn dotted_form(key: &str) -> Option<String> {
+    let mut dotted = String::new();
+    for part in key.split(['[', ']']).filter(|part| !part.is_empty()) {
+        let part = part.trim_matches('.');
+        let part = part.trim_matches(|c| c == '"' || c == '\'');
+        if part.is_empty() {
+            continue;
+        }
+        if !dotted.is_empty() {
+            dotted.push('.');
+        }
+        dotted.push_str(part);
+    }
+    let path: Vec<String> = dotted.split('.').map(str::to_owned).collect();
+    (dotted != key && argument_path_problem(&dotted, &path).is_none()).then_some(dotted)
+}
+
 pub(crate) fn compile_matcher(
     matcher: &EventMatcher,
     pointer: &str,
@@ -675,6 +709,21 @@ pub(crate) fn compile_matcher(
     let mut arg_descriptions = Vec::new();
     for (key, text) in matcher.args.iter().flatten() {
         let path: Vec<String> = key.split('.').map(str::to_owned).collect();
+        if let Some(problem) = argument_path_problem(key, &path) {
+            diagnostics.push(
+                Diagnostic::error("invalid-argument-path", format!("argument path `{key}` {problem}"))
+                    .at_pointer(format!("{pointer}/args/{}", agentic_core::yaml::pointer_segment(key)))
+                    .with_hint(match dotted_form(key) {
+                        Some(dotted) => format!(
+                            "write `{dotted}`: segments are separated by dots, and list positions are numbers; \
+                             `args_text` matches the whole arguments as text"
+                        ),
+                        None => "name an argument (`command`), or one inside it with dots and list positions as \
+                                 numbers (`edits.0.old_string`); `args_text` matches the whole arguments as text"
+                            .to_owned(),
+                    }),
+            );
+        }
         let compiled = compile_text_match(text, &format!("{pointer}/args/{key}"), diagnostics);
         arg_descriptions.push(format!("{} {}", shown_name(key), describe_text_match(text)));
         args.push((path, compiled));
@@ -848,6 +897,14 @@ pub(crate) fn compile_rule(
                 Diagnostic::error("rule-empty", "`count` has neither `at_least` nor `at_most`")
                     .at_pointer(format!("{pointer}/count"))
                     .with_hint("add `at_least: 1` or `at_most: N`"),
+            );
+        }
+        // At least zero, and no most: every trace holds it.
+        if count.at_least == Some(0) && count.at_most.is_none() {
+            diagnostics.push(
+                Diagnostic::error("rule-empty", "`count` with only `at_least: 0` holds on every trace")
+                    .at_pointer(format!("{pointer}/count"))
+                    .with_hint("ask for `at_least: 1` (the call must occur), or add `at_most: N`"),
             );
         }
         if let (Some(low), Some(high)) = (count.at_least, count.at_most)
@@ -4412,14 +4469,16 @@ mod tests {
             Some(&format!("t{}", total - 1)),
             2 * total + 2,
         ));
-        let rules = vec![rule(json!({"count": {"of": {"tool": "Bash"}, "at_least": 0}, "within": {"tool": "Task"}}))];
+        let rules = vec![rule(
+            json!({"count": {"of": {"tool": "Bash"}, "at_least": 0, "at_most": 1_000_000}, "within": {"tool": "Task"}}),
+        )];
         let outcome = SequenceEngine::run(rules, events, 0);
         // Every direct child counts, plus the late child of the newest Task; the late child of
         // the oldest Task does not, and the note says so.
         assert_eq!(
             outcome.outcomes[0].notes,
             format!(
-                "within Task: Bash occurs {} time(s); expected at least 0. Warning: 1 call(s) were under a scope \
+                "within Task: Bash occurs {} time(s); expected between 0 and 1000000. Warning: 1 call(s) were under a scope \
                  span more than {POST_ONLY_SCOPE_WINDOW} ended scope spans back, which the rule no longer tracks; \
                  they counted as outside the scope (a writer that logs the calls of a scope within {POST_ONLY_SCOPE_WINDOW} scope lines of it avoids this).",
                 total + 1
@@ -4738,7 +4797,7 @@ mod tests {
         let within = json!({"tool": "Task", "args": {"d": {"equals": "outer"}}});
         vec![
             json!({"never": {"tool": "Write"}, "within": within}),
-            json!({"count": {"of": {"tool": "Write"}, "at_least": 0}, "within": within}),
+            json!({"count": {"of": {"tool": "Write"}, "at_least": 0, "at_most": 1_000_000}, "within": within}),
         ]
     }
 
@@ -4959,7 +5018,9 @@ mod tests {
         let rules = || {
             vec![
                 rule(json!({"never": {"tool": "Bash"}, "within": {"agent": "main"}})),
-                rule(json!({"count": {"of": {"agent": "*"}, "at_least": 0}, "within": {"agent": "main"}})),
+                rule(
+                    json!({"count": {"of": {"agent": "*"}, "at_least": 0, "at_most": 1_000_000}, "within": {"agent": "main"}}),
+                ),
             ]
         };
         let direct = vec![
@@ -5728,7 +5789,9 @@ mod tests {
             ];
             let rules = vec![
                 rule(json!({"never": {"tool": "Bash"}, "within": {"agent": "reviewer"}})),
-                rule(json!({"count": {"of": {"tool": "Bash"}, "at_least": 0}, "within": {"agent": "reviewer"}})),
+                rule(
+                    json!({"count": {"of": {"tool": "Bash"}, "at_least": 0, "at_most": 1_000_000}, "within": {"agent": "reviewer"}}),
+                ),
             ];
             let outcome = SequenceEngine::run(rules, events, 0);
             assert!(!outcome.outcomes[0].passed, "{kind:?}: {}", outcome.outcomes[0].notes);
@@ -5939,6 +6002,11 @@ mod tests {
             (json!({}), "rule-empty"),
             (json!({"never": {"tool": "A"}, "count": {"of": {"tool": "A"}, "at_least": 1}}), "rule-ambiguous"),
             (json!({"count": {"of": {"tool": "A"}, "at_least": 3, "at_most": 1}}), "rule-contradiction"),
+            (json!({"count": {"of": {"tool": "A"}, "at_least": 0}}), "rule-empty"),
+            (
+                json!({"never": {"tool": "Edit", "args": {"edits[0].old_string": {"contains": "x"}}}}),
+                "invalid-argument-path",
+            ),
             (json!({"before": {"a": {"tool": "A"}, "b": {"tool": "A"}}}), "rule-contradiction"),
             (json!({"never": {"tool": "A", "agent": "B"}}), "matcher-ambiguous"),
             (json!({"never": {"tool": "A", "args": {"x": {"regex": "("}}}}), "invalid-regex"),
@@ -5950,5 +6018,11 @@ mod tests {
             compile_rule(&rule, "/r", &mut diagnostics);
             assert!(diagnostics.iter().any(|d| d.code == code), "{yaml}: {diagnostics:?}");
         }
+        // Zero as the lower bound of a range checks something.
+        let rule: SequenceRule =
+            serde_json::from_value(json!({"count": {"of": {"tool": "A"}, "at_least": 0, "at_most": 2}})).unwrap();
+        let mut diagnostics = Vec::new();
+        compile_rule(&rule, "/r", &mut diagnostics);
+        assert_eq!(diagnostics, []);
     }
 }

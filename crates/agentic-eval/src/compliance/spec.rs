@@ -303,6 +303,18 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
     let loaded = loader().load::<CheckpointSpec>(text);
     let mut diagnostics = loaded.diagnostics;
     for diagnostic in &mut diagnostics {
+        // `args: {regex: ...}` (a text matcher where argument names belong) most likely meant
+        // the whole arguments as text.
+        if let Some(form) = diagnostic.pointer.as_deref().and_then(|at| {
+            let (before, form) = at.rsplit_once('/')?;
+            (before.ends_with("/args") && matches!(form, "regex" | "glob" | "contains" | "equals")).then_some(form)
+        }) && diagnostic.message.contains("must be a mapping")
+        {
+            diagnostic.hint = Some(format!(
+                "`args` maps argument names to matchers (`args: {{command: {{{form}: ...}}}}`); to match the whole \
+                 arguments as text, write `args_text: {{{form}: ...}}`"
+            ));
+        }
         // An empty `partial_criteria` most likely meant "no criteria": that is Mode B, written
         // by leaving the key out.
         if diagnostic.code == "invalid-value"
@@ -325,6 +337,7 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
             spec = compiled;
         }
     } else if let Some(repaired) = loaded.repaired {
+        let ids: Vec<String> = repaired.checkpoints.iter().map(|checkpoint| checkpoint.id.clone()).collect();
         let (_, more) = check_spec(repaired);
         // The repair dropped or stood in for what the schema rejected, so a finding about a
         // place holding such an error, or inside a stand-in, only restates it (`{equals: 3}`
@@ -371,8 +384,26 @@ pub fn load_spec(text: &str, file: &str) -> SpecLoad {
             .and_then(|document| document.value.get("checkpoints"))
             .and_then(serde_json::Value::as_array)
             .is_some_and(Vec::is_empty);
-        let more: Vec<Diagnostic> =
-            more.into_iter().filter(|d| (d.code != "spec-empty" || written_empty) && !restates(d)).collect();
+        // A checkpoint whose rule holds a stand-in (`args: {regex: "..."}` set aside leaves a
+        // matcher of every call of its tool) would be said to contradict others: findings
+        // that name such a checkpoint are about the stand-in.
+        let stood_in: Vec<&str> = rejected
+            .iter()
+            .filter_map(|at| {
+                let rest = at.strip_prefix("/checkpoints/")?;
+                let (index, rest) = rest.split_once('/')?;
+                rest.starts_with("verification/rule/").then(|| ids.get(index.parse::<usize>().ok()?))?
+            })
+            .map(String::as_str)
+            .collect();
+        let about_stand_in = |d: &Diagnostic| {
+            d.code == "checkpoint-contradiction"
+                && stood_in.iter().any(|id| d.message.contains(&format!("checkpoint `{id}`")))
+        };
+        let more: Vec<Diagnostic> = more
+            .into_iter()
+            .filter(|d| (d.code != "spec-empty" || written_empty) && !restates(d) && !about_stand_in(d))
+            .collect();
         diagnostics.extend(more);
     }
     if let Some(document) = &loaded.document {
@@ -1100,8 +1131,8 @@ fn detect_rule_conflicts(
 }
 
 /// Flags two `before` rules (unscoped, or with the same scope, and the same `applies_when`)
-/// that ask for opposite orders: `before: {a: Read, b: Write}` next to `before: {a: Write,
-/// b: Read}`. Both need both calls, so with every call of the one's `a` a `b` of the other
+/// that ask for opposite orders: `before: {a: {tool: Read}, b: {tool: Write}}` next to `before: {a: {tool: Write},
+/// b: {tool: Read}}`. Both need both calls, so with every call of the one's `a` a `b` of the other
 /// (and the other way round), the first of each cannot come first twice.
 fn detect_opposite_orders(
     spec: &CheckpointSpec,
@@ -2151,6 +2182,48 @@ checkpoints:
             )
         );
         assert!(loaded.spec.is_some(), "a warning does not stop the check");
+    }
+
+    /// Argument paths that can name no argument (empty segments, the evidence paths'
+    /// brackets) are errors: a `never` on them would pass unseen.
+    #[test]
+    fn argument_paths_that_name_nothing_are_errors() {
+        let rule = |args: &str| {
+            format!(
+                "workflow: wf\nspec_version: \"1\"\ncheckpoints:\n  - {{id: P2-01, tier: 2, instruction: x, severity: high, verification: {{method: tool_sequence, evidence_sources: [trace_file], rule: {{never: {{tool: Edit, args: {{{args}: {{contains: x}}}}}}}}}}}}\n"
+            )
+        };
+        let found = |args: &str| {
+            load_spec(&rule(args), "spec.yaml")
+                .diagnostics
+                .into_iter()
+                .filter(|d| d.code == "invalid-argument-path")
+                .map(|d| (d.pointer.unwrap_or_default(), d.hint.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        };
+        let at = "/checkpoints/0/verification/rule/never/args";
+        let bracket = found("\"edits[0].old_string\"");
+        assert_eq!(bracket.len(), 1, "{bracket:?}");
+        assert_eq!(bracket[0].0, format!("{at}/edits[0].old_string"));
+        assert!(bracket[0].1.starts_with("write `edits.0.old_string`:"), "{bracket:?}");
+        assert!(found("'a[\"b\"]'")[0].1.starts_with("write `a.b`:"));
+        for bad in ["\"command.\"", "\".\"", "\"\"", "\"a..b\""] {
+            assert_eq!(found(bad).len(), 1, "{bad}");
+        }
+        for good in ["command", "edits.0.old_string", "\"a.0\""] {
+            assert_eq!(found(good), [], "{good}");
+        }
+    }
+
+    /// `args: {regex: ...}` is told to write `args_text`, and the matcher left in its place
+    /// (every `Bash` call) is not said to contradict other checkpoints.
+    #[test]
+    fn a_text_matcher_under_args_points_to_args_text() {
+        let text = "workflow: wf\nspec_version: \"1\"\ncheckpoints:\n  - {id: P2-01, tier: 2, instruction: x, severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {never: {tool: Bash, args: {regex: \"git push -f\"}}}}}\n  - {id: P2-02, tier: 2, instruction: y, severity: high, verification: {method: tool_sequence, evidence_sources: [trace_file], rule: {count: {of: {tool: Bash}, at_least: 1}}}}\n";
+        let loaded = load_spec(text, "spec.yaml");
+        let codes: Vec<&str> = loaded.diagnostics.iter().map(|d| d.code.as_str()).collect();
+        assert_eq!(codes, ["invalid-type"], "{:?}", loaded.diagnostics);
+        assert!(loaded.diagnostics[0].hint.as_deref().unwrap().contains("write `args_text: {regex: ...}`"));
     }
 
     #[test]
