@@ -24,6 +24,8 @@
 //! `subagent_type` takes a subagent of any type when no call names it) as its parent span,
 //! with the attribute `x.claude_hook.spawned_by`. A call spawns one subagent. So
 //! `within: {tool: Task}` holds the subagent's calls, as it does in tooltrace and OTLP traces.
+//! A background call (`run_in_background`) that ended before a subagent linked to it
+//! links the next subagent of its type that starts with no call in flight.
 //! A spawning call without `tool_use_id` (older Claude Code) gets an id made from its
 //! start's line (`#L<line>`), which the end holding the same tool and input takes.
 //! A subagent that starts again after its stop (resumed under its `agent_id`) is a new run,
@@ -103,6 +105,10 @@ pub struct ClaudeHookAdapter {
     /// that holds the same takes, so that the call pairs, and the subagent it spawned links
     /// to it, as with an id.
     idless_spawners: VecDeque<(Option<String>, Holds, String)>,
+    /// Background spawning calls (`run_in_background`) that ended before any subagent was
+    /// linked to them, oldest first (at most [`MAX_SPAWNERS`]): such a call ends as soon as
+    /// it launches its subagent, whose `SubagentStart` may be written after the call's end.
+    launched: VecDeque<Spawner>,
 }
 
 /// A subagent whose spawning call has not been read yet (see
@@ -355,6 +361,9 @@ impl ClaudeHookAdapter {
             }
             let at = self.spawners.iter().position(this)?;
             let ended = self.spawners.remove(at)?;
+            if ended.background {
+                push_bounded(&mut self.launched, ended.clone());
+            }
             // Only a subagent that started while this call was in flight can have been its.
             return self
                 .linked
@@ -454,16 +463,7 @@ impl ClaudeHookAdapter {
     /// Where in the calls in flight is the one that would spawn a subagent of `agent_type`
     /// starting now in `session_id` (see [`ClaudeHookAdapter::take_spawner`]).
     fn find_spawner(&self, agent_type: Option<&str>, session_id: Option<&String>) -> Option<usize> {
-        let same_session = |spawner: &Spawner| spawner.session_id.as_ref() == session_id;
-        agent_type
-            .and_then(|kind| {
-                self.spawners
-                    .iter()
-                    .position(|spawner| same_session(spawner) && spawner.subagent_type.as_deref() == Some(kind))
-            })
-            .or_else(|| {
-                self.spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.is_none())
-            })
+        spawner_for(&self.spawners, agent_type, session_id)
     }
 
     /// Where in the calls in flight of `session_id` is one that names `agent_id` as the
@@ -509,7 +509,16 @@ impl ClaudeHookAdapter {
     ) -> Option<String> {
         // A call that names the subagent it resumes (`tool_input.resume`) spawned it.
         let resumed_by = agent_id.and_then(|agent| self.resuming_spawner(session_id, agent));
-        let at = resumed_by.or_else(|| self.find_spawner(agent_type, session_id))?;
+        let Some(at) = resumed_by.or_else(|| self.find_spawner(agent_type, session_id)) else {
+            // A background call that ended before its subagent started: its subagent runs
+            // after it, as a background subagent does.
+            let at = spawner_for(&self.launched, agent_type, session_id)?;
+            let spawner = self.launched.remove(at)?;
+            if let Some(agent) = agent_id {
+                push_bounded(&mut self.background_runs, (session_id.cloned(), agent.to_owned()));
+            }
+            return Some(spawner.tool_use_id);
+        };
         let mut spawner = self.spawners.remove(at)?;
         spawner.subagent = agent_id.map(str::to_owned);
         spawner.linked = self.records;
@@ -833,6 +842,17 @@ fn spawning_call(object: &Map<String, Value>) -> Option<Option<&str>> {
 }
 
 /// Appends to a queue of at most [`MAX_SPAWNERS`] entries, the oldest going first.
+/// Where in `spawners` is the oldest call of `session_id` that would spawn a subagent of
+/// `agent_type`: one that names the type, else one that names none.
+fn spawner_for(spawners: &VecDeque<Spawner>, agent_type: Option<&str>, session_id: Option<&String>) -> Option<usize> {
+    let same_session = |spawner: &Spawner| spawner.session_id.as_ref() == session_id;
+    agent_type
+        .and_then(|kind| {
+            spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.as_deref() == Some(kind))
+        })
+        .or_else(|| spawners.iter().position(|spawner| same_session(spawner) && spawner.subagent_type.is_none()))
+}
+
 fn push_bounded<T>(queue: &mut VecDeque<T>, item: T) {
     if queue.len() == MAX_SPAWNERS {
         queue.pop_front();

@@ -372,6 +372,29 @@ fn claude_hook_subagents_are_linked_to_the_call_that_spawned_them() {
     assert_eq!(spawned(text), owned_links(&[("ag_1", None)]));
 }
 
+/// A background `Task` ends as soon as it launches its subagent, whose `SubagentStart` may
+/// be written after the call's end: it still links to that call. A call that ran in the
+/// foreground and ended spawned nothing after its end.
+#[test]
+fn claude_hook_a_background_call_links_the_subagent_that_starts_after_its_end() {
+    let text = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Task","tool_input":{"subagent_type":"bg","run_in_background":true},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Task","tool_input":{"subagent_type":"bg","run_in_background":true},"tool_response":{"status":"async_launched"},"tool_use_id":"task_1"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1","agent_type":"bg"}
+{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_2","agent_type":"bg"}
+"#;
+    assert_eq!(spawned(text), owned_links(&[("ag_1", Some("task_1")), ("ag_2", None)]));
+    let foreground = text.replace(r#","run_in_background":true"#, "");
+    assert_eq!(spawned(&foreground), owned_links(&[("ag_1", None), ("ag_2", None)]));
+    // Another session's subagent is not its.
+    assert_eq!(
+        spawned(&text.replace(
+            r#"{"session_id":"s","hook_event_name":"SubagentStart","agent_id":"ag_1""#,
+            r#"{"session_id":"t","hook_event_name":"SubagentStart","agent_id":"ag_1""#
+        )),
+        owned_links(&[("ag_1", None), ("ag_2", Some("task_1"))])
+    );
+}
+
 /// A `SubagentStop` without `agent_id` (Claude Code before subagent ids) names no subagent:
 /// it is a `custom` event, not the end of a nameless agent call.
 #[test]
