@@ -233,6 +233,12 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             let utc = chrono::DateTime::parse_from_rfc3339(stamp)
                 .with_context(|| format!("`--evaluated-at` `{stamp}` is not an RFC 3339 time"))?
                 .with_timezone(&chrono::Utc);
+            if misplaced_leap_second(&utc) {
+                bail!(
+                    "`--evaluated-at` `{stamp}` has second 60 outside the last minute of a UTC day; RFC 3339 allows a \
+                     leap second only at 23:59:60 UTC: give the time with seconds 00 to 59"
+                );
+            }
             // RFC 3339 has four-digit years: an offset must not carry the time past them.
             if !(0..=9999).contains(&chrono::Datelike::year(&utc)) {
                 bail!(
@@ -309,7 +315,9 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
                     twice.id
                 );
             }
-            if chrono::DateTime::parse_from_rfc3339(&baseline.evaluated_at).is_err() {
+            if !chrono::DateTime::parse_from_rfc3339(&baseline.evaluated_at)
+                .is_ok_and(|time| !misplaced_leap_second(&time.with_timezone(&chrono::Utc)))
+            {
                 bail!(
                     "baseline `{path}` has `evaluated_at` `{}`, not an RFC 3339 time (like 2026-11-24T09:30:00Z); use a \
                      report written by `agentic check --json`, not an edited one",
@@ -1305,6 +1313,13 @@ fn warn_on_missing_inputs(
             );
         }
     }
+}
+
+/// Whether `time` holds a leap second (second 60, which chrono keeps as a second's worth
+/// of nanoseconds) anywhere but in the last minute of a UTC day, as RFC 3339 (§5.7) allows.
+fn misplaced_leap_second(time: &chrono::DateTime<chrono::Utc>) -> bool {
+    use chrono::Timelike;
+    time.nanosecond() >= 1_000_000_000 && !(time.hour() == 23 && time.minute() == 59)
 }
 
 /// Warns when `--trace-format` names another format than the trace's first record looks

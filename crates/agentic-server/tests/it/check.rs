@@ -2237,6 +2237,17 @@ fn report_outputs_baselines_and_bom_inputs_behave() {
     let before =
         agentic().arg("check").args(&args).args(["--evaluated-at", "0000-01-01T00:30:00+01:00"]).output().unwrap();
     assert_eq!(before.status.code(), Some(2));
+    // A leap second only in the last minute of a UTC day (RFC 3339 §5.7), whatever the offset.
+    let leap = |stamp: &str| {
+        let run = agentic().arg("check").args(&args).args(["--evaluated-at", stamp, "--json", "-"]).output().unwrap();
+        (run.status.code(), String::from_utf8_lossy(&run.stderr).into_owned())
+    };
+    let (code, stderr) = leap("2026-06-15T12:30:60Z");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("RFC 3339 allows a leap second only at 23:59:60 UTC"), "{stderr}");
+    assert_eq!(leap("2026-06-15T18:00:60.5+05:30").0, Some(2));
+    assert_ne!(leap("2026-12-31T23:59:60Z").0, Some(2));
+    assert_ne!(leap("2027-01-01T05:29:60+05:30").0, Some(2));
 
     // A report of another schema major version is not compared field by field.
     let mut future = report.clone();
