@@ -69,6 +69,30 @@ thread_local! {
 /// The most pending members or elements whose room a thread keeps between calls.
 const MAX_KEPT_PENDING: usize = 4096;
 
+/// What to do about `error`, from reading `text` as one JSON document, when the parser's
+/// own words do not say it: an empty file, comments (JSON has none), nesting deeper than
+/// the parser reads (128 levels), or several values, one per line (JSON Lines, such as a
+/// trace, where one document belongs). `None` when the error speaks for itself.
+pub fn advice(text: &str, error: &serde_json::Error) -> Option<&'static str> {
+    let start = text.trim_start_matches('\u{feff}').trim_start();
+    let message = error.to_string();
+    if start.is_empty() {
+        Some("the file is empty (or only blank)")
+    } else if start.starts_with("//") || start.starts_with("/*") || start.starts_with('#') {
+        Some("JSON has no comments: remove them")
+    } else if message.starts_with("recursion limit exceeded") {
+        Some("it nests lists and objects deeper than 128 levels, the most that is read: flatten it")
+    } else if message.starts_with("trailing characters") && error.line() > 1 {
+        let rest = text.lines().nth(error.line() - 1).unwrap_or_default().trim_start();
+        rest.starts_with(['{', '[']).then_some(
+            "it holds more than one JSON value, one per line (JSON Lines, as a trace is written: a trace goes to \
+                 `--trace`), where one JSON document belongs",
+        )
+    } else {
+        None
+    }
+}
+
 /// [`from_str`], reading a lone UTF-16 surrogate escape as U+FFFD (see
 /// [`replace_lone_surrogates`]) instead of failing; the error is the one of `text` as written.
 pub fn from_str_lenient_surrogates(text: &str) -> serde_json::Result<Value> {
@@ -220,6 +244,21 @@ impl<'de> Visitor<'de> for Strict<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advice_says_what_the_parser_does_not() {
+        let advice_of = |text: &str| advice(text, &from_str(text).unwrap_err());
+        assert_eq!(advice_of(""), Some("the file is empty (or only blank)"));
+        assert_eq!(advice_of("\u{feff} \n"), Some("the file is empty (or only blank)"));
+        assert_eq!(advice_of("// evidence\n{}"), Some("JSON has no comments: remove them"));
+        assert_eq!(advice_of("# x\n{}"), Some("JSON has no comments: remove them"));
+        assert!(advice_of(&"[".repeat(200)).unwrap().contains("deeper than 128 levels"));
+        assert!(advice_of("{\"a\": 1}\n{\"a\": 2}\n").unwrap().contains("one per line (JSON Lines"));
+        // Errors that speak for themselves.
+        for text in ["{\"a\": 1,}", "{\"a\": 1} x", "{\"a\" 1}", "{\"a\": 1}\n}"] {
+            assert_eq!(advice_of(text), None, "{text}");
+        }
+    }
 
     /// Objects narrow and wide, nested in lists and objects, read as serde_json reads them
     /// (members in order), and a key repeated anywhere in a wide object is still refused.

@@ -969,14 +969,7 @@ pub fn render_summary(report: &ComplianceReport, comparison: Option<&ReportCompa
 fn markdown_text(text: &str) -> String {
     let line = one_line(text);
     let mut out = String::with_capacity(line.len() + 8);
-    let escape = |out: &mut String, part: &str| {
-        for c in part.chars() {
-            if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '|' | '~' | '#') {
-                out.push('\\');
-            }
-            out.push(c);
-        }
-    };
+    let escape = escape_markdown;
     let run_at = |from: usize| line[from..].bytes().take_while(|&b| b == b'`').count();
     let mut rest = 0;
     while let Some(found) = line[rest..].find('`') {
@@ -1009,6 +1002,27 @@ fn markdown_text(text: &str) -> String {
     }
     escape(&mut out, &line[rest..]);
     out
+}
+
+/// A name (an id, a workflow, a version) as Markdown shows it as written, on one line: as
+/// [`markdown_text`], with backticks escaped too, since a name holds no code span (an id
+/// ``P1-`02` `` would otherwise show as `P1-02`).
+fn markdown_name(text: &str) -> String {
+    let line = one_line(text);
+    let mut out = String::with_capacity(line.len() + 8);
+    escape_markdown(&mut out, &line);
+    out
+}
+
+/// Appends `part` with every character Markdown (with GitHub's tables) reads as markup
+/// escaped.
+fn escape_markdown(out: &mut String, part: &str) {
+    for c in part.chars() {
+        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '|' | '~' | '#') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
 }
 
 /// `text` on one line: a line break of any kind (CR LF, CR, LF) would end a table row, a
@@ -1050,12 +1064,12 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
     let mut out = String::new();
     let scores = &report.scores;
     let summary = &report.summary;
-    let _ = writeln!(out, "# Compliance report: {}\n", markdown_text(&report.workflow));
+    let _ = writeln!(out, "# Compliance report: {}\n", markdown_name(&report.workflow));
     let _ = writeln!(
         out,
         "Spec version {}, evaluated at {}.\n",
-        markdown_text(&report.spec_version),
-        markdown_text(&report.evaluated_at)
+        markdown_name(&report.spec_version),
+        markdown_name(&report.evaluated_at)
     );
     let _ = writeln!(out, "| Metric | Value |\n|---|---|");
     let _ = writeln!(out, "| Compliance score (agent health) | {} |", percent(scores.compliance_percent));
@@ -1073,7 +1087,7 @@ pub fn render_markdown(report: &ComplianceReport, comparison: Option<&ReportComp
             out,
             "| {} | {} | {} | {} | {} | {} | {} |",
             result.position_index,
-            markdown_text(&result.id),
+            markdown_name(&result.id),
             result.tier,
             result.severity.as_str(),
             result.result.as_str(),
@@ -1194,6 +1208,9 @@ mod tests {
         assert_eq!(markdown_text("``a` *"), r"\`\`a\` \*");
         assert_eq!(markdown_text("`a``b` |"), r"`a``b` \|");
         assert_eq!(markdown_text("``` ``` x"), r"\`\`\` \`\`\` x");
+        // A name holds no code span: an id ``P1-`02` `` is not shown as `P1-02`.
+        assert_eq!(markdown_name("P1-`02`"), r"P1-\`02\`");
+        assert_eq!(markdown_name("a|b_c\nd"), r"a\|b\_c d");
         // Control characters cannot reach a terminal or a viewer raw.
         assert_eq!(markdown_text("\u{1b}[31mRED\u{1b}[0m"), r"\\u{1b}\[31mRED\\u{1b}\[0m");
         assert_eq!(visible("a\tb\u{7}\u{9b}c\u{202e}d"), r"a	b\u{7}\u{9b}c\u{202e}d");

@@ -340,8 +340,13 @@ pub struct ReplayEvaluator {
 impl ReplayEvaluator {
     /// Parses a verdicts file (see the module docs).
     pub fn from_json(text: &str) -> Result<ReplayEvaluator, Tier3Error> {
-        let value: Value = agentic_core::json_strict::from_str_lenient_surrogates(text)
-            .map_err(|error| Tier3Error::InvalidFile { reason: error.to_string() })?;
+        let value: Value =
+            agentic_core::json_strict::from_str_lenient_surrogates(text).map_err(|error| Tier3Error::InvalidFile {
+                reason: match agentic_core::json_strict::advice(text, &error) {
+                    Some(advice) => format!("{error} ({advice})"),
+                    None => error.to_string(),
+                },
+            })?;
         let Value::Object(map) = value else {
             return Err(Tier3Error::InvalidFile { reason: "the top level is not an object".to_owned() });
         };

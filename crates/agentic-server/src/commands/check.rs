@@ -255,7 +255,13 @@ pub(crate) fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
             let text = read_text(path, "the --baseline report")?;
             let not_a_report =
                 || format!("`{path}` is not a compliance report (docs/schema/compliance-report.schema.json)");
-            let mut value: Value = agentic_core::json_strict::from_str(&text).with_context(not_a_report)?;
+            let mut value: Value = agentic_core::json_strict::from_str(&text).map_err(|error| {
+                let advice = json_advice(&text, &error);
+                anyhow::Error::new(error).context(format!(
+                    "{}, as it is not valid JSON{advice}; give a report written by `agentic check --json`",
+                    not_a_report()
+                ))
+            })?;
             if !value.is_object() {
                 bail!(
                     "baseline `{path}` holds {}, not a JSON object; give a report written by `agentic check --json`",
@@ -857,8 +863,10 @@ fn read_evidence(
     for path in paths {
         let text = read_text(path, "evidence file")?;
         // A lone surrogate escape (a string cut inside an emoji) reads as U+FFFD, as in traces.
-        let value: Value = agentic_core::json_strict::from_str_lenient_surrogates(&text)
-            .with_context(|| format!("evidence file `{path}` is not valid JSON"))?;
+        let value: Value = agentic_core::json_strict::from_str_lenient_surrogates(&text).map_err(|error| {
+            let advice = json_advice(&text, &error);
+            anyhow::Error::new(error).context(format!("evidence file `{path}` is not valid JSON{advice}"))
+        })?;
         let Value::Object(object) = value else {
             bail!("evidence file `{path}` must hold a JSON object whose keys are evidence sources");
         };
@@ -1313,6 +1321,11 @@ fn warn_on_missing_inputs(
             );
         }
     }
+}
+
+/// [`agentic_core::json_strict::advice`] as a clause to append to "is not valid JSON".
+pub(crate) fn json_advice(text: &str, error: &serde_json::Error) -> String {
+    agentic_core::json_strict::advice(text, error).map_or_else(String::new, |advice| format!(": {advice}"))
 }
 
 /// Whether `time` holds a leap second (second 60, which chrono keeps as a second's worth

@@ -59,8 +59,10 @@ fn run_git(args: GitArgs) -> anyhow::Result<ExitCode> {
     for path in &args.merge {
         let text = super::check::read_text(path, "the --merge file")?;
         // Strict: a repeated key would silently keep only one of its values.
-        let value: Value = agentic_core::json_strict::from_str_lenient_surrogates(&text)
-            .with_context(|| format!("`{path}` is not valid JSON"))?;
+        let value: Value = agentic_core::json_strict::from_str_lenient_surrogates(&text).map_err(|error| {
+            let advice = super::check::json_advice(&text, &error);
+            anyhow::Error::new(error).context(format!("`{path}` is not valid JSON{advice}"))
+        })?;
         let Value::Object(object) = value else { bail!("`{path}` must hold a JSON object of evidence sources") };
         if object.contains_key("git") {
             say_err!("warning: `{path}` has a `git` source; the one collected now replaces it");
