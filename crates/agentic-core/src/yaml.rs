@@ -709,7 +709,17 @@ fn parse_number(text: &str) -> Option<Value> {
             if digits.starts_with(['+', '-']) {
                 return None;
             }
-            return u64::from_str_radix(digits, radix).ok().map(Value::from);
+            return match u64::from_str_radix(digits, radix) {
+                Ok(value) => Some(Value::from(value)),
+                // Past 64 bits: a number still (as a decimal that large is), not text.
+                Err(error) if *error.kind() == std::num::IntErrorKind::PosOverflow => {
+                    let value = digits.chars().try_fold(0f64, |value, digit| {
+                        digit.to_digit(radix).map(|digit| value * f64::from(radix) + f64::from(digit))
+                    })?;
+                    serde_json::Number::from_f64(value).map(Value::Number)
+                }
+                Err(_) => None,
+            };
         }
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
@@ -767,6 +777,14 @@ mod tests {
     }
 
     #[test]
+    fn hex_and_octal_integers_past_64_bits_are_numbers() {
+        let doc = parse_yaml("a: 0x10000000000000000\nb: 0o2000000000000000000000\nc: 0xfg\n").unwrap();
+        assert_eq!(doc.value["a"].as_f64(), Some(18446744073709551616.0));
+        assert_eq!(doc.value["b"].as_f64(), Some(18446744073709551616.0));
+        assert_eq!(doc.value["c"], "0xfg");
+    }
+
+    #[test]
     fn hex_and_octal_integers_cover_the_unsigned_range() {
         let doc = parse_yaml(
             "a: 0xFF\nb: 0xFFFFFFFFFFFFFFFF\nc: 0o17\nd: 0x-1\ne: 0x1FFFFFFFFFFFFFFFF\nf: 0o1777777777777777777777\n",
@@ -774,7 +792,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             doc.value,
-            serde_json::json!({"a": 255, "b": u64::MAX, "c": 15, "d": "0x-1", "e": "0x1FFFFFFFFFFFFFFFF", "f": u64::MAX})
+            serde_json::json!({"a": 255, "b": u64::MAX, "c": 15, "d": "0x-1", "e": 36893488147419103231.0, "f": u64::MAX})
         );
     }
 

@@ -1295,6 +1295,9 @@ mod tests {
         // other quote character holds a quote.
         let plain = EvidencePath::parse(r#"m["a\b"]['say "hi"']"#).unwrap();
         assert_eq!(plain.segments[1..], [PathSegment::Key(r"a\b".into()), PathSegment::Key(r#"say "hi""#.into())]);
+        // The key ends at the quote before the first `]` after its second quote.
+        let inner = EvidencePath::parse(r#"m['it's']['say "hi"]']"#).unwrap();
+        assert_eq!(inner.segments[1..], [PathSegment::Key("it's".into()), PathSegment::Key(r#"say "hi"]"#.into())]);
         assert_eq!(path.segments.len(), 5);
         assert_eq!(path.source(), "a");
         for bad in ["", "a.", ".a", "a..b", "a[x]", "a[0", "[0]"] {

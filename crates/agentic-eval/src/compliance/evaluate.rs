@@ -240,6 +240,9 @@ fn resolve(
             let mut notes = scored.notes;
             match citation {
                 Some(citation) => append_sentence(&mut notes, &format!("Evidence: {citation}")),
+                None if notes.trim().is_empty() => {
+                    notes = "The evaluator gave no notes and no evidence citation.".to_owned()
+                }
                 None => append_sentence(&mut notes, "(no evidence citation)"),
             }
             Ok((state, scored.earned_weight, notes))
