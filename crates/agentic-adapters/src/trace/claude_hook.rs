@@ -361,7 +361,8 @@ impl ClaudeHookAdapter {
             }
             let at = self.spawners.iter().position(this)?;
             let ended = self.spawners.remove(at)?;
-            if ended.background {
+            // (A call that failed launched nothing.)
+            if ended.background && hook == "PostToolUse" {
                 push_bounded(&mut self.launched, ended.clone());
             }
             // Only a subagent that started while this call was in flight can have been its.
@@ -615,10 +616,11 @@ impl TraceAdapter for ClaudeHookAdapter {
                     push_bounded(&mut self.idless_spawners, (session_id.clone(), holds, id.clone()));
                     Some(id)
                 } else {
-                    let at = self
-                        .idless_spawners
-                        .iter()
-                        .position(|(session, started, _)| *session == session_id && *started == holds);
+                    // The same input; an end without input pairs with any of its tool.
+                    let bare = matches!(member(object, "tool_input"), None | Some(Value::Null));
+                    let at = self.idless_spawners.iter().position(|(session, started, _)| {
+                        *session == session_id && (*started == holds || bare && started.tool == holds.tool)
+                    });
                     at.and_then(|at| self.idless_spawners.remove(at)).map(|(_, _, id)| id)
                 }
             }

@@ -242,7 +242,17 @@ impl OtlpJsonAdapter {
             Some(Value::Array(items)) => items,
             Some(other) => return Err(format!("`resourceSpans` must be a list, found {}", kind_of(&other))),
             None => {
-                let why = misspelt_export(&Value::Object(object)).map_or_else(String::new, |why| format!("; {why}"));
+                let record = Value::Object(object);
+                let why = match TraceFormat::detect(&record) {
+                    // A record of another format: the first record told the format.
+                    Some(other) => format!(
+                        ": this is a {} record in a file read as OTLP/JSON (the format is told from the first \
+                         record); keep each format in a file of its own and read it with `--trace-format {}`",
+                        other.name(),
+                        other.name()
+                    ),
+                    None => misspelt_export(&record).map_or_else(String::new, |why| format!("; {why}")),
+                };
                 return Err(format!("missing `resourceSpans`{why}"));
             }
         };

@@ -385,6 +385,9 @@ fn claude_hook_a_background_call_links_the_subagent_that_starts_after_its_end() 
     assert_eq!(spawned(text), owned_links(&[("ag_1", Some("task_1")), ("ag_2", None)]));
     let foreground = text.replace(r#","run_in_background":true"#, "");
     assert_eq!(spawned(&foreground), owned_links(&[("ag_1", None), ("ag_2", None)]));
+    // A background call that failed launched nothing.
+    let failed = text.replace(r#""hook_event_name":"PostToolUse""#, r#""hook_event_name":"PostToolUseFailure""#);
+    assert_eq!(spawned(&failed), owned_links(&[("ag_1", None), ("ag_2", None)]));
     // Another session's subagent is not its.
     assert_eq!(
         spawned(&text.replace(
@@ -432,6 +435,12 @@ fn claude_hook_spawning_calls_without_ids_pair_and_link() {
     assert!(got.iter().all(|event| !event.attributes.contains_key("x.claude_hook.spawner_stand_in")));
     // `""` ids read the same.
     assert_eq!(spawned(&text.replace(r#""tool_input""#, r#""tool_use_id":"","tool_input""#)), spawned(text));
+    // An end without input pairs with the start of its tool.
+    let bare =
+        text.replace(r#","tool_input":{"subagent_type":"x","prompt":"a"},"tool_response""#, r#","tool_response""#);
+    let got = events(&bare);
+    let end = got.iter().rposition(|event| event.event_type == EventType::ToolCallEnd).unwrap();
+    assert_eq!(got[end].span.clone().unwrap().span_id.as_deref(), Some("#L1"));
     // An end with other input is not that call's: the start keeps its made id alone.
     let rewritten = text.replace(r#","prompt":"a"},"tool_response""#, r#","prompt":"b"},"tool_response""#);
     let got = events(&rewritten);

@@ -86,19 +86,39 @@ fn bare_args(args: ArgsRef<'_>) -> bool {
     }
 }
 
+/// A started tool call whose arguments argument conditions cannot read (see
+/// [`SequenceEngine::unread_starts`]).
+#[derive(Debug, Clone)]
+struct UnreadStart {
+    /// Its span's hash (0: none).
+    span: u64,
+    name: Box<str>,
+    as_text: bool,
+    line: Option<u64>,
+}
+
+/// The most started calls with unread arguments kept until their end; past it the oldest
+/// is counted at once.
+const MAX_UNREAD_STARTS: usize = 4096;
+
 /// Why argument conditions cannot read a call's arguments: `Some(false)` when there are
 /// none (absent or `null`), `Some(true)` when they are text or a lone value (a tooltrace
 /// `args` or a hook's `tool_input` written as a string); `None` for an object or a list,
 /// which `args` paths read.
+#[inline]
 fn unreadable_arguments(args: ArgsRef<'_>) -> Option<bool> {
     match args {
         ArgsRef::None | ArgsRef::Value(Value::Null) => Some(false),
         ArgsRef::Value(Value::Object(_) | Value::Array(_)) => None,
         ArgsRef::Value(_) => Some(true),
-        ArgsRef::Json(text) => match text.trim_start().as_bytes().first() {
+        // (Readers give the value from its first byte: the common case is one compare.)
+        ArgsRef::Json(text) => match text.as_bytes().first() {
             Some(b'{' | b'[') => None,
-            None | Some(b'n') => Some(false),
-            Some(_) => Some(true),
+            _ => match text.trim_start().as_bytes().first() {
+                Some(b'{' | b'[') => None,
+                None | Some(b'n') => Some(false),
+                Some(_) => Some(true),
+            },
         },
     }
 }
@@ -658,7 +678,9 @@ fn dotted_form(key: &str) -> Option<String> {
         dotted.push_str(part);
     }
     let path: Vec<String> = dotted.split('.').map(str::to_owned).collect();
-    (dotted != key && argument_path_problem(&dotted, &path).is_none()).then_some(dotted)
+    // `[*]` has no dotted form: an argument path names one position.
+    (dotted != key && !path.iter().any(|segment| segment == "*") && argument_path_problem(&dotted, &path).is_none())
+        .then_some(dotted)
 }
 
 pub(crate) fn compile_matcher(
@@ -719,7 +741,8 @@ pub(crate) fn compile_matcher(
                              `args_text` matches the whole arguments as text"
                         ),
                         None => "name an argument (`command`), or one inside it with dots and list positions as \
-                                 numbers (`edits.0.old_string`); `args_text` matches the whole arguments as text"
+                                 numbers (`edits.0.old_string`; there is no `*` for every element); `args_text` \
+                                 matches the whole arguments as text, and any string in them"
                             .to_owned(),
                     }),
             );
@@ -1408,8 +1431,6 @@ pub struct MatchPlan {
     others: [Vec<usize>; 2],
     /// Per matcher, an earlier one written the same way (whose answer it copies).
     same_as: Vec<Option<usize>>,
-    /// Some matcher has argument conditions (`args` or `args_text`).
-    reads_arguments: bool,
 }
 
 impl MatchPlan {
@@ -1504,7 +1525,6 @@ impl Prepared {
     const HAS_SPAN: u8 = 8;
     const TOOL_WITH_PARENT: u8 = 16;
     const AGENT: u8 = 32;
-    const UNREAD_ARGUMENTS: u8 = 64;
 
     /// The event ends a tool call or an agent invocation.
     fn is_call_end(&self) -> bool {
@@ -1532,13 +1552,6 @@ impl Prepared {
     fn is_agent(&self) -> bool {
         self.flags & Prepared::AGENT != 0
     }
-
-    /// The event is of a tool call whose arguments argument conditions cannot read (see
-    /// `unreadable_arguments`), while some matcher has such conditions: the engine counts
-    /// such calls one event at a time.
-    fn has_unread_arguments(&self) -> bool {
-        self.flags & Prepared::UNREAD_ARGUMENTS != 0
-    }
 }
 
 impl MatchPlan {
@@ -1559,9 +1572,7 @@ impl MatchPlan {
                 | (u8::from(event.span_id.is_some()) * Prepared::HAS_SPAN)
                 | (u8::from(tool && event.parent_span_id.is_some()) * Prepared::TOOL_WITH_PARENT)
                 | (u8::from(matches!(event.event_type, EventType::AgentInvokeStart | EventType::AgentInvokeEnd))
-                    * Prepared::AGENT)
-                | (u8::from(tool && self.reads_arguments && unreadable_arguments(event.args).is_some())
-                    * Prepared::UNREAD_ARGUMENTS),
+                    * Prepared::AGENT),
         }
     }
 }
@@ -1596,6 +1607,9 @@ struct StartMatch {
     parent: u64,
     /// A hash of the call id ([`EventRef::call_id`]; 0: none).
     call: u64,
+    /// Whether argument conditions cannot read the start's arguments, and why (see
+    /// `unreadable_arguments`): told at the end, unless the end brings arguments they read.
+    unread: Option<bool>,
 }
 
 impl OpenCall {
@@ -2284,6 +2298,10 @@ pub struct SequenceEngine {
     /// Per rule: the calls of [`TraceOutcome::calls_without_arguments`] and of
     /// [`TraceOutcome::calls_with_text_arguments`] that its own matchers name.
     unread_arguments_by_rule: Vec<[(u64, Option<u64>); 2]>,
+    /// Started tool calls not yet ended whose arguments argument conditions cannot read
+    /// (at most [`MAX_UNREAD_STARTS`]): counted at their end unless it brings arguments they
+    /// read, and at the end of the trace if they never end.
+    unread_starts: VecDeque<UnreadStart>,
     /// See [`TraceOutcome::calls_with_late_arguments`].
     calls_with_late_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_with_changed_arguments`].
@@ -2630,6 +2648,7 @@ impl SequenceEngine {
             misattributed_spawns: (0, None),
             calls_without_arguments: (0, None),
             unread_arguments_by_rule: vec![[(0, None); 2]; rule_count],
+            unread_starts: VecDeque::new(),
             calls_with_late_arguments: (0, None),
             calls_with_changed_arguments: (0, None),
             late_capable,
@@ -2798,8 +2817,7 @@ impl SequenceEngine {
                     .collect()
             })
             .collect();
-        let reads_arguments = matchers.iter().any(CompiledMatcher::reads_arguments);
-        MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others, same_as, reads_arguments }
+        MatchPlan { matchers, by_name, name_keys, arg_slots, name_index, others, same_as }
     }
 
     /// Processes one event given as a borrowed view.
@@ -2871,6 +2889,7 @@ impl SequenceEngine {
                             matched: end_matched,
                             parent: parent_hash,
                             call: call_hash(event.call_id),
+                            unread: None,
                         };
                         self.end_open_call(span, kind, event.name, like)
                             .map(|start| (start, ExcerptKey::Span(span.hash)))
@@ -2904,16 +2923,32 @@ impl SequenceEngine {
                 {
                     self.mark_failed(key);
                 }
+                // A call whose start had arguments argument conditions cannot read, and whose
+                // end brings none they read either (an OTLP end carries none at all).
+                if let Some((start, _)) = paired
+                    && start.unread.is_some()
+                {
+                    let span_hash = span.map_or(0, |span| span.hash);
+                    let name = event.name.unwrap_or("");
+                    let at = self.unread_starts.iter().position(|open| open.span == span_hash && *open.name == *name);
+                    if let Some(open) = at.and_then(|at| self.unread_starts.remove(at))
+                        && let Some(end_text) = unreadable_arguments(event.args)
+                    {
+                        self.tally_unread_arguments(open.as_text || end_text, &open.name, 1, open.line);
+                    }
+                }
                 (Some(kind), !started)
             }
             _ => (None, false),
         };
         // A call without arguments, or with text or a lone value for them (a tooltrace `args`
         // or a hook's `tool_input` written as a string, OTLP arguments that are not JSON):
-        // argument conditions cannot read them. Counted once per call: at its start, or at an
-        // end without one.
+        // argument conditions cannot read them. Counted once per call: at an end without a
+        // start here; a started one at its end above (which may bring arguments they read),
+        // or at the end of the trace when it never ends (`unread_starts`).
         if counts
             && kind == Some(CallKind::Tool)
+            && !matches!(event.event_type, EventType::ToolCallStart)
             && let Some(as_text) = unreadable_arguments(event.args)
         {
             self.tally_unread_arguments(as_text, event.name.unwrap_or(""), 1, event.line);
@@ -2925,9 +2960,27 @@ impl SequenceEngine {
                 matched: if self.late_capable == 0 { 0 } else { self.unordered_matches(matches) },
                 parent: parent_hash,
                 call: call_hash(event.call_id),
+                unread: if event.event_type == EventType::ToolCallStart {
+                    unreadable_arguments(event.args)
+                } else {
+                    None
+                },
             },
             _ => StartMatch::default(),
         };
+        if let Some(as_text) = bare.unread {
+            if self.unread_starts.len() == MAX_UNREAD_STARTS
+                && let Some(oldest) = self.unread_starts.pop_front()
+            {
+                self.tally_unread_arguments(oldest.as_text, &oldest.name, 1, oldest.line);
+            }
+            self.unread_starts.push_back(UnreadStart {
+                span: span.map_or(0, |span| span.hash),
+                name: event.name.unwrap_or("").into(),
+                as_text,
+                line: event.line,
+            });
+        }
         if is_start && span.is_none() {
             self.start_idless(event.event_type == EventType::AgentInvokeStart, event, bare, self.order);
         }
@@ -3281,7 +3334,11 @@ impl SequenceEngine {
     }
 
     /// The verdicts.
-    pub fn finish(self) -> TraceOutcome {
+    pub fn finish(mut self) -> TraceOutcome {
+        // Calls that never ended with arguments argument conditions cannot read.
+        for open in std::mem::take(&mut self.unread_starts) {
+            self.tally_unread_arguments(open.as_text, &open.name, 1, open.line);
+        }
         let unlinked = |scope: &Option<Scope>| !self.parented_calls && scope.as_ref().is_some_and(|scope| scope.rooted);
         let unlinked_scopes = self.scopes.iter().filter(|scope| unlinked(scope)).count() as u64;
         // Scopes no span matched (nor an id-less call), each described once.

@@ -468,7 +468,11 @@ fn place(diagnostics: &mut [Diagnostic], source_map: &SourceMap, file: &str) {
         if diagnostic.position.is_none()
             && let Some(pointer) = &diagnostic.pointer
         {
-            diagnostic.position = Some(source_map.nearest(pointer));
+            // A finding about a mapping key (an argument path) is placed at the key.
+            diagnostic.position = Some(match diagnostic.code.as_str() {
+                "invalid-argument-path" => source_map.key(pointer).unwrap_or_else(|| source_map.nearest(pointer)),
+                _ => source_map.nearest(pointer),
+            });
         }
         diagnostic.file = Some(file.to_owned());
     }
@@ -2207,6 +2211,13 @@ checkpoints:
         assert_eq!(bracket[0].0, format!("{at}/edits[0].old_string"));
         assert!(bracket[0].1.starts_with("write `edits.0.old_string`:"), "{bracket:?}");
         assert!(found("'a[\"b\"]'")[0].1.starts_with("write `a.b`:"));
+        // `[*]` has no dotted form (`edits.*.x` would name nothing).
+        assert!(found("\"edits[*].x\"")[0].1.contains("there is no `*` for every element"));
+        // Placed at the path (the key), not at its matcher.
+        let loaded = load_spec(&rule("\"command.\""), "spec.yaml");
+        let at = loaded.diagnostics.iter().find(|d| d.code == "invalid-argument-path").unwrap().position.unwrap();
+        let line = rule("\"command.\"").lines().nth(at.line - 1).unwrap().to_owned();
+        assert!(line[at.column - 1..].starts_with("\"command.\""), "{line} at {at:?}");
         for bad in ["\"command.\"", "\".\"", "\"\"", "\"a..b\""] {
             assert_eq!(found(bad).len(), 1, "{bad}");
         }

@@ -640,6 +640,42 @@ fn text_arguments_of_tooltrace_and_hook_calls_are_warned_of() {
         );
         assert!(run.stderr().contains(&format!("1 tool call(s) of tools that rules with `args` conditions name record arguments that are not a JSON object (first at line {first})")), "{}", run.stderr());
     }
+    // A start without arguments (or with text) whose end brings an object: the rules read
+    // the end's, so there is nothing to warn of.
+    for (pre, hook_pre) in [(json!(null), None), (json!("ls"), Some(json!("ls")))] {
+        let mut start = json!({"tool_name": "Bash", "phase": "pre", "tool_use_id": "u1"});
+        if !pre.is_null() {
+            start["args"] = pre;
+        }
+        let end = json!({"tool_name": "Bash", "phase": "post", "tool_use_id": "u1",
+            "args": {"command": "git push --force"}});
+        let v2 = format!("{start}\n{end}\n");
+        let mut hook_start = json!({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Bash",
+            "tool_use_id": "t1"});
+        if let Some(input) = hook_pre {
+            hook_start["tool_input"] = input;
+        }
+        let hooks = format!("{hook_start}\n{}", hook("PostToolUse", "t1", json!({"command": "git push --force"})));
+        for trace in [&v2, &hooks] {
+            let run = check_rules(&rules[..1], trace);
+            assert_eq!(run.results(), owned(&[("S-01", "FAIL", 0.0)]), "{trace}");
+            assert!(
+                !run.stderr().contains("tool call(s) of tools") && !notes_of(&run, "S-01").contains("record"),
+                "{trace}: {}",
+                run.stderr()
+            );
+        }
+        // Text at both ends is said once, at the start's line.
+        let text_end = v2.replace(r#"{"command":"git push --force"}"#, r#""git push --force""#);
+        let run = check_rules(&rules[..1], &text_end);
+        assert!(
+            notes_of(&run, "S-01").contains(
+                "1 tool call(s) record arguments that are text or a lone value, not a JSON object (first at line 1)"
+            ),
+            "{}",
+            notes_of(&run, "S-01")
+        );
+    }
     // Arguments left out or under a misspelt key (`arguments`, a hook's `toolInput`): no
     // arguments, said as such.
     let mut misspelt = json!({"timestamp": "2026-01-01T00:00:00Z", "tool_name": "Bash", "trace_id": "b",
@@ -1207,7 +1243,9 @@ fn an_explicit_trace_format_is_used_as_given() {
     let wrong = run_example("code-review", "code-review.trace.claude_hook.jsonl", &["--trace-format", "otlp-json"]);
     assert!(
         wrong.stderr().contains(
-            "code-review.trace.claude_hook.jsonl:line 1: otlp_json record: missing `resourceSpans` (skipped)"
+            "code-review.trace.claude_hook.jsonl:line 1: otlp_json record: missing `resourceSpans`: this is a \
+             claude_hook record in a file read as OTLP/JSON (the format is told from the first record); keep each \
+             format in a file of its own and read it with `--trace-format claude_hook` (skipped)"
         ),
         "{}",
         wrong.stderr()

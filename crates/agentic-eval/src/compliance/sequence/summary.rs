@@ -22,8 +22,8 @@
 //! they need, and the caller feeds those with [`SequenceEngine::feed_scoped`].
 
 use super::{
-    ArgsRef, Call, EventRef, ExcerptKey, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks,
-    RuleState, SequenceEngine, by_hash, span_hash, span_refs,
+    ArgsRef, Call, CompiledMatcher, EventRef, ExcerptKey, Location, MatchBits, Matches, Prepared, Relation, RuleIds,
+    RuleMasks, RuleState, SequenceEngine, by_hash, span_hash, span_refs,
 };
 
 /// A call's arguments as the excerpt shows them: their JSON text, at most 160 characters.
@@ -111,9 +111,9 @@ struct UnreadCalls {
 impl Summary {
     /// Notes the `index`-th event of the run, a call whose arguments argument conditions
     /// cannot read. Such calls are few, and of few tools: a list searched in order.
-    fn note_unread_arguments(&mut self, event: &EventRef<'_>, index: u32) {
+    #[cold]
+    fn note_unread_arguments(&mut self, event: &EventRef<'_>, index: u32, as_text: bool) {
         let name = event.name.unwrap_or("");
-        let as_text = super::unreadable_arguments(event.args) == Some(true);
         let here = event.line.map(|_| index);
         match self.unread_arguments.iter_mut().find(|seen| *seen.name == *name && seen.as_text == as_text) {
             Some(seen) => {
@@ -189,6 +189,8 @@ pub struct Summarizer {
     kinds: Vec<Partial>,
     ids: Vec<RuleIds>,
     masks: RuleMasks,
+    /// Some rule has argument conditions: calls whose arguments they cannot read are noted.
+    reads_arguments: bool,
     /// The run so far.
     run: Summary,
 }
@@ -221,7 +223,8 @@ impl SequenceEngine {
             })
             .collect();
         let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), ..Summary::default() };
-        Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), run })
+        let reads_arguments = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
+        Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), reads_arguments, run })
     }
 
     /// Merges a run's summary into the engine, as if its events had been fed one by one;
@@ -523,8 +526,12 @@ impl Summarizer {
     #[inline]
     pub fn push(&mut self, event: &EventRef<'_>, prepared: &Prepared) -> bool {
         let index = self.run.events;
-        if prepared.has_unread_arguments() {
-            self.run.note_unread_arguments(event, index);
+        if self.reads_arguments
+            && prepared.is_call_end()
+            && !prepared.is_agent()
+            && let Some(as_text) = super::unreadable_arguments(event.args)
+        {
+            self.run.note_unread_arguments(event, index, as_text);
         }
         match index.checked_add(1) {
             Some(events) => self.run.events = events,
