@@ -167,12 +167,6 @@ pub struct EventSource {
 /// engine warns in the notes of scoped rules.
 pub const SPAWN_MISATTRIBUTED: &str = "x.claude_hook.spawn_misattributed";
 
-/// Attribute on the start of a tool call whose arguments an `args` condition cannot read:
-/// `"absent"` (none recorded: OTLP's `gen_ai.tool.call.arguments` is opt-in) or
-/// `"not_object"` (recorded, but not as a JSON object or list: `args_text` still reads such
-/// text). The tier-2 engine warns in the notes of rules with argument conditions.
-pub const ARGUMENTS_UNREAD: &str = "x.otlp.arguments_unread";
-
 /// Attribute on the start of an OTLP span read after the reader had given out events that
 /// started later than it (more spans came in between than it holds to order them): the span
 /// is placed after them, out of time order; the tier-2 engine warns in the notes of order

@@ -55,7 +55,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::ends::{LatestEnds, LineIds, started_again};
-use super::{IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, member, no_time, opt_id, opt_str, record_time};
+use super::{
+    IdMap, TraceAdapter, TraceFormat, hash_json, kind_of, member, no_time, opt_id, opt_str, other_format_note,
+    record_time,
+};
 
 /// Reads Claude Code hook records.
 #[derive(Debug, Clone, Default)]
@@ -545,22 +548,8 @@ impl TraceAdapter for ClaudeHookAdapter {
             Some(Value::String(name)) if !name.is_empty() => name.clone(),
             Some(other) => return Err(format!("`hook_event_name` must be a non-empty string, found {other}")),
             None => {
-                // A record of another format: say which, since the first record told the format.
-                let other = if member(object, "resourceSpans").is_some() {
-                    Some(("an OTLP/JSON export (`resourceSpans`)", "otlp_json"))
-                } else if member(object, "tool_name").is_some() {
-                    Some(("a tooltrace record (`tool_name` without `hook_event_name`)", "tooltrace"))
-                } else {
-                    None
-                };
-                return Err(match other {
-                    Some((what, format)) => format!(
-                        "missing `hook_event_name`: this is {what} in a file read as Claude Code hook records (the \
-                         format is told from the first record); keep each format in a file of its own and read it \
-                         with `--trace-format {format}`"
-                    ),
-                    None => "missing `hook_event_name`".to_owned(),
-                });
+                let why = other_format_note(&record, TraceFormat::ClaudeHook).unwrap_or_default();
+                return Err(format!("missing `hook_event_name`{why}"));
             }
         };
         // A hook this adapter reads, spelled another way (`pretooluse`, `pre_tool_use`,
@@ -607,29 +596,32 @@ impl TraceAdapter for ClaudeHookAdapter {
         // Whether the subagent was seen before this record (a `SubagentStop` first is one
         // whose start was not captured).
         let agent_seen = agent_key.as_ref().is_some_and(|key| self.agents.contains_key(key));
-        // A spawning call without an id gets one made from its start's line.
-        let made_id = match (&tool_use_id, &tool_name) {
-            (None, Some(name)) if is_tool_event && spawning_call(object).is_some() => {
-                let holds = Holds::of(name, member(object, "tool_input"), agent_id.as_deref());
-                if hook == "PreToolUse" {
-                    let id = format!("#L{line}");
-                    push_bounded(&mut self.idless_spawners, (session_id.clone(), holds, id.clone()));
-                    Some(id)
-                } else {
-                    // The same input; an end without input pairs with any of its tool.
-                    let bare = matches!(member(object, "tool_input"), None | Some(Value::Null));
-                    let at = self.idless_spawners.iter().position(|(session, started, _)| {
-                        *session == session_id && (*started == holds || bare && started.tool == holds.tool)
-                    });
-                    at.and_then(|at| self.idless_spawners.remove(at)).map(|(_, _, id)| id)
-                }
+        // What a tool record with an id, or of a spawning call, holds.
+        let holds = match &tool_name {
+            Some(name) if is_tool_event && (tool_use_id.is_some() || spawning_call(object).is_some()) => {
+                Some(Holds::of(name, member(object, "tool_input"), agent_id.as_deref()))
             }
             _ => None,
         };
-        let call_id = tool_use_id.as_ref().or(made_id.as_ref());
-        let (seen, tool_span) = match (call_id, &tool_name) {
-            (Some(id), Some(name)) if is_tool_event => {
-                let holds = Holds::of(name, member(object, "tool_input"), agent_id.as_deref());
+        // A spawning call without an id gets one made from its start's line.
+        let made_id = match (&tool_use_id, holds) {
+            (None, Some(holds)) if hook == "PreToolUse" => {
+                let id = format!("#L{line}");
+                push_bounded(&mut self.idless_spawners, (session_id.clone(), holds, id.clone()));
+                Some(id)
+            }
+            (None, Some(holds)) => {
+                // The same input; an end without input pairs with any of its tool.
+                let bare = matches!(member(object, "tool_input"), None | Some(Value::Null));
+                let at = self.idless_spawners.iter().position(|(session, started, _)| {
+                    *session == session_id && (*started == holds || bare && started.tool == holds.tool)
+                });
+                at.and_then(|at| self.idless_spawners.remove(at)).map(|(_, _, id)| id)
+            }
+            _ => None,
+        };
+        let (seen, tool_span) = match (tool_use_id.as_ref().or(made_id.as_ref()), holds) {
+            (Some(id), Some(holds)) => {
                 let (seen, span) = self.note_tool_record(&hook, (session_id.clone(), id.clone()), holds, line);
                 (seen, Some(span))
             }

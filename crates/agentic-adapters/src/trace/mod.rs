@@ -122,6 +122,16 @@ impl TraceFormat {
     }
 }
 
+/// For a record that lacks what `read_as` needs: when it is a record of another format (the
+/// first record of a file tells its format), a clause that says so and how to read it.
+pub(crate) fn other_format_note(record: &Value, read_as: TraceFormat) -> Option<String> {
+    let other = TraceFormat::detect(record).filter(|other| *other != read_as)?;
+    Some(format!(
+        ": this is a `{other}` record in a file read as `{read_as}` (the format is told from the first record); keep \
+         each format in a file of its own and read it with `--trace-format {other}`"
+    ))
+}
+
 impl fmt::Display for TraceFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

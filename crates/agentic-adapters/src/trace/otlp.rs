@@ -31,7 +31,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-use super::{IdMap, TraceAdapter, TraceFormat, first_problem, kind_of, member, no_time};
+use super::{IdMap, TraceAdapter, TraceFormat, first_problem, kind_of, member, no_time, other_format_note};
 
 /// How many spans are remembered (by a hash of their trace and span id) to tell one exported
 /// again.
@@ -243,16 +243,8 @@ impl OtlpJsonAdapter {
             Some(other) => return Err(format!("`resourceSpans` must be a list, found {}", kind_of(&other))),
             None => {
                 let record = Value::Object(object);
-                let why = match TraceFormat::detect(&record) {
-                    // A record of another format: the first record told the format.
-                    Some(other) => format!(
-                        ": this is a {} record in a file read as OTLP/JSON (the format is told from the first \
-                         record); keep each format in a file of its own and read it with `--trace-format {}`",
-                        other.name(),
-                        other.name()
-                    ),
-                    None => misspelt_export(&record).map_or_else(String::new, |why| format!("; {why}")),
-                };
+                let why = other_format_note(&record, TraceFormat::OtlpJson)
+                    .unwrap_or_else(|| misspelt_export(&record).map_or_else(String::new, |why| format!("; {why}")));
                 return Err(format!("missing `resourceSpans`{why}"));
             }
         };
@@ -694,20 +686,6 @@ fn parse_span(
     start.data = if data.is_empty() { Value::Null } else { Value::Object(data) };
     start.span = Some(context.clone());
     start.attributes = attrs.clone();
-    if start_type == EventType::ToolCallStart {
-        // Arguments are opt-in in the GenAI conventions: rules on them warn when calls lack them.
-        let unread = match &start.data {
-            Value::Object(data) => match data.get("input") {
-                None => Some("absent"),
-                Some(Value::Object(_) | Value::Array(_)) => None,
-                Some(_) => Some("not_object"),
-            },
-            _ => Some("absent"),
-        };
-        if let Some(unread) = unread {
-            start.attributes.insert(agentic_core::event::ARGUMENTS_UNREAD.to_owned(), Value::from(unread));
-        }
-    }
     if start_missing {
         start.attributes.insert(agentic_core::event::START_MISSING.to_owned(), Value::Bool(true));
     }
@@ -746,8 +724,6 @@ fn repeated_event(span: ParsedSpan) -> CanonicalEvent {
     }
     event.event_type = EventType::Custom;
     event.data = Value::Object(data);
-    // It is no call: what the marks count (a call without arguments) was counted once.
-    event.attributes.remove(agentic_core::event::ARGUMENTS_UNREAD);
     event
 }
 

@@ -81,15 +81,13 @@ impl TraceAdapter for TooltraceAdapter {
                  keep each format in a file of its own and read the hook records with `--trace-format claude_hook`"
             ));
         }
-        if member(object, "resourceSpans").is_some() {
-            return Err("`resourceSpans` holds an OTLP/JSON export, not a tooltrace record: keep each format in a \
-                        file of its own and read the export with `--trace-format otlp_json`"
-                .to_owned());
-        }
         let tool_name = match member(object, "tool_name") {
             Some(Value::String(name)) if !name.is_empty() => name.clone(),
             Some(other) => return Err(format!("`tool_name` must be a non-empty string, found {other}")),
-            None => return Err("missing `tool_name`".to_owned()),
+            None => {
+                let why = super::other_format_note(&record, TraceFormat::Tooltrace).unwrap_or_default();
+                return Err(format!("missing `tool_name`{why}"));
+            }
         };
         let record_time = record_time(object, "timestamp");
         let timestamp = record_time.time;

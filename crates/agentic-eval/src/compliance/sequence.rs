@@ -1607,9 +1607,9 @@ struct StartMatch {
     parent: u64,
     /// A hash of the call id ([`EventRef::call_id`]; 0: none).
     call: u64,
-    /// Whether argument conditions cannot read the start's arguments, and why (see
-    /// `unreadable_arguments`): told at the end, unless the end brings arguments they read.
-    unread: Option<bool>,
+    /// Argument conditions cannot read the start's arguments (see `unreadable_arguments`):
+    /// its entry in [`SequenceEngine::unread_starts`] is settled at the end.
+    unread: bool,
 }
 
 impl OpenCall {
@@ -2302,6 +2302,9 @@ pub struct SequenceEngine {
     /// (at most [`MAX_UNREAD_STARTS`]): counted at their end unless it brings arguments they
     /// read, and at the end of the trace if they never end.
     unread_starts: VecDeque<UnreadStart>,
+    /// Some rule has argument conditions (`args` or `args_text`): only then are calls whose
+    /// arguments they cannot read counted.
+    reads_arguments: bool,
     /// See [`TraceOutcome::calls_with_late_arguments`].
     calls_with_late_arguments: (u64, Option<u64>),
     /// See [`TraceOutcome::calls_with_changed_arguments`].
@@ -2585,6 +2588,7 @@ fn hand_on_orphans(
 impl SequenceEngine {
     /// An engine for `rules`, keeping the last `excerpt_capacity` calls as an excerpt.
     pub fn new(rules: Vec<CompiledRule>, excerpt_capacity: usize) -> SequenceEngine {
+        let reads_arguments = rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
         let states = rules
             .iter()
             .map(|rule| match rule.relation {
@@ -2649,6 +2653,7 @@ impl SequenceEngine {
             calls_without_arguments: (0, None),
             unread_arguments_by_rule: vec![[(0, None); 2]; rule_count],
             unread_starts: VecDeque::new(),
+            reads_arguments,
             calls_with_late_arguments: (0, None),
             calls_with_changed_arguments: (0, None),
             late_capable,
@@ -2708,15 +2713,15 @@ impl SequenceEngine {
         {
             self.note_session(session);
         }
-        // (Calls whose arguments argument conditions cannot read, which the OTLP reader marks,
-        // are counted by `feed_inner` for every format.)
+        // (Calls whose arguments argument conditions cannot read are counted by `feed_inner`.)
         self.feed_ref(&EventRef::from_event(event));
     }
 
-    /// Counts `calls` tool calls named `name`, the first at `line`, whose arguments argument conditions cannot read (none
-    /// recorded, or, `as_text`, not a JSON object), for the rules with a matcher that names its
-    /// tool and has such conditions (`args` or `args_text`; `args` alone for text): a call of
-    /// a tool no such matcher names is nothing those rules missed.
+    /// Counts `calls` tool calls named `name`, the first at `line`, whose arguments argument
+    /// conditions cannot read (none recorded, or, `as_text`, not a JSON object), for the rules
+    /// with a matcher that names its tool and has such conditions (`args` or `args_text`;
+    /// `args` alone for text): a call of a tool no such matcher names is nothing those rules
+    /// missed.
     fn tally_unread_arguments(&mut self, as_text: bool, name: &str, calls: u64, line: Option<u64>) {
         let misses = |matcher: &CompiledMatcher| {
             (if as_text { matcher.reads_argument_paths() } else { matcher.reads_arguments() })
@@ -2889,7 +2894,7 @@ impl SequenceEngine {
                             matched: end_matched,
                             parent: parent_hash,
                             call: call_hash(event.call_id),
-                            unread: None,
+                            unread: false,
                         };
                         self.end_open_call(span, kind, event.name, like)
                             .map(|start| (start, ExcerptKey::Span(span.hash)))
@@ -2926,7 +2931,7 @@ impl SequenceEngine {
                 // A call whose start had arguments argument conditions cannot read, and whose
                 // end brings none they read either (an OTLP end carries none at all).
                 if let Some((start, _)) = paired
-                    && start.unread.is_some()
+                    && start.unread
                 {
                     let span_hash = span.map_or(0, |span| span.hash);
                     let name = event.name.unwrap_or("");
@@ -2947,6 +2952,7 @@ impl SequenceEngine {
         // start here; a started one at its end above (which may bring arguments they read),
         // or at the end of the trace when it never ends (`unread_starts`).
         if counts
+            && self.reads_arguments
             && kind == Some(CallKind::Tool)
             && !matches!(event.event_type, EventType::ToolCallStart)
             && let Some(as_text) = unreadable_arguments(event.args)
@@ -2954,21 +2960,21 @@ impl SequenceEngine {
             self.tally_unread_arguments(as_text, event.name.unwrap_or(""), 1, event.line);
         }
         let is_start = matches!(event.event_type, EventType::ToolCallStart | EventType::AgentInvokeStart);
+        let unread = match event.event_type {
+            EventType::ToolCallStart if self.reads_arguments => unreadable_arguments(event.args),
+            _ => None,
+        };
         let bare = match &matches {
             Some(matches) if is_start => StartMatch {
                 bare: bare_args(event.args),
                 matched: if self.late_capable == 0 { 0 } else { self.unordered_matches(matches) },
                 parent: parent_hash,
                 call: call_hash(event.call_id),
-                unread: if event.event_type == EventType::ToolCallStart {
-                    unreadable_arguments(event.args)
-                } else {
-                    None
-                },
+                unread: unread.is_some(),
             },
             _ => StartMatch::default(),
         };
-        if let Some(as_text) = bare.unread {
+        if let Some(as_text) = unread {
             if self.unread_starts.len() == MAX_UNREAD_STARTS
                 && let Some(oldest) = self.unread_starts.pop_front()
             {

@@ -1244,8 +1244,8 @@ fn an_explicit_trace_format_is_used_as_given() {
     assert!(
         wrong.stderr().contains(
             "code-review.trace.claude_hook.jsonl:line 1: otlp_json record: missing `resourceSpans`: this is a \
-             claude_hook record in a file read as OTLP/JSON (the format is told from the first record); keep each \
-             format in a file of its own and read it with `--trace-format claude_hook` (skipped)"
+             `claude_hook` record in a file read as `otlp_json` (the format is told from the first record); keep \
+             each format in a file of its own and read it with `--trace-format claude_hook` (skipped)"
         ),
         "{}",
         wrong.stderr()
@@ -1269,7 +1269,10 @@ fn a_trace_whose_calls_are_all_malformed_is_bad_input() {
     let run = check_rules(&[("M-01", "{never: {tool: Bash}}")], &format!("{prompt}\n{seed}\n"));
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(
-        run.stderr().contains("line 2: claude_hook record: missing `hook_event_name`: this is a tooltrace record"),
+        run.stderr().contains(
+            "line 2: claude_hook record: missing `hook_event_name`: this is a `tooltrace` record in a file read as \
+             `claude_hook`"
+        ),
         "{}",
         run.stderr()
     );

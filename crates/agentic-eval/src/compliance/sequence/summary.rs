@@ -22,8 +22,8 @@
 //! they need, and the caller feeds those with [`SequenceEngine::feed_scoped`].
 
 use super::{
-    ArgsRef, Call, CompiledMatcher, EventRef, ExcerptKey, Location, MatchBits, Matches, Prepared, Relation, RuleIds,
-    RuleMasks, RuleState, SequenceEngine, by_hash, span_hash, span_refs,
+    ArgsRef, Call, EventRef, ExcerptKey, Location, MatchBits, Matches, Prepared, Relation, RuleIds, RuleMasks,
+    RuleState, SequenceEngine, by_hash, span_hash, span_refs,
 };
 
 /// A call's arguments as the excerpt shows them: their JSON text, at most 160 characters.
@@ -223,8 +223,13 @@ impl SequenceEngine {
             })
             .collect();
         let run = Summary { events: 0, mergeable: true, partials: kinds.clone(), ..Summary::default() };
-        let reads_arguments = self.rules.iter().any(|rule| rule.all_matchers().any(CompiledMatcher::reads_arguments));
-        Some(Summarizer { kinds, ids: self.ids.clone(), masks: self.masks.clone(), reads_arguments, run })
+        Some(Summarizer {
+            kinds,
+            ids: self.ids.clone(),
+            masks: self.masks.clone(),
+            reads_arguments: self.reads_arguments,
+            run,
+        })
     }
 
     /// Merges a run's summary into the engine, as if its events had been fed one by one;
